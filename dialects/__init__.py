@@ -1,0 +1,1 @@
+"""tensorkiln's dialects: ``graph`` (tensors), ``te`` (what to compute), ``loop`` (how)."""

@@ -1,0 +1,29 @@
+"""The ``graph`` dialect: whole-model tensor programs (the Relax/Relay level).
+
+Ops are grouped by family, one file each; this module assembles the dialect.
+"""
+
+from xdsl.ir import Dialect
+
+from . import constant, elementwise, linalg
+from .base import GraphOp, OpPatternKind
+from .constant import ConstantOp
+from .types import DimNamesAttr, WeightAttr
+
+_FAMILIES = (constant, elementwise, linalg)
+
+
+def _ops_of(module) -> list[type[GraphOp]]:
+    return [
+        v
+        for v in vars(module).values()
+        if isinstance(v, type) and issubclass(v, GraphOp) and getattr(v, "name", "").startswith("graph.")
+        and v.__module__ == module.__name__
+    ]
+
+
+GRAPH_OPS: tuple[type[GraphOp], ...] = tuple(op for family in _FAMILIES for op in _ops_of(family))
+
+Graph = Dialect("graph", list(GRAPH_OPS), [DimNamesAttr, WeightAttr])
+
+__all__ = ["GRAPH_OPS", "ConstantOp", "Graph", "GraphOp", "OpPatternKind"]

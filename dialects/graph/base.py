@@ -1,0 +1,132 @@
+"""What every graph op shares: result type inference, its verifier, reference semantics.
+
+A graph op's result type is a function of its operand types and properties. Each op
+says how in :meth:`GraphOp.infer_result_type`; the same function builds the op (the
+constructor never takes a result type) and verifies parsed IR (a result type that
+disagrees with inference is an error naming the op, expected and found).
+
+Each op also carries its numpy reference semantics (:meth:`GraphOp.reference`, used by
+the interpreter) and its fusion pattern kind (:attr:`GraphOp.PATTERN_KIND`), so one op
+is defined in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import IntEnum
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import IRDLOperation
+from xdsl.utils.exceptions import VerifyException
+
+from .types import Shape, element_type, shape_of
+
+
+class OpPatternKind(IntEnum):
+    """How an op may fuse with its neighbours (TVM's OpPatternKind, same order)."""
+
+    ELEMWISE = 0
+    BROADCAST = 1
+    INJECTIVE = 2
+    COMM_REDUCE = 3
+    OUT_ELEMWISE_FUSABLE = 4
+    TUPLE = 7
+    OPAQUE = 8
+
+
+class GraphOp(IRDLOperation):
+    """Base of graph ops with one tensor result whose type is inferred."""
+
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+
+    def infer_result_type(self) -> TensorType:
+        """The result type implied by the operands and properties (raise VerifyException if invalid)."""
+        raise NotImplementedError(f"{self.name} does not infer its result type")
+
+    def reference(self, *inputs: np.ndarray) -> np.ndarray:
+        """Numpy reference semantics: the result for these input arrays."""
+        raise NotImplementedError(f"{self.name} has no reference semantics")
+
+    # -- construction -------------------------------------------------------------
+
+    def _build(
+        self,
+        operands: Sequence[SSAValue | Operation | Sequence[SSAValue | Operation]],
+        properties: Mapping[str, Attribute | None] | None = None,
+        attributes: Mapping[str, Attribute] | None = None,
+    ) -> None:
+        """Initialise with these operands and properties; the result type is inferred."""
+        placeholder = TensorType(i64, [])
+        super().__init__(
+            operands=operands,
+            properties=dict(properties or {}),
+            attributes=dict(attributes or {}),
+            result_types=[placeholder],
+        )
+        try:
+            inferred = self.infer_result_type()
+        except VerifyException as e:
+            raise VerifyException(f"{self.name}: {e}") from None
+        # Safe: the op was just created and its result has no uses yet.
+        self.results[0]._type = inferred  # pyright: ignore[reportPrivateUsage]
+
+    # -- verification ---------------------------------------------------------------
+
+    def verify_(self) -> None:
+        try:
+            expected = self.infer_result_type()
+        except VerifyException as e:
+            raise VerifyException(f"{self.name}: {e}") from None
+        found = self.results[0].type
+        if found != expected:
+            raise VerifyException(
+                f"{self.name}: result type {found} does not match the inferred type {expected}"
+            )
+
+
+# ---------------------------------------------------------------------------
+# helpers for op definitions
+
+
+def operand_shape(value: SSAValue) -> Shape:
+    return shape_of(value.type)
+
+
+def operand_element(value: SSAValue) -> Attribute:
+    return element_type(value.type)
+
+
+def ints_attr(values: Sequence[int]) -> DenseArrayBase:
+    """An ``array<i64: ...>`` property from Python ints."""
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def ints(attr: DenseArrayBase) -> tuple[int, ...]:
+    return tuple(int(v) for v in attr.get_values())
+
+
+def int_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(int(value), i64)
+
+
+def expect_rank(what: str, shape: Shape, *ranks: int) -> None:
+    if len(shape) not in ranks:
+        allowed = " or ".join(str(r) for r in ranks)
+        raise VerifyException(f"{what} must have rank {allowed}, got shape {shape}")
+
+
+def expect_same_element(what: str, *types: Attribute) -> Attribute:
+    elements = {element_type(t) for t in types}
+    if len(elements) != 1:
+        raise VerifyException(
+            f"{what} must have one element type, got " + ", ".join(str(e) for e in elements)
+        )
+    return elements.pop()

@@ -1,0 +1,422 @@
+"""Elementwise graph ops: unary math, binary arithmetic with numpy broadcasting,
+comparisons, select (``where``) and casts.
+
+Examples::
+
+    %y = graph.exp %x : tensor<4x8xf32>
+    %z = graph.add %x, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    %m = graph.compare %x, %b {predicate = "lt"} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+    %c = graph.cast %x : tensor<4x8xf32> -> tensor<4x8xi32>
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import StringAttr, TensorType, i1
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    ParsePropInAttrDict,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from .base import GraphOp, OpPatternKind, expect_same_element, operand_element, operand_shape
+from .types import broadcast_shapes, is_bool, is_float, numpy_dtype, tensor_type
+
+# ---------------------------------------------------------------------------
+# unary
+
+
+class UnaryOp(GraphOp):
+    """``result = f(input)`` elementwise; same type in and out."""
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.ELEMWISE
+
+    #: numpy implementation of the scalar function
+    NUMPY_FN: ClassVar[Callable[[np.ndarray], np.ndarray]]
+    #: the op is defined on floating point tensors only
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    def __init__(self, input: SSAValue | Operation):
+        self._build([input])
+
+    def infer_result_type(self) -> TensorType:
+        element = operand_element(self.input)
+        if self.FLOAT_ONLY and not is_float(element):
+            raise VerifyException(f"operand must be a float tensor, got {self.input.type}")
+        if is_bool(element):
+            raise VerifyException(f"operand must be numeric, got {self.input.type}")
+        return self.input.type
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(type(self).NUMPY_FN(x)).astype(x.dtype, copy=False)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(np.float64)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    return np.exp(-np.logaddexp(0.0, -x))
+
+
+def _relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0)
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return 1.0 / np.sqrt(x.astype(np.float64))
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """``-x`` Example: ``%y = graph.neg %x : tensor<4xf32>``"""
+
+    name = "graph.neg"
+    NUMPY_FN = staticmethod(np.negative)
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    """``|x|`` Example: ``%y = graph.abs %x : tensor<4xf32>``"""
+
+    name = "graph.abs"
+    NUMPY_FN = staticmethod(np.abs)
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """``max(x, 0)`` Example: ``%y = graph.relu %x : tensor<4xf32>``"""
+
+    name = "graph.relu"
+    NUMPY_FN = staticmethod(_relu)
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    """``e**x`` Example: ``%y = graph.exp %x : tensor<4xf32>``"""
+
+    name = "graph.exp"
+    NUMPY_FN = staticmethod(np.exp)
+
+
+@irdl_op_definition
+class LogOp(UnaryOp):
+    """Natural logarithm. Example: ``%y = graph.log %x : tensor<4xf32>``"""
+
+    name = "graph.log"
+    NUMPY_FN = staticmethod(np.log)
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    """Square root. Example: ``%y = graph.sqrt %x : tensor<4xf32>``"""
+
+    name = "graph.sqrt"
+    NUMPY_FN = staticmethod(np.sqrt)
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryOp):
+    """``1/sqrt(x)`` Example: ``%y = graph.rsqrt %x : tensor<4xf32>``"""
+
+    name = "graph.rsqrt"
+    NUMPY_FN = staticmethod(_rsqrt)
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    """Hyperbolic tangent. Example: ``%y = graph.tanh %x : tensor<4xf32>``"""
+
+    name = "graph.tanh"
+    NUMPY_FN = staticmethod(np.tanh)
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    """``1/(1+exp(-x))`` Example: ``%y = graph.sigmoid %x : tensor<4xf32>``"""
+
+    name = "graph.sigmoid"
+    NUMPY_FN = staticmethod(_sigmoid)
+
+
+@irdl_op_definition
+class ErfOp(UnaryOp):
+    """The error function. Example: ``%y = graph.erf %x : tensor<4xf32>``"""
+
+    name = "graph.erf"
+    NUMPY_FN = staticmethod(_erf)
+
+
+@irdl_op_definition
+class FloorOp(UnaryOp):
+    """Round toward -inf. Example: ``%y = graph.floor %x : tensor<4xf32>``"""
+
+    name = "graph.floor"
+    NUMPY_FN = staticmethod(np.floor)
+
+
+UNARY_OPS: tuple[type[UnaryOp], ...] = (
+    NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ErfOp, FloorOp,
+)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------
+# binary
+
+
+class BinaryOp(GraphOp):
+    """``result = f(lhs, rhs)`` elementwise with numpy broadcasting; one element type."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.BROADCAST
+
+    NUMPY_FN: ClassVar[Callable[[np.ndarray, np.ndarray], np.ndarray]]
+    FLOAT_ONLY: ClassVar[bool] = False
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        self._build([lhs, rhs])
+
+    def result_element(self, operand_element: Attribute) -> Attribute:
+        return operand_element
+
+    def infer_result_type(self) -> TensorType:
+        element = expect_same_element("operands", self.lhs.type, self.rhs.type)
+        if self.FLOAT_ONLY and not is_float(element):
+            raise VerifyException(f"operands must be float tensors, got {element}")
+        shape = broadcast_shapes(operand_shape(self.lhs), operand_shape(self.rhs))
+        return tensor_type(shape, self.result_element(element))
+
+    def reference(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(type(self).NUMPY_FN(a, b)).astype(a.dtype, copy=False)
+
+
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """True division for floats; for integers, rounds toward zero and x/0 = 0."""
+    if np.issubdtype(a.dtype, np.floating):
+        return a / b
+    safe = np.where(b == 0, 1, b)
+    q = np.abs(a) // np.abs(safe)
+    return np.where(b == 0, 0, np.where((a < 0) != (safe < 0), -q, q))
+
+
+def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.power(a.astype(np.float64), b.astype(np.float64))
+
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    """``lhs + rhs``
+
+    Example: ``%z = graph.add %x, %y : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>``
+    """
+
+    name = "graph.add"
+    NUMPY_FN = staticmethod(np.add)
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    """``lhs - rhs``
+
+    Example: ``%z = graph.sub %x, %y : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>``
+    """
+
+    name = "graph.sub"
+    NUMPY_FN = staticmethod(np.subtract)
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    """``lhs * rhs``
+
+    Example: ``%z = graph.mul %x, %y : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>``
+    """
+
+    name = "graph.mul"
+    NUMPY_FN = staticmethod(np.multiply)
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """``lhs / rhs`` (integers round toward zero and x/0 = 0).
+
+    Example: ``%z = graph.div %x, %y : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>``
+    """
+
+    name = "graph.div"
+    NUMPY_FN = staticmethod(_divide)
+
+
+@irdl_op_definition
+class MaxOp(BinaryOp):
+    """Elementwise maximum (NaN propagates).
+
+    Example: ``%z = graph.max %x, %y : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>``
+    """
+
+    name = "graph.max"
+    NUMPY_FN = staticmethod(np.maximum)
+
+
+@irdl_op_definition
+class MinOp(BinaryOp):
+    """Elementwise minimum (NaN propagates).
+
+    Example: ``%z = graph.min %x, %y : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>``
+    """
+
+    name = "graph.min"
+    NUMPY_FN = staticmethod(np.minimum)
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    """``lhs ** rhs``
+
+    Example: ``%z = graph.pow %x, %y : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>``
+    """
+
+    name = "graph.pow"
+    NUMPY_FN = staticmethod(_power)
+    FLOAT_ONLY: ClassVar[bool] = True
+
+
+BINARY_OPS: tuple[type[BinaryOp], ...] = (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp)
+
+
+# ---------------------------------------------------------------------------
+# compare, where, cast
+
+COMPARE_PREDICATES: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+
+
+@irdl_op_definition
+class CompareOp(BinaryOp):
+    """Elementwise comparison giving a boolean (``i1``) tensor.
+
+    ``predicate`` is one of eq, ne, lt, le, gt, ge (ordered for floats: NaN compares
+    false except for ne).
+    """
+
+    name = "graph.compare"
+    predicate = prop_def(StringAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, predicate: str):
+        self._build([lhs, rhs], {"predicate": StringAttr(predicate)})
+
+    def result_element(self, operand_element: Attribute) -> Attribute:
+        return i1
+
+    def infer_result_type(self) -> TensorType:
+        if self.predicate.data not in COMPARE_PREDICATES:
+            raise VerifyException(
+                f"unknown predicate '{self.predicate.data}' (expected one of "
+                + ", ".join(COMPARE_PREDICATES)
+                + ")"
+            )
+        return super().infer_result_type()
+
+    def reference(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return COMPARE_PREDICATES[self.predicate.data](a, b)
+
+
+@irdl_op_definition
+class WhereOp(GraphOp):
+    """``cond ? on_true : on_false`` elementwise, all three broadcast together.
+
+    Example: ``%r = graph.where %c, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>``
+    """
+
+    name = "graph.where"
+    condition = operand_def(TensorType)
+    on_true = operand_def(TensorType)
+    on_false = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$condition `,` $on_true `,` $on_false attr-dict `:` type($condition) `,` "
+        "type($on_true) `,` type($on_false) `->` type($result)"
+    )
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.BROADCAST
+
+    def __init__(self, condition: SSAValue | Operation, on_true: SSAValue | Operation, on_false: SSAValue | Operation):
+        self._build([condition, on_true, on_false])
+
+    def infer_result_type(self) -> TensorType:
+        if not is_bool(operand_element(self.condition)):
+            raise VerifyException(f"condition must be an i1 tensor, got {self.condition.type}")
+        element = expect_same_element("on_true and on_false", self.on_true.type, self.on_false.type)
+        shape = broadcast_shapes(
+            operand_shape(self.condition), operand_shape(self.on_true), operand_shape(self.on_false)
+        )
+        return tensor_type(shape, element)
+
+    def reference(self, c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.where(c, a, b)
+
+
+@irdl_op_definition
+class CastOp(GraphOp):
+    """Convert elements to another type (float to int rounds toward zero, saturating).
+
+    Example: ``%y = graph.cast %x : tensor<4xf32> -> tensor<4xi32>``
+    """
+
+    name = "graph.cast"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.ELEMWISE
+
+    def __init__(self, input: SSAValue | Operation, to: Attribute):
+        self._to = to
+        self._build([input])
+
+    def infer_result_type(self) -> TensorType:
+        # When built, the target comes from the constructor; when parsed, from the result.
+        to = getattr(self, "_to", None) or self.result.type.element_type
+        numpy_dtype(to)
+        return tensor_type(operand_shape(self.input), to)
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        to = numpy_dtype(self.result.type.element_type)
+        if np.issubdtype(to, np.integer) and np.issubdtype(x.dtype, np.floating):
+            info = np.iinfo(to)
+            x = np.nan_to_num(np.trunc(x), nan=0.0)
+            return np.clip(x, info.min, info.max).astype(to)
+        return x.astype(to)

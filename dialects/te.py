@@ -1,0 +1,293 @@
+"""The ``te`` dialect: tensor expressions, what each kernel computes (TVM's TE).
+
+``te.compute`` defines every element of its result tensor by a scalar body. The body's
+block arguments are the index variables (one per result dim, ``index``) followed by the
+input tensors; it reads inputs with ``te.read`` at index expressions (``arith`` on
+``index``), computes with ``arith``/``math`` scalar ops and ends with ``te.yield``.
+``te.reduce`` combines a scalar body over reduction axes (block arguments of its own)::
+
+    %c = te.compute(%a, %b) : (tensor<16x8xf32>, tensor<8x32xf32>) -> tensor<16x32xf32> {
+    ^bb0(%i: index, %j: index, %A: tensor<16x8xf32>, %B: tensor<8x32xf32>):
+      %k8 = arith.constant 8 : index
+      %s = te.reduce add(%k8) init 0.0 : f32 {
+      ^bb1(%k: index):
+        %x = te.read %A[%i, %k] : tensor<16x8xf32>
+        %y = te.read %B[%k, %j] : tensor<8x32xf32>
+        %p = arith.mulf %x, %y : f32
+        te.yield %p : f32
+      }
+      te.yield %s : f32
+    }
+
+``te.compute`` is isolated from above: it sees only its inputs, so it can be outlined
+into a kernel and hashed structurally. ``te.dim`` gives an input's (possibly symbolic)
+size along an axis, for bounds that depend on shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
+from xdsl.utils.exceptions import VerifyException
+
+#: combiners of te.reduce
+COMBINERS = ("add", "mul", "max", "min")
+
+
+@irdl_op_definition
+class ComputeOp(IRDLOperation):
+    """A tensor whose every element is given by a scalar body (see module docstring)."""
+
+    name = "te.compute"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove())
+
+    def __init__(self, inputs: Sequence[SSAValue], result_type: TensorType, body: Region):
+        super().__init__(operands=[inputs], result_types=[result_type], regions=[body])
+
+    @staticmethod
+    def build_body(result_type: TensorType, input_types: Sequence[Attribute]) -> Block:
+        """An empty body block with the index variables and input tensors as arguments."""
+        return Block(arg_types=[IndexType()] * result_type.get_num_dims() + list(input_types))
+
+    @property
+    def index_vars(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args[: self.result.type.get_num_dims()])
+
+    @property
+    def input_args(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args[self.result.type.get_num_dims() :])
+
+    def verify_(self) -> None:
+        rank = self.result.type.get_num_dims()
+        args = self.body.block.args
+        if len(args) != rank + len(self.inputs):
+            raise VerifyException(
+                f"te.compute: body must take {rank} index variables and {len(self.inputs)} "
+                f"input tensors, got {len(args)} arguments"
+            )
+        for k, arg in enumerate(args[:rank]):
+            if not isinstance(arg.type, IndexType):
+                raise VerifyException(f"te.compute: index variable #{k} must be index, got {arg.type}")
+        for k, (arg, value) in enumerate(zip(args[rank:], self.inputs)):
+            if arg.type != value.type:
+                raise VerifyException(
+                    f"te.compute: body argument for input #{k} has type {arg.type}, input is {value.type}"
+                )
+        last = self.body.block.last_op
+        if not isinstance(last, YieldOp) or last.value.type != self.result.type.element_type:
+            raise VerifyException(
+                f"te.compute: body must end with te.yield of {self.result.type.element_type}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string("(")
+        printer.print_list(self.inputs, printer.print_ssa_value)
+        printer.print_string(") : (")
+        printer.print_list(self.inputs.types, printer.print_attribute)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.result.type)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=True)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ComputeOp:
+        pos = parser.pos
+        operands = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        attributes = parser.parse_optional_attr_dict_with_keyword()
+        attributes = attributes.data if attributes is not None else {}
+        inputs = parser.resolve_operands(operands, types, pos)
+        body = parser.parse_region()
+        if not isinstance(result_type, TensorType):
+            parser.raise_error(f"te.compute must produce a tensor, got {result_type}")
+        op = cls(inputs, result_type, body)
+        op.attributes |= attributes
+        return op
+
+
+@irdl_op_definition
+class ReduceOp(IRDLOperation):
+    """Combine a scalar body over reduction axes of the given extents.
+
+    Example: ``%s = te.reduce max(%n) init -3.4e38 : f32 { ^bb0(%k: index): ... te.yield %v : f32 }``
+    """
+
+    name = "te.reduce"
+    extents = var_operand_def(IndexType)
+    combiner = prop_def(StringAttr)
+    init = prop_def(FloatAttr | IntegerAttr)
+    result = result_def(AnyFloat | IntegerType)
+    body = region_def("single_block")
+
+    def __init__(self, combiner: str, extents: Sequence[SSAValue], init: FloatAttr | IntegerAttr, body: Region):
+        super().__init__(
+            operands=[extents],
+            properties={"combiner": StringAttr(combiner), "init": init},
+            result_types=[init.type],
+            regions=[body],
+        )
+
+    @staticmethod
+    def build_body(num_axes: int) -> Block:
+        return Block(arg_types=[IndexType()] * num_axes)
+
+    @property
+    def axes(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args)
+
+    def verify_(self) -> None:
+        if self.combiner.data not in COMBINERS:
+            raise VerifyException(
+                f"te.reduce: unknown combiner '{self.combiner.data}' (expected one of {', '.join(COMBINERS)})"
+            )
+        if len(self.body.block.args) != len(self.extents):
+            raise VerifyException(
+                f"te.reduce: {len(self.extents)} extents but {len(self.body.block.args)} axes"
+            )
+        if self.init.type != self.result.type:
+            raise VerifyException(f"te.reduce: init {self.init.type} vs result {self.result.type}")
+        last = self.body.block.last_op
+        if not isinstance(last, YieldOp) or last.value.type != self.result.type:
+            raise VerifyException(f"te.reduce: body must end with te.yield of {self.result.type}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.combiner.data}(")
+        printer.print_list(self.extents, printer.print_ssa_value)
+        printer.print_string(") init ")
+        value = self.init.value.data
+        printer.print_string(repr(float(value)) if isinstance(self.init, FloatAttr) else str(value))
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=True)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReduceOp:
+        combiner = parser.parse_identifier()
+        pos = parser.pos
+        extents = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        parser.parse_keyword("init")
+        number = parser.parse_number()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        init = FloatAttr(float(number), t) if isinstance(t, AnyFloat) else IntegerAttr(int(number), t)
+        resolved = parser.resolve_operands(extents, [IndexType()] * len(extents), pos)
+        body = parser.parse_region()
+        return cls(combiner, resolved, init, body)
+
+
+@irdl_op_definition
+class ReadOp(IRDLOperation):
+    """Read one element of an input tensor: ``%x = te.read %A[%i, %k] : tensor<16x8xf32>``."""
+
+    name = "te.read"
+    tensor = operand_def(TensorType)
+    indices = var_operand_def(IndexType)
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def __init__(self, tensor: SSAValue, indices: Sequence[SSAValue]):
+        super().__init__(operands=[tensor, indices], result_types=[tensor.type.element_type])
+
+    def verify_(self) -> None:
+        rank = self.tensor.type.get_num_dims()
+        if len(self.indices) != rank:
+            raise VerifyException(f"te.read: {len(self.indices)} indices for a rank-{rank} tensor")
+        if self.result.type != self.tensor.type.element_type:
+            raise VerifyException(f"te.read: result {self.result.type} vs element {self.tensor.type.element_type}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.tensor)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_ssa_value)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.tensor.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReadOp:
+        # The result type is the element type: infer it rather than spell it twice.
+        tensor = parser.parse_operand()
+        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_operand)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if tensor.type != t:
+            parser.raise_error(f"te.read: operand has type {tensor.type}, not {t}")
+        op = cls(tensor, indices)
+        op.attributes |= attributes
+        return op
+
+
+@irdl_op_definition
+class DimOp(IRDLOperation):
+    """The size of a tensor along an axis: ``%n = te.dim %A, 0 : tensor<?x8xf32, #graph.dims<n, _>>``."""
+
+    name = "te.dim"
+    tensor = operand_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$tensor `,` $axis attr-dict `:` type($tensor)"
+
+    def __init__(self, tensor: SSAValue, axis: int):
+        from xdsl.dialects.builtin import i64
+
+        super().__init__(
+            operands=[tensor], properties={"axis": IntegerAttr(axis, i64)}, result_types=[IndexType()]
+        )
+
+    def verify_(self) -> None:
+        if not 0 <= self.axis.value.data < self.tensor.type.get_num_dims():
+            raise VerifyException(f"te.dim: axis {self.axis.value.data} out of range for {self.tensor.type}")
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """The scalar value of a te.compute element or a te.reduce term."""
+
+    name = "te.yield"
+    value = operand_def()
+    traits = traits_def(IsTerminator(), HasParent(ComputeOp, ReduceOp))
+    assembly_format = "$value attr-dict `:` type($value)"
+
+    def __init__(self, value: SSAValue):
+        super().__init__(operands=[value])
+
+
+TE = Dialect("te", [ComputeOp, ReduceOp, ReadOp, DimOp, YieldOp], [])
