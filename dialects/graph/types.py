@@ -114,7 +114,9 @@ class WeightAttr(Data[WeightRef]):
 
     @classmethod
     def from_array(cls, name: str, array: np.ndarray) -> WeightAttr:
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array)
+        if not array.flags.c_contiguous:
+            array = array.copy(order="C")  # (np.ascontiguousarray would make 0-d arrays 1-d)
         return cls(WeightRef(register_weight(name, array), array))
 
     @property

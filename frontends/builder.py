@@ -1,0 +1,101 @@
+"""Write graph programs in Python, without torch.
+
+Every graph op is available as a method named after it (``graph.add`` -> ``b.add``,
+``graph.reduce_sum`` -> ``b.reduce_sum``): the method takes the op's constructor
+arguments, inserts the op and returns its result value. Numpy arrays and Python
+numbers given as operands become constants (numbers take the element type of the
+op's first tensor operand)::
+
+    import numpy as np
+    from tensorkiln.frontends.builder import GraphBuilder
+
+    b = GraphBuilder()
+    x = b.input("x", (1, 784))
+    h = b.relu(b.dense(x, np.random.rand(512, 784).astype("f4"), np.zeros(512, "f4")))
+    y = b.mul(h, 0.5)
+    module = b.finish(y)          # a builtin.module holding func.func @main
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.builder import Builder, InsertPoint
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, Region, SSAValue
+
+from ..dialects.graph import GRAPH_OPS, ConstantOp
+from ..dialects.graph.types import Dim, element_type_of, numpy_dtype
+
+_OPS_BY_METHOD = {op.name.removeprefix("graph."): op for op in GRAPH_OPS}
+
+
+class GraphBuilder:
+    """Builds one ``func.func`` (default name ``main``) of graph ops."""
+
+    def __init__(self, name: str = "main"):
+        self.name = name
+        self._block = Block()
+        self._builder = Builder(InsertPoint.at_end(self._block))
+        self._input_names: list[str] = []
+        self._constants = 0
+
+    # -- values ---------------------------------------------------------------
+
+    def input(self, name: str, shape: Sequence[Dim], dtype: Any = np.float32) -> SSAValue:
+        """A function argument; string dims are symbolic (``("n", 784)``)."""
+        from ..dialects.graph.types import tensor_type
+
+        arg = self._block.insert_arg(tensor_type(tuple(shape), element_type_of(dtype)), len(self._block.args))
+        arg.name_hint = name
+        self._input_names.append(name)
+        return arg
+
+    def constant(self, value: Any, name: str | None = None, dtype: Any = None) -> SSAValue:
+        """A constant tensor held by reference (the array is not copied into the IR)."""
+        array = np.asarray(value, dtype=dtype)
+        if name is None:
+            name, self._constants = f"const{self._constants}", self._constants + 1
+        return self._builder.insert(ConstantOp.from_array(array, name)).result
+
+    def _as_value(self, operand: Any, like: SSAValue | None) -> SSAValue:
+        if isinstance(operand, SSAValue):
+            return operand
+        if isinstance(operand, np.ndarray):
+            return self.constant(operand)
+        if isinstance(operand, bool | int | float):
+            dtype = numpy_dtype(like.type.element_type) if like is not None else np.float32
+            return self.constant(np.asarray(operand, dtype=dtype))
+        raise TypeError(f"cannot use {type(operand).__name__} as a graph operand")
+
+    # -- ops --------------------------------------------------------------------
+
+    def __getattr__(self, method: str) -> Callable[..., SSAValue]:
+        op_class = _OPS_BY_METHOD.get(method)
+        if op_class is None:
+            raise AttributeError(f"no graph op '{method}' (known: {', '.join(sorted(_OPS_BY_METHOD))})")
+
+        def build(*args: Any, **kwargs: Any) -> SSAValue:
+            like = next((a for a in args if isinstance(a, SSAValue) and isinstance(a.type, TensorType)), None)
+            operands = [
+                self._as_value(a, like) if isinstance(a, np.ndarray | bool | int | float) else a for a in args
+            ]
+            return self._builder.insert(op_class(*operands, **kwargs)).results[0]
+
+        build.__doc__ = op_class.__doc__
+        build.__name__ = method
+        return build
+
+    # -- result -------------------------------------------------------------------
+
+    def finish(self, *outputs: SSAValue) -> ModuleOp:
+        """Return ``outputs`` from the function and wrap it in a module."""
+        self._builder.insert(func.ReturnOp(*outputs))
+        function_type = ([a.type for a in self._block.args], [o.type for o in outputs])
+        function = func.FuncOp(self.name, function_type, Region(self._block))
+        module = ModuleOp([function])
+        module.verify()
+        return module

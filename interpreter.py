@@ -1,0 +1,64 @@
+"""The reference executor: evaluates a graph-dialect module op by op with numpy.
+
+Slow and simple on purpose: it is the oracle that compiled code is checked against,
+and the "debug" executor (``tk.create_executor("interpreter", module)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+from .dialects.graph import GraphOp
+from .signature import signature_of
+
+
+def find_function(module: ModuleOp, name: str = "main") -> func.FuncOp:
+    """The function ``name`` of a module, or the module's only function."""
+    functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    for f in functions:
+        if f.sym_name.data == name:
+            return f
+    if len(functions) == 1:
+        return functions[0]
+    raise ValueError(
+        f"module has no function '{name}' (functions: {', '.join(f.sym_name.data for f in functions) or 'none'})"
+    )
+
+
+def evaluate_function(function: func.FuncOp, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Run ``function`` on numpy arrays (already checked against its signature)."""
+    values = dict(zip(function.body.block.args, inputs))
+    for op in function.body.block.ops:
+        if isinstance(op, func.ReturnOp):
+            return [values[v] for v in op.arguments]
+        if not isinstance(op, GraphOp):
+            raise NotImplementedError(f"the interpreter cannot evaluate '{op.name}'")
+        args = [values[v] for v in op.operands]
+        result = op.reference(*args)
+        values[op.results[0]] = np.asarray(result)
+    raise ValueError(f"function '{function.sym_name.data}' has no func.return")
+
+
+def interpret(module: ModuleOp, function: str = "main") -> Callable[..., np.ndarray | tuple[np.ndarray, ...]]:
+    """A callable evaluating ``function`` of a graph module with numpy reference semantics.
+
+    Example::
+
+        f = interpret(module)
+        y = f(np.ones((1, 784), np.float32))
+    """
+    fn = find_function(module, function)
+    signature = signature_of(fn)
+
+    def run(*args: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
+        arrays = signature.check_inputs(args)
+        outputs = evaluate_function(fn, arrays)
+        outputs = [o.astype(spec.dtype, copy=False) for o, spec in zip(outputs, signature.outputs)]
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    run.signature = signature  # type: ignore[attr-defined]
+    return run

@@ -1,0 +1,111 @@
+"""What a compiled function takes and returns, and the checks made at every call.
+
+Pure numpy: a deployed model checks its inputs with this without the compiler.
+Dims are ints or symbol names; a symbol (``n``) must take one value everywhere it
+appears in the inputs, and output shapes follow from the values bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+Dim = int | str
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Name, shape (ints and symbol names) and dtype of one argument or result."""
+
+    name: str
+    shape: tuple[Dim, ...]
+    dtype: np.dtype
+
+    def describe(self) -> str:
+        return f"{self.dtype}[{', '.join(str(d) for d in self.shape)}]"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "shape": list(self.shape), "dtype": str(self.dtype)}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> TensorSpec:
+        return TensorSpec(d["name"], tuple(d["shape"]), np.dtype(d["dtype"]))
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The inputs and outputs of a compiled function."""
+
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+    def check_inputs(self, args: Sequence[Any]) -> list[np.ndarray]:
+        """Contiguous numpy arrays for ``args``, or a ValueError naming the bad argument."""
+        arrays, _ = self.bind(args)
+        return arrays
+
+    def bind(self, args: Sequence[Any]) -> tuple[list[np.ndarray], dict[str, int]]:
+        """Check ``args``; return them as contiguous arrays and the value of each symbol."""
+        if len(args) != len(self.inputs):
+            names = ", ".join(s.name for s in self.inputs)
+            raise ValueError(f"expected {len(self.inputs)} arguments ({names}), got {len(args)}")
+        symbols: dict[str, int] = {}
+        where: dict[str, str] = {}
+        arrays = []
+        for spec, arg in zip(self.inputs, args):
+            array = _as_array(arg, spec)
+            if array.dtype != spec.dtype:
+                raise ValueError(
+                    f"argument '{spec.name}': expected dtype {spec.dtype}, got {array.dtype}"
+                )
+            if array.ndim != len(spec.shape):
+                raise ValueError(
+                    f"argument '{spec.name}': expected rank {len(spec.shape)} "
+                    f"(shape {spec.describe()}), got rank {array.ndim} (shape {list(array.shape)})"
+                )
+            for axis, (want, got) in enumerate(zip(spec.shape, array.shape)):
+                if isinstance(want, str):
+                    if want in symbols and symbols[want] != got:
+                        raise ValueError(
+                            f"argument '{spec.name}': dim {axis} is '{want}' = {symbols[want]} "
+                            f"(from {where[want]}), got {got}"
+                        )
+                    symbols.setdefault(want, got)
+                    where.setdefault(want, f"'{spec.name}' dim {axis}")
+                elif want != got:
+                    raise ValueError(
+                        f"argument '{spec.name}': expected shape {spec.describe()}, "
+                        f"got {list(array.shape)} (dim {axis}: expected {want}, got {got})"
+                    )
+            arrays.append(array if array.flags.c_contiguous else array.copy(order="C"))
+        return arrays, symbols
+
+    def output_shapes(self, symbols: dict[str, int]) -> list[tuple[int, ...]]:
+        return [tuple(symbols[d] if isinstance(d, str) else d for d in o.shape) for o in self.outputs]
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) for s in self.inputs + self.outputs for d in s.shape)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"inputs": [s.to_json() for s in self.inputs], "outputs": [s.to_json() for s in self.outputs]}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Signature:
+        return Signature(
+            tuple(TensorSpec.from_json(s) for s in d["inputs"]),
+            tuple(TensorSpec.from_json(s) for s in d["outputs"]),
+        )
+
+
+def _as_array(arg: Any, spec: TensorSpec) -> np.ndarray:
+    if isinstance(arg, np.ndarray):
+        return arg
+    if hasattr(arg, "__dlpack__") and hasattr(arg, "device") and "cpu" in str(arg.device):
+        return np.from_dlpack(arg.detach() if hasattr(arg, "detach") else arg)
+    if isinstance(arg, np.generic | int | float | bool):
+        return np.asarray(arg)
+    raise ValueError(f"argument '{spec.name}': expected a numpy array, got {type(arg).__name__}")
