@@ -1,5 +1,13 @@
-"""Every tensorkiln dialect and pass, for xdsl-opt and tensorkiln-opt (entry point ``xdsl.universe``)."""
+"""Every tensorkiln dialect and pass, for xdsl-opt and tensorkiln-opt (entry point ``xdsl.universe``).
 
+``DIALECTS`` and ``PASSES`` are the one list of what tensorkiln adds to xDSL. The stock
+``xdsl-opt`` finds them through the ``xdsl.universe`` entry point (``TENSORKILN_UNIVERSE``);
+``tensorkiln-opt``, the test fixtures and the Python API take them from
+:func:`full_universe`, which also holds xDSL's own dialects and passes and those of any
+other installed plugin.
+"""
+
+from xdsl.context import Context
 from xdsl.universe import Universe
 
 
@@ -40,3 +48,25 @@ TENSORKILN_UNIVERSE = Universe(
     all_dialects=DIALECTS,
     all_passes={name: _pass(*where) for name, where in PASSES.items()},
 )
+
+
+def full_universe() -> Universe:
+    """xDSL's dialects, passes and targets, every installed ``xdsl.universe`` plugin's, and ours.
+
+    Ours are added even when the package's entry point is not installed (running from a
+    source tree), so tensorkiln-opt never depends on packaging metadata to know itself.
+    """
+    found = Universe.get_multiverse()
+    return Universe(
+        all_dialects={**found.all_dialects, **TENSORKILN_UNIVERSE.all_dialects},
+        all_passes={**found.all_passes, **TENSORKILN_UNIVERSE.all_passes},
+        all_targets=dict(found.all_targets),
+    )
+
+
+def make_context(*, allow_unregistered: bool = False) -> Context:
+    """A Context that loads, on first use, every dialect ``tensorkiln-opt`` knows."""
+    ctx = Context(allow_unregistered=allow_unregistered)
+    for name, factory in full_universe().all_dialects.items():
+        ctx.register_dialect(name, factory)
+    return ctx

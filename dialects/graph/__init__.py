@@ -5,12 +5,12 @@ Ops are grouped by family, one file each; this module assembles the dialect.
 
 from xdsl.ir import Dialect
 
-from . import constant, elementwise, linalg
+from . import constant, elementwise, linalg, nn, reduce, shape
 from .base import GraphOp, OpPatternKind
 from .constant import ConstantOp
 from .types import DimNamesAttr, WeightAttr
 
-_FAMILIES = (constant, elementwise, linalg)
+_FAMILIES = (constant, elementwise, linalg, nn, shape, reduce)
 
 
 def _ops_of(module) -> list[type[GraphOp]]:

@@ -1,0 +1,49 @@
+"""graph -> te: replace every graph op by the ``te.compute`` ops its compute rule emits.
+
+Constants stay graph ops: they are data, bound to buffers by ``te-to-loop``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.builder import Builder, InsertPoint
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from ...dialects.graph import ConstantOp, GraphOp
+from ..te_builder import TEBuilder
+from . import elementwise, linalg  # noqa: F401  (register their rules)
+from .registry import COMPUTE_RULES, compute_rule
+
+__all__ = ["COMPUTE_RULES", "GraphToTEPass", "compute_rule", "unsupported_ops"]
+
+
+def unsupported_ops(module: ModuleOp) -> dict[str, int]:
+    """Graph ops in ``module`` without a compute rule, with their counts."""
+    missing: dict[str, int] = {}
+    for op in module.walk():
+        if isinstance(op, GraphOp) and not isinstance(op, ConstantOp) and type(op) not in COMPUTE_RULES:
+            missing[op.name] = missing.get(op.name, 0) + 1
+    return missing
+
+
+@dataclass(frozen=True)
+class GraphToTEPass(ModulePass):
+    """Lower graph ops to tensor expressions (``te.compute``) by their compute rules."""
+
+    name = "graph-to-te"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        missing = unsupported_ops(op)
+        if missing:
+            listed = ", ".join(f"{name} (x{n})" for name, n in sorted(missing.items()))
+            raise PassFailedException(f"graph-to-te: no compute rule for {listed}")
+        for graph_op in [o for o in op.walk() if isinstance(o, GraphOp) and not isinstance(o, ConstantOp)]:
+            builder = Builder(InsertPoint.before(graph_op))
+            value = COMPUTE_RULES[type(graph_op)](TEBuilder(builder), graph_op)
+            graph_op.results[0].replace_all_uses_with(value)
+            graph_op.detach()
+            graph_op.erase()

@@ -1,0 +1,119 @@
+"""llvm dialect -> LLVM IR text -> native code in this process (llvmlite MCJIT, O3).
+
+Targets are strings like TVM's: ``"llvm"`` (the host CPU, its real name and features),
+``"llvm -mcpu=skylake-avx512"``, ``"llvm -mattr=+avx2,-avx512f"``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import llvmlite.binding as llvm
+from xdsl.backend.llvm.convert import convert_module
+from xdsl.dialects.builtin import ModuleOp
+
+
+@dataclass(frozen=True)
+class CPUTarget:
+    """Where code will run: CPU name, features and optimisation level."""
+
+    cpu: str
+    features: str
+    opt_level: int = 3
+    options: tuple[tuple[str, str], ...] = field(default=())
+
+    @staticmethod
+    def parse(target: str) -> CPUTarget:
+        """Parse ``"llvm [-mcpu=NAME] [-mattr=+f,-g] [-opt-level=N]"``."""
+        words = shlex.split(target)
+        if not words or words[0] != "llvm":
+            raise ValueError(f"not an LLVM CPU target: {target!r} (expected 'llvm ...')")
+        _initialize()
+        cpu = llvm.get_host_cpu_name()
+        host_features = llvm.get_host_cpu_features().flatten()
+        extra = []
+        opt = 3
+        for word in words[1:]:
+            key, _, value = word.partition("=")
+            if key == "-mcpu":
+                cpu = value
+                host_features = ""
+            elif key == "-mattr":
+                extra.append(value)
+            elif key == "-opt-level":
+                opt = int(value)
+            else:
+                raise ValueError(f"unknown option {word!r} in target {target!r} (known: -mcpu, -mattr, -opt-level)")
+        features = ",".join(f for f in [host_features, *extra] if f)
+        # LLVM prefers 256-bit vectors on AVX-512 CPUs; our kernels are wide enough for zmm.
+        if "+avx512f" in features and "prefer-256-bit" not in features:
+            features += ",-prefer-256-bit"
+        return CPUTarget(cpu, features, opt)
+
+    def describe(self) -> str:
+        return f"llvm -mcpu={self.cpu}"
+
+
+@lru_cache(maxsize=1)
+def _initialize() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+@lru_cache(maxsize=8)
+def target_machine(target: CPUTarget) -> llvm.TargetMachine:
+    _initialize()
+    triple = llvm.get_process_triple()
+    return llvm.Target.from_triple(triple).create_target_machine(
+        cpu=target.cpu, features=target.features, opt=target.opt_level, jit=True
+    )
+
+
+def llvm_ir(module: ModuleOp, target: CPUTarget) -> str:
+    """LLVM IR text of an llvm-dialect module, for ``target``."""
+    tm = target_machine(target)
+    return str(convert_module(module, fallback_target_triple=tm.triple, data_layout=str(tm.target_data)))
+
+
+def optimize(ir_text: str, target: CPUTarget) -> llvm.ModuleRef:
+    """Parse, verify and optimise LLVM IR (the new pass manager at the target's level)."""
+    tm = target_machine(target)
+    mod = llvm.parse_assembly(ir_text)
+    mod.verify()
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    pto = llvm.PipelineTuningOptions(speed_level=target.opt_level)
+    pto.loop_vectorization = target.opt_level >= 2
+    pto.slp_vectorization = target.opt_level >= 2
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+class JITModule:
+    """Native code loaded in this process; keeps the engine alive as long as it lives."""
+
+    def __init__(self, module: llvm.ModuleRef, target: CPUTarget):
+        self.target = target
+        self._module = module
+        self._engine = llvm.create_mcjit_compiler(module, target_machine(target))
+        self._engine.finalize_object()
+
+    def address(self, name: str) -> int:
+        address = self._engine.get_function_address(name)
+        if not address:
+            raise KeyError(f"no function '{name}' in the compiled module")
+        return address
+
+    def assembly(self) -> str:
+        return target_machine(self.target).emit_assembly(self._module)
+
+    def optimized_ir(self) -> str:
+        return str(self._module)
+
+
+def jit_compile(module: ModuleOp, target: CPUTarget) -> JITModule:
+    """Compile an llvm-dialect module to native code in this process."""
+    return JITModule(optimize(llvm_ir(module, target), target), target)

@@ -1,0 +1,519 @@
+"""Neural-network window ops on NCHW tensors: conv2d, max/avg pooling, adaptive average pooling.
+
+Window properties are ``array<i64: ...>`` lists: ``strides`` and ``dilation`` are
+``(h, w)``, ``kernel`` is ``(kh, kw)``, and ``padding`` is four values
+``(top, left, bottom, right)`` so that asymmetric padding from other frontends (ONNX,
+TF "SAME") is expressible. Properties equal to their default are not printed.
+
+Examples::
+
+    %y = graph.conv2d %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<1x3x224x224xf32>, tensor<64x3x3x3xf32>, tensor<64xf32> -> tensor<1x64x112x112xf32>
+    %p = graph.max_pool2d %y {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<1x64x112x112xf32> -> tensor<1x64x56x56xf32>
+    %a = graph.avg_pool2d %p {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<1x64x56x56xf32> -> tensor<1x64x28x28xf32>
+    %g = graph.adaptive_avg_pool2d %a {output_size = array<i64: 1, 1>} : tensor<1x64x28x28xf32> -> tensor<1x64x1x1xf32>
+
+The batch dim (and a channel dim the op does not mix) may be symbolic. A symbolic
+spatial dim passes through only where the output size equals the input size for every
+value of it: stride 1 and total padding = effective kernel - 1 ("same" padding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, IntegerAttr, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from .base import (
+    GraphOp,
+    OpPatternKind,
+    expect_rank,
+    expect_same_element,
+    int_attr,
+    ints,
+    ints_attr,
+    operand_element,
+    operand_shape,
+)
+from .types import Dim, Shape, format_shape, is_bool, is_float, tensor_type
+
+# ---------------------------------------------------------------------------
+# helpers
+
+_AXIS_NAMES = ("height", "width")
+
+
+def _pair(value: int | Sequence[int]) -> tuple[int, ...]:
+    """``3`` -> ``(3, 3)``; a sequence is kept as given (its length is verified later)."""
+    if isinstance(value, int | np.integer):
+        return (value, value)
+    return tuple(int(v) for v in value)
+
+
+def _padding4(value: int | Sequence[int]) -> tuple[int, ...]:
+    """Padding as (top, left, bottom, right) from an int, (pad_h, pad_w) or four values."""
+    if isinstance(value, int | np.integer):
+        return (value,) * 4
+    values = tuple(int(v) for v in value)
+    if len(values) == 2:
+        return values * 2
+    return values
+
+
+def _expect_len(what: str, values: tuple[int, ...], n: int, meaning: str) -> None:
+    if len(values) != n:
+        raise VerifyException(f"{what} must have {n} values ({meaning}), got {list(values)}")
+
+
+def _expect_at_least(what: str, values: tuple[int, ...], low: int) -> None:
+    for v in values:
+        if v < low:
+            raise VerifyException(f"{what} must be >= {low}, got {list(values)}")
+
+
+def _window_params(
+    kernel: tuple[int, ...],
+    strides: tuple[int, ...],
+    padding: tuple[int, ...],
+    dilation: tuple[int, ...],
+) -> None:
+    """Check the lengths and ranges of 2-D window properties."""
+    _expect_len("kernel", kernel, 2, "kh, kw")
+    _expect_len("strides", strides, 2, "h, w")
+    _expect_len("padding", padding, 4, "top, left, bottom, right")
+    _expect_len("dilation", dilation, 2, "h, w")
+    _expect_at_least("kernel", kernel, 1)
+    _expect_at_least("strides", strides, 1)
+    _expect_at_least("padding", padding, 0)
+    _expect_at_least("dilation", dilation, 1)
+
+
+def window_output_size(
+    axis: int,
+    size: Dim,
+    kernel: int,
+    stride: int,
+    pad_begin: int,
+    pad_end: int,
+    dilation: int = 1,
+    ceil_mode: bool = False,
+) -> Dim:
+    """Output size of a sliding window along one spatial axis (torch's rule, incl. ceil_mode).
+
+    ``floor_or_ceil((size + pads - dilation*(kernel-1) - 1) / stride) + 1``; with
+    ``ceil_mode`` a last window that would start in the end padding is dropped.
+    """
+    what = _AXIS_NAMES[axis]
+    effective = dilation * (kernel - 1) + 1
+    if isinstance(size, str):
+        if stride == 1 and pad_begin + pad_end == effective - 1:
+            return size
+        raise VerifyException(
+            f"input {what} is symbolic ({size}); its output size is only known for stride 1 "
+            f"and padding {pad_begin} + {pad_end} = effective kernel {effective} - 1, "
+            f"got stride {stride}"
+        )
+    padded = size + pad_begin + pad_end
+    if effective > padded:
+        raise VerifyException(
+            f"{what}: the kernel spans {effective} (kernel {kernel}, dilation {dilation}), more "
+            f"than the padded input {padded} = {size} + {pad_begin} + {pad_end}"
+        )
+    span = padded - effective
+    if ceil_mode:
+        out = -(-span // stride) + 1
+        if (out - 1) * stride >= size + pad_begin:
+            out -= 1
+    else:
+        out = span // stride + 1
+    return out
+
+
+def _windows(
+    x: np.ndarray,
+    out_hw: tuple[int, int],
+    kernel: tuple[int, ...],
+    strides: tuple[int, ...],
+    padding: tuple[int, ...],
+    dilation: tuple[int, ...],
+    fill: float | int,
+) -> np.ndarray:
+    """A (N, C, OH, OW, KH, KW) view of the padded input's windows."""
+    top, left, bottom, right = padding
+    h, w = x.shape[2:]
+    eff = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
+    need = [(o - 1) * s + e for o, s, e in zip(out_hw, strides, eff)]
+    # the end padding may be larger than asked for (ceil_mode) or partly unused
+    extra_h = max(need[0] - h - top, 0)
+    extra_w = max(need[1] - w - left, 0)
+    xp = np.pad(
+        x,
+        ((0, 0), (0, 0), (top, max(bottom, extra_h)), (left, max(right, extra_w))),
+        constant_values=fill,
+    )
+    win = sliding_window_view(xp, tuple(eff), axis=(2, 3))
+    win = win[:, :, :: strides[0], :: strides[1], :: dilation[0], :: dilation[1]]
+    return win[:, :, : out_hw[0], : out_hw[1]]
+
+
+def _static_spatial(what: str, shape: Shape) -> tuple[int, int]:
+    h, w = shape[2], shape[3]
+    if not isinstance(h, int) or not isinstance(w, int):
+        raise VerifyException(f"{what} needs static height and width, got shape {format_shape(shape)}")
+    return h, w
+
+
+# ---------------------------------------------------------------------------
+# conv2d
+
+
+@irdl_op_definition
+class Conv2dOp(GraphOp):
+    """2-D convolution (cross-correlation, as in torch), NCHW input and OIHW weight.
+
+    ``input (N, C, H, W) * weight (O, C/groups, KH, KW) [+ bias (O,)] -> (N, O, OH, OW)``
+    with ``OH = floor((H + top + bottom - dilation_h*(KH-1) - 1) / stride_h) + 1`` (OW alike).
+    Properties: ``strides`` (h, w), ``padding`` (top, left, bottom, right), ``dilation``
+    (h, w), ``groups``; defaults 1, 0, 1, 1 are not printed.
+
+    Example::
+
+        %y = graph.conv2d %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64} : tensor<1x8x9x7xf32>, tensor<6x4x3x3xf32>, tensor<6xf32> -> tensor<1x6x5x4xf32>
+    """
+
+    name = "graph.conv2d"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = prop_def(DenseArrayBase, default_value=ints_attr((1, 1)))
+    padding = prop_def(DenseArrayBase, default_value=ints_attr((0, 0, 0, 0)))
+    dilation = prop_def(DenseArrayBase, default_value=ints_attr((1, 1)))
+    groups = prop_def(IntegerAttr, default_value=int_attr(1))
+    traits = traits_def(Pure())
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    assembly_format = (
+        "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) "
+        "(`,` type($bias)^)? `->` type($result)"
+    )
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OUT_ELEMWISE_FUSABLE
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        weight: SSAValue | Operation,
+        bias: SSAValue | Operation | None = None,
+        strides: int | Sequence[int] = (1, 1),
+        padding: int | Sequence[int] = (0, 0, 0, 0),
+        dilation: int | Sequence[int] = (1, 1),
+        groups: int = 1,
+    ):
+        """``padding``: an int, ``(pad_h, pad_w)`` (symmetric) or ``(top, left, bottom, right)``."""
+        self._build(
+            [input, weight, [bias] if bias is not None else []],
+            {
+                "strides": ints_attr(_pair(strides)),
+                "padding": ints_attr(_padding4(padding)),
+                "dilation": ints_attr(_pair(dilation)),
+                "groups": int_attr(groups),
+            },
+        )
+
+    def infer_result_type(self) -> TensorType:
+        x, w = operand_shape(self.input), operand_shape(self.weight)
+        expect_rank("input", x, 4)
+        expect_rank("weight", w, 4)
+        strides, padding, dilation = ints(self.strides), ints(self.padding), ints(self.dilation)
+        groups = self.groups.value.data
+        if groups < 1:
+            raise VerifyException(f"groups must be >= 1, got {groups}")
+        if not all(isinstance(d, int) for d in w):
+            raise VerifyException(f"weight must have a static shape, got {format_shape(w)}")
+        out_channels, in_per_group, kh, kw = w
+        _window_params((kh, kw), strides, padding, dilation)
+        channels = x[1]
+        if not isinstance(channels, int):
+            raise VerifyException(f"input channels must be static, got shape {format_shape(x)}")
+        if channels % groups:
+            raise VerifyException(f"input channels {channels} are not divisible by groups {groups}")
+        if out_channels % groups:
+            raise VerifyException(
+                f"weight has {out_channels} output channels, not divisible by groups {groups}"
+            )
+        if in_per_group != channels // groups:
+            raise VerifyException(
+                f"weight has {in_per_group} input channels, expected {channels // groups} = "
+                f"input channels {channels} / groups {groups}"
+            )
+        types = [self.input.type, self.weight.type]
+        if self.bias is not None:
+            b = operand_shape(self.bias)
+            if b != (out_channels,):
+                raise VerifyException(
+                    f"bias must have shape ({out_channels},) = weight output channels, got {format_shape(b)}"
+                )
+            types.append(self.bias.type)
+        element = expect_same_element("input, weight and bias", *types)
+        if is_bool(element):
+            raise VerifyException("operands must be numeric, got i1")
+        top, left, bottom, right = padding
+        oh = window_output_size(0, x[2], kh, strides[0], top, bottom, dilation[0])
+        ow = window_output_size(1, x[3], kw, strides[1], left, right, dilation[1])
+        return tensor_type((x[0], out_channels, oh, ow), element)
+
+    def reference(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+        oh, ow = self.result.type.get_shape()[2:]
+        if oh < 0 or ow < 0:  # symbolic spatial dims ("same" padding): take them from x
+            oh, ow = x.shape[2], x.shape[3]
+        groups = self.groups.value.data
+        win = _windows(
+            x, (oh, ow), w.shape[2:], ints(self.strides), ints(self.padding), ints(self.dilation), 0
+        )  # (N, C, OH, OW, KH, KW)
+        cg, og = x.shape[1] // groups, w.shape[0] // groups
+        outs = []
+        for g in range(groups):
+            patches = win[:, g * cg : (g + 1) * cg]
+            kernel = w[g * og : (g + 1) * og]
+            # (N, OH, OW, Og)
+            outs.append(np.tensordot(patches, kernel, axes=([1, 4, 5], [1, 2, 3])))
+        y = np.concatenate(outs, axis=3) if groups > 1 else outs[0]
+        y = y.transpose(0, 3, 1, 2)
+        if bias is not None:
+            y = y + bias.reshape(1, -1, 1, 1)
+        return np.ascontiguousarray(y.astype(x.dtype, copy=False))
+
+
+# ---------------------------------------------------------------------------
+# pooling
+
+
+class _Pool2dOp(GraphOp):
+    """A 2-D pooling window over NCHW: ``(N, C, H, W) -> (N, C, OH, OW)``."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    kernel = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    padding = prop_def(DenseArrayBase, default_value=ints_attr((0, 0, 0, 0)))
+    ceil_mode = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OUT_ELEMWISE_FUSABLE
+
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    def _dilation(self) -> tuple[int, ...]:
+        return (1, 1)
+
+    def window(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """``(kernel, strides, padding, dilation)`` as Python tuples."""
+        return ints(self.kernel), ints(self.strides), ints(self.padding), self._dilation()
+
+    def infer_result_type(self) -> TensorType:
+        x = operand_shape(self.input)
+        expect_rank("input", x, 4)
+        element = operand_element(self.input)
+        if self.FLOAT_ONLY and not is_float(element):
+            raise VerifyException(f"input must be a float tensor, got {self.input.type}")
+        if is_bool(element):
+            raise VerifyException(f"input must be numeric, got {self.input.type}")
+        kernel, strides, padding, dilation = self.window()
+        _window_params(kernel, strides, padding, dilation)
+        for axis, (k, d) in enumerate(zip(kernel, dilation)):
+            effective = d * (k - 1) + 1
+            for pad, side in ((padding[axis], "begin"), (padding[axis + 2], "end")):
+                if pad > effective // 2:
+                    raise VerifyException(
+                        f"{_AXIS_NAMES[axis]} padding ({side}) {pad} is more than half the "
+                        f"effective kernel {effective} (padding {list(padding)})"
+                    )
+        ceil_mode = bool(self.ceil_mode.value.data)
+        top, left, bottom, right = padding
+        oh = window_output_size(0, x[2], kernel[0], strides[0], top, bottom, dilation[0], ceil_mode)
+        ow = window_output_size(1, x[3], kernel[1], strides[1], left, right, dilation[1], ceil_mode)
+        return tensor_type((x[0], x[1], oh, ow), element)
+
+    def _out_hw(self, x: np.ndarray) -> tuple[int, int]:
+        oh, ow = self.result.type.get_shape()[2:]
+        return (x.shape[2] if oh < 0 else oh, x.shape[3] if ow < 0 else ow)
+
+
+def _pool_props(
+    kernel: int | Sequence[int],
+    strides: int | Sequence[int] | None,
+    padding: int | Sequence[int],
+    ceil_mode: bool,
+) -> dict[str, Attribute]:
+    kernel = _pair(kernel)
+    return {
+        "kernel": ints_attr(kernel),
+        "strides": ints_attr(kernel if strides is None else _pair(strides)),
+        "padding": ints_attr(_padding4(padding)),
+        "ceil_mode": BoolAttr.from_bool(ceil_mode),
+    }
+
+
+@irdl_op_definition
+class MaxPool2dOp(_Pool2dOp):
+    """2-D max pooling (torch semantics; padding is -inf, or the type's minimum for integers).
+
+    Properties: ``kernel`` (kh, kw), ``strides`` (default: the kernel), ``padding``
+    (top, left, bottom, right; each at most half the effective kernel), ``dilation``,
+    ``ceil_mode``.
+
+    Example::
+
+        %y = graph.max_pool2d %x {kernel = array<i64: 3, 2>, strides = array<i64: 2, 1>, padding = array<i64: 1, 0, 1, 1>, ceil_mode = true} : tensor<2x3x9x8xf32> -> tensor<2x3x6x9xf32>
+    """
+
+    name = "graph.max_pool2d"
+    dilation = prop_def(DenseArrayBase, default_value=ints_attr((1, 1)))
+    FLOAT_ONLY: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        kernel: int | Sequence[int],
+        strides: int | Sequence[int] | None = None,
+        padding: int | Sequence[int] = (0, 0, 0, 0),
+        dilation: int | Sequence[int] = (1, 1),
+        ceil_mode: bool = False,
+    ):
+        props = _pool_props(kernel, strides, padding, ceil_mode)
+        props["dilation"] = ints_attr(_pair(dilation))
+        self._build([input], props)
+
+    def _dilation(self) -> tuple[int, ...]:
+        return ints(self.dilation)
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        kernel, strides, padding, dilation = self.window()
+        if np.issubdtype(x.dtype, np.floating):
+            fill = -np.inf
+        else:
+            fill = np.iinfo(x.dtype).min
+        win = _windows(x, self._out_hw(x), kernel, strides, padding, dilation, fill)
+        return np.ascontiguousarray(win.max(axis=(4, 5)))
+
+
+@irdl_op_definition
+class AvgPool2dOp(_Pool2dOp):
+    """2-D average pooling (torch semantics), float only.
+
+    Properties: ``kernel``, ``strides`` (default: the kernel), ``padding`` (top, left,
+    bottom, right), ``ceil_mode``, ``count_include_pad`` (default true: the divisor
+    counts padding, but not the part of a ceil_mode window past the end padding).
+
+    Example::
+
+        %y = graph.avg_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, count_include_pad = false} : tensor<2x3x9x8xf32> -> tensor<2x3x5x4xf32>
+    """
+
+    name = "graph.avg_pool2d"
+    count_include_pad = prop_def(BoolAttr, default_value=BoolAttr.from_bool(True))
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        kernel: int | Sequence[int],
+        strides: int | Sequence[int] | None = None,
+        padding: int | Sequence[int] = (0, 0, 0, 0),
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+    ):
+        props = _pool_props(kernel, strides, padding, ceil_mode)
+        props["count_include_pad"] = BoolAttr.from_bool(count_include_pad)
+        self._build([input], props)
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        kernel, strides, padding, dilation = self.window()
+        out_hw = self._out_hw(x)
+        win = _windows(x, out_hw, kernel, strides, padding, dilation, 0)
+        total = win.sum(axis=(4, 5), dtype=np.float64)
+        include_pad = bool(self.count_include_pad.value.data)
+        divisors = []
+        for axis in range(2):
+            size, k, s = x.shape[2 + axis], kernel[axis], strides[axis]
+            pad_begin, pad_end = padding[axis], padding[axis + 2]
+            start = np.arange(out_hw[axis]) * s - pad_begin
+            end = np.minimum(start + k, size + pad_end)
+            if include_pad:
+                divisors.append(end - start)
+            else:
+                divisors.append(np.minimum(end, size) - np.maximum(start, 0))
+        divisor = np.outer(divisors[0], divisors[1]).astype(np.float64)
+        return (total / divisor).astype(x.dtype)
+
+
+@irdl_op_definition
+class AdaptiveAvgPool2dOp(GraphOp):
+    """Average pooling to a fixed ``output_size`` (OH, OW), float only (torch semantics).
+
+    Output row ``i`` averages input rows ``floor(i*H/OH)`` to ``ceil((i+1)*H/OH)``
+    (exclusive), columns alike; bins may overlap. Height and width must be static.
+
+    Example::
+
+        %y = graph.adaptive_avg_pool2d %x {output_size = array<i64: 3, 2>} : tensor<2x5x9x7xf32> -> tensor<2x5x3x2xf32>
+    """
+
+    name = "graph.adaptive_avg_pool2d"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    output_size = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OUT_ELEMWISE_FUSABLE
+
+    def __init__(self, input: SSAValue | Operation, output_size: int | Sequence[int]):
+        self._build([input], {"output_size": ints_attr(_pair(output_size))})
+
+    def infer_result_type(self) -> TensorType:
+        x = operand_shape(self.input)
+        expect_rank("input", x, 4)
+        if not is_float(operand_element(self.input)):
+            raise VerifyException(f"input must be a float tensor, got {self.input.type}")
+        size = ints(self.output_size)
+        _expect_len("output_size", size, 2, "oh, ow")
+        _expect_at_least("output_size", size, 1)
+        _static_spatial("adaptive_avg_pool2d", x)
+        return tensor_type((x[0], x[1], *size), operand_element(self.input))
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        oh, ow = ints(self.output_size)
+        h, w = x.shape[2:]
+
+        def bins(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
+            i = np.arange(out)
+            return (i * size) // out, -((-(i + 1) * size) // out)
+
+        hs, he = bins(h, oh)
+        ws, we = bins(w, ow)
+        # integral image: s[..., i, j] = sum of x[..., :i, :j]
+        s = np.zeros((*x.shape[:2], h + 1, w + 1), dtype=np.float64)
+        s[:, :, 1:, 1:] = x.astype(np.float64).cumsum(axis=2).cumsum(axis=3)
+        total = (
+            s[:, :, he[:, None], we[None, :]]
+            - s[:, :, hs[:, None], we[None, :]]
+            - s[:, :, he[:, None], ws[None, :]]
+            + s[:, :, hs[:, None], ws[None, :]]
+        )
+        area = np.outer(he - hs, we - ws)
+        return (total / area).astype(x.dtype)

@@ -1,0 +1,97 @@
+"""TE rules of the elementwise graph ops: one scalar function per op, broadcasting reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.dialects import math
+from xdsl.ir import SSAValue
+
+from ...dialects.graph import elementwise as ew
+from ..te_builder import Scalar, TEBuilder, broadcast_indices
+from .registry import compute_rule, tag_of
+
+
+def _sigmoid(s: Scalar, x: SSAValue) -> SSAValue:
+    one = s.const(1.0, x.type)
+    return s.div(one, s.add(one, s.math(math.ExpOp, s.neg(x))))
+
+
+def _rsqrt(s: Scalar, x: SSAValue) -> SSAValue:
+    return s.div(s.const(1.0, x.type), s.math(math.SqrtOp, x))
+
+
+def _abs(s: Scalar, x: SSAValue) -> SSAValue:
+    return s.select(s.cmp("lt", x, s.const(0, x.type)), s.neg(x), x)
+
+
+UNARY: dict[type[ew.UnaryOp], Callable[[Scalar, SSAValue], SSAValue]] = {
+    ew.NegOp: lambda s, x: s.neg(x),
+    ew.AbsOp: _abs,
+    ew.ReluOp: lambda s, x: s.max(x, s.const(0, x.type)),
+    ew.ExpOp: lambda s, x: s.math(math.ExpOp, x),
+    ew.LogOp: lambda s, x: s.math(math.LogOp, x),
+    ew.SqrtOp: lambda s, x: s.math(math.SqrtOp, x),
+    ew.RsqrtOp: _rsqrt,
+    ew.TanhOp: lambda s, x: s.math(math.TanhOp, x),
+    ew.SigmoidOp: _sigmoid,
+    ew.ErfOp: lambda s, x: s.math(math.ErfOp, x),
+    ew.FloorOp: lambda s, x: s.math(math.FloorOp, x),
+}
+
+BINARY: dict[type[ew.BinaryOp], Callable[[Scalar, SSAValue, SSAValue], SSAValue]] = {
+    ew.AddOp: Scalar.add,
+    ew.SubOp: Scalar.sub,
+    ew.MulOp: Scalar.mul,
+    ew.DivOp: Scalar.div,
+    ew.MaxOp: Scalar.max,
+    ew.MinOp: Scalar.min,
+    ew.PowOp: lambda s, a, b: s.math(math.PowFOp, a, b),
+}
+
+
+@compute_rule(*UNARY)
+def unary(t: TEBuilder, op: ew.UnaryOp) -> SSAValue:
+    fn = UNARY[type(op)]
+    return t.compute(
+        tag_of(op), op.result.type, [op.input], lambda s, idx, ins: fn(s, s.read(ins[0], idx))
+    )
+
+
+def _broadcast_reads(s: Scalar, idx: tuple[SSAValue, ...], ins: tuple[SSAValue, ...]) -> list[SSAValue]:
+    return [s.read(x, broadcast_indices(s, x.type.get_shape(), idx)) for x in ins]
+
+
+@compute_rule(*BINARY)
+def binary(t: TEBuilder, op: ew.BinaryOp) -> SSAValue:
+    fn = BINARY[type(op)]
+    return t.compute(
+        tag_of(op), op.result.type, [op.lhs, op.rhs], lambda s, idx, ins: fn(s, *_broadcast_reads(s, idx, ins))
+    )
+
+
+@compute_rule(ew.CompareOp)
+def compare(t: TEBuilder, op: ew.CompareOp) -> SSAValue:
+    predicate = op.predicate.data
+    return t.compute(
+        "compare",
+        op.result.type,
+        [op.lhs, op.rhs],
+        lambda s, idx, ins: s.cmp(predicate, *_broadcast_reads(s, idx, ins)),
+    )
+
+
+@compute_rule(ew.WhereOp)
+def where(t: TEBuilder, op: ew.WhereOp) -> SSAValue:
+    return t.compute(
+        "where",
+        op.result.type,
+        [op.condition, op.on_true, op.on_false],
+        lambda s, idx, ins: s.select(*_broadcast_reads(s, idx, ins)),
+    )
+
+
+@compute_rule(ew.CastOp)
+def cast(t: TEBuilder, op: ew.CastOp) -> SSAValue:
+    to = op.result.type.element_type
+    return t.compute("cast", op.result.type, [op.input], lambda s, idx, ins: s.cast(s.read(ins[0], idx), to))

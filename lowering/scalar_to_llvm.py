@@ -1,0 +1,269 @@
+"""Scalar ``arith`` and ``math`` ops to xDSL's ``llvm`` dialect, one converter per op.
+
+xDSL 0.74 has no arith/math -> llvm conversion, so these are ours. Each converter
+receives the op and its operands already converted, inserts llvm ops with a builder,
+and returns the converted result. ``index`` is ``i64``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, llvm, math
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.dialects.utils.fast_math import FastMathFlag
+from xdsl.ir import Attribute, Operation, SSAValue
+
+Converter = Callable[[Builder, Operation, Sequence[SSAValue]], SSAValue]
+
+SCALAR_CONVERTERS: dict[type[Operation], Converter] = {}
+
+def converts(*op_classes: type[Operation]) -> Callable[[Converter], Converter]:
+    def register(fn: Converter) -> Converter:
+        for c in op_classes:
+            SCALAR_CONVERTERS[c] = fn
+        return fn
+
+    return register
+
+
+def llvm_type(t: Attribute) -> Attribute:
+    return i64 if isinstance(t, IndexType) else t
+
+
+def _ins(b: Builder, op: Operation) -> SSAValue:
+    b.insert(op)
+    return op.results[0]
+
+
+def _fastmath(op: Operation) -> llvm.FastMathAttr:
+    flags = getattr(op, "fastmath", None)
+    if flags is None:
+        return llvm.FastMathAttr(None)
+    return llvm.FastMathAttr(tuple(FastMathFlag(f) for f in flags.data))
+
+
+def _type_suffix(t: Attribute) -> str:
+    return str(llvm_type(t))
+
+
+def intrinsic(b: Builder, name: str, args: Sequence[SSAValue], result: Attribute) -> SSAValue:
+    """Call an LLVM intrinsic, e.g. ``intrinsic(b, "llvm.maximum.f32", [x, y], f32)``."""
+    return _ins(b, llvm.CallIntrinsicOp(name, list(args), [result]))
+
+
+def int_constant(b: Builder, value: int, t: Attribute = i64) -> SSAValue:
+    return _ins(b, llvm.ConstantOp(IntegerAttr(value, t), t))
+
+
+# ---------------------------------------------------------------------------
+# constants and casts
+
+
+@converts(arith.ConstantOp)
+def _constant(b: Builder, op: arith.ConstantOp, _: Sequence[SSAValue]) -> SSAValue:
+    value = op.value
+    t = llvm_type(value.type)
+    if isinstance(value, FloatAttr):
+        return _ins(b, llvm.ConstantOp(FloatAttr(value.value.data, t), t))
+    if isinstance(value, IntegerAttr):
+        v = value.value.data
+        if t == i1:
+            v = 1 if v else 0
+        return _ins(b, llvm.ConstantOp(IntegerAttr(v, t), t))
+    raise NotImplementedError(f"arith.constant of {value}")
+
+
+@converts(arith.IndexCastOp)
+def _index_cast(b: Builder, op: arith.IndexCastOp, args: Sequence[SSAValue]) -> SSAValue:
+    (x,) = args
+    frm, to = llvm_type(op.input.type), llvm_type(op.result.type)
+    if frm == to:
+        return x
+    if frm.width.data < to.width.data:
+        return _ins(b, llvm.SExtOp(x, to))
+    return _ins(b, llvm.TruncOp(x, to))
+
+
+_CASTS: dict[type[Operation], type[Operation]] = {
+    arith.ExtFOp: llvm.FPExtOp,
+    arith.TruncFOp: llvm.FPTruncOp,
+    arith.ExtSIOp: llvm.SExtOp,
+    arith.ExtUIOp: llvm.ZExtOp,
+    arith.TruncIOp: llvm.TruncOp,
+    arith.SIToFPOp: llvm.SIToFPOp,
+}
+
+
+@converts(*_CASTS)
+def _cast(b: Builder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
+    return _ins(b, _CASTS[type(op)](args[0], op.results[0].type))
+
+
+@converts(arith.UIToFPOp)
+def _uitofp(b: Builder, op: arith.UIToFPOp, args: Sequence[SSAValue]) -> SSAValue:
+    # Only booleans reach here (cast of i1): widen with zeros, then convert as signed.
+    wide = _ins(b, llvm.ZExtOp(args[0], i32))
+    return _ins(b, llvm.SIToFPOp(wide, op.result.type))
+
+
+@converts(arith.FPToSIOp)
+def _fptosi(b: Builder, op: arith.FPToSIOp, args: Sequence[SSAValue]) -> SSAValue:
+    # The saturating form: defined for every input (NaN -> 0, out of range -> min/max).
+    to, frm = op.result.type, op.input.type
+    return intrinsic(b, f"llvm.fptosi.sat.{to}.{frm}", args, to)
+
+
+# ---------------------------------------------------------------------------
+# arithmetic
+
+_FLOAT_BINARY = {
+    arith.AddfOp: llvm.FAddOp,
+    arith.SubfOp: llvm.FSubOp,
+    arith.MulfOp: llvm.FMulOp,
+    arith.DivfOp: llvm.FDivOp,
+}
+
+
+@converts(*_FLOAT_BINARY)
+def _float_binary(b: Builder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
+    return _ins(b, _FLOAT_BINARY[type(op)](args[0], args[1], _fastmath(op)))
+
+
+@converts(arith.NegfOp)
+def _negf(b: Builder, op: arith.NegfOp, args: Sequence[SSAValue]) -> SSAValue:
+    return _ins(b, llvm.FNegOp(args[0]))
+
+
+_INT_BINARY = {
+    arith.AddiOp: llvm.AddOp,
+    arith.SubiOp: llvm.SubOp,
+    arith.MuliOp: llvm.MulOp,
+    arith.DivSIOp: llvm.SDivOp,
+    arith.DivUIOp: llvm.UDivOp,
+    arith.RemSIOp: llvm.SRemOp,
+    arith.RemUIOp: llvm.URemOp,
+    arith.AndIOp: llvm.AndOp,
+    arith.OrIOp: llvm.OrOp,
+    arith.XOrIOp: llvm.XOrOp,
+    arith.ShLIOp: llvm.ShlOp,
+    arith.ShRSIOp: llvm.AShrOp,
+    arith.ShRUIOp: llvm.LShrOp,
+}
+
+
+@converts(*_INT_BINARY)
+def _int_binary(b: Builder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
+    return _ins(b, _INT_BINARY[type(op)](args[0], args[1]))
+
+
+@converts(arith.FloorDivSIOp)
+def _floordiv(b: Builder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
+    """a // b rounding toward -inf: the truncated quotient, minus one when the
+    remainder is non-zero and the signs differ."""
+    a, d = args
+    t = a.type
+    q = _ins(b, llvm.SDivOp(a, d))
+    r = _ins(b, llvm.SRemOp(a, d))
+    zero = int_constant(b, 0, t)
+    inexact = _ins(b, llvm.ICmpOp(r, zero, _icmp("ne")))
+    signs_differ = _ins(b, llvm.ICmpOp(_ins(b, llvm.XOrOp(r, d)), zero, _icmp("slt")))
+    adjust = _ins(b, llvm.AndOp(inexact, signs_differ))
+    return _ins(b, llvm.SubOp(q, _ins(b, llvm.ZExtOp(adjust, t))))
+
+
+def _icmp(name: str) -> IntegerAttr:
+    return IntegerAttr(llvm.ICmpPredicateFlag(name).to_int(), i64)
+
+
+def _select_by(predicate: str) -> Converter:
+    def convert(b: Builder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
+        a, c = args
+        return _ins(b, llvm.SelectOp(_ins(b, llvm.ICmpOp(a, c, _icmp(predicate))), a, c))
+
+    return convert
+
+
+converts(arith.MaxSIOp)(_select_by("sgt"))
+converts(arith.MinSIOp)(_select_by("slt"))
+converts(arith.MaxUIOp)(_select_by("ugt"))
+converts(arith.MinUIOp)(_select_by("ult"))
+
+
+def _float_intrinsic(name: str) -> Converter:
+    def convert(b: Builder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
+        t = op.results[0].type
+        return intrinsic(b, f"llvm.{name}.{_type_suffix(t)}", args, t)
+
+    return convert
+
+
+# NaN-propagating min/max, like numpy and torch.
+converts(arith.MaximumfOp)(_float_intrinsic("maximum"))
+converts(arith.MinimumfOp)(_float_intrinsic("minimum"))
+converts(arith.MaxnumfOp)(_float_intrinsic("maxnum"))
+converts(arith.MinnumfOp)(_float_intrinsic("minnum"))
+
+
+@converts(arith.CmpfOp)
+def _cmpf(b: Builder, op: arith.CmpfOp, args: Sequence[SSAValue]) -> SSAValue:
+    # arith and llvm number the predicates alike.
+    return _ins(b, llvm.FCmpOp(args[0], args[1], IntegerAttr(op.predicate.value.data, i64)))
+
+
+@converts(arith.CmpiOp)
+def _cmpi(b: Builder, op: arith.CmpiOp, args: Sequence[SSAValue]) -> SSAValue:
+    return _ins(b, llvm.ICmpOp(args[0], args[1], IntegerAttr(op.predicate.value.data, i64)))
+
+
+@converts(arith.SelectOp)
+def _select(b: Builder, op: arith.SelectOp, args: Sequence[SSAValue]) -> SSAValue:
+    return _ins(b, llvm.SelectOp(*args))
+
+
+# ---------------------------------------------------------------------------
+# math
+
+converts(math.ExpOp)(_float_intrinsic("exp"))
+converts(math.LogOp)(_float_intrinsic("log"))
+converts(math.SqrtOp)(_float_intrinsic("sqrt"))
+converts(math.FloorOp)(_float_intrinsic("floor"))
+converts(math.CeilOp)(_float_intrinsic("ceil"))
+converts(math.AbsFOp)(_float_intrinsic("fabs"))
+converts(math.FmaOp)(_float_intrinsic("fma"))
+converts(math.PowFOp)(_float_intrinsic("pow"))
+
+
+def _libm(stem: str) -> Converter:
+    """A call to the C library's ``tanhf``/``tanh``... (declared by the module converter).
+
+    Scalar calls stop vectorisation; expand-math replaces them in hot code."""
+
+    def convert(b: Builder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
+        t = op.results[0].type
+        name = stem + ("f" if str(t) == "f32" else "")
+        return _ins(b, llvm.CallOp(name, *args, return_type=t))
+
+    return convert
+
+
+converts(math.TanhOp)(_libm("tanh"))
+converts(math.ErfOp)(_libm("erf"))
+
+
+@converts(math.RsqrtOp)
+def _rsqrt(b: Builder, op: math.RsqrtOp, args: Sequence[SSAValue]) -> SSAValue:
+    t = op.result.type
+    one = _ins(b, llvm.ConstantOp(FloatAttr(1.0, t), t))
+    return _ins(b, llvm.FDivOp(one, intrinsic(b, f"llvm.sqrt.{t}", args, t)))
+
+
+__all__ = ["SCALAR_CONVERTERS", "intrinsic", "int_constant", "llvm_type"]

@@ -1,0 +1,294 @@
+"""te -> loop: each ``te.compute`` becomes a kernel (a loop nest over buffers), and the
+graph function becomes a host function that allocates buffers and calls the kernels.
+
+The default schedule is the plain one: one serial loop per result dim (named ``i0``,
+``i1``, ...), reductions accumulate in a local scalar buffer over serial loops ``k0``...
+Schedules (split, reorder, vectorize, parallel, ...) transform these loop nests later.
+
+After the pass, the function ``main(inputs) -> outputs`` reads::
+
+    func.func @main(%x: memref<...>, ..., %out0: memref<...>, ..., %w0: memref<...>, ...)
+        attributes {tk.entry = {inputs = 1, outputs = 1}, tk.weights = [...]}
+
+inputs first, then the buffers the outputs are written to, then one buffer per
+constant (its data listed in ``tk.weights``, in order), so the caller binds weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.builder import Builder, InsertPoint
+from xdsl.context import Context
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import PassFailedException
+
+from ..dialects import loop, te
+from ..dialects.graph import ConstantOp
+from ..dialects.graph.types import is_float, shape_of
+from .te_builder import REASSOC
+
+ENTRY_ATTR = "tk.entry"
+WEIGHTS_ATTR = "tk.weights"
+
+
+def buffer_type(t: TensorType) -> MemRefType:
+    """The memref holding a tensor (symbolic dims become ``?``)."""
+    return MemRefType(t.element_type, t.get_shape())
+
+
+# ---------------------------------------------------------------------------
+# kernels
+
+
+def _bounds(b: Builder, buffer: SSAValue) -> list[SSAValue]:
+    """Loop upper bounds covering ``buffer``: constants, or ``loop.dim`` for ``?`` dims."""
+    bounds = []
+    for axis, size in enumerate(buffer.type.get_shape()):
+        op = loop.DimOp(buffer, axis) if size < 0 else arith.ConstantOp(IntegerAttr(size, IndexType()))
+        bounds.append(b.insert(op).results[0])
+    return bounds
+
+
+def emit_loop_nest(
+    b: Builder, upper_bounds: Sequence[SSAValue], prefix: str
+) -> tuple[list[SSAValue], Builder]:
+    """Serial loops ``0 <= iv < ub``; returns the induction variables and a builder inside."""
+    ivs: list[SSAValue] = []
+    if not upper_bounds:
+        return ivs, b
+    zero = b.insert(arith.ConstantOp(IntegerAttr(0, IndexType()))).result
+    one = b.insert(arith.ConstantOp(IntegerAttr(1, IndexType()))).result
+    for k, ub in enumerate(upper_bounds):
+        body = Block(arg_types=[IndexType()])
+        b.insert(loop.ForOp(zero, ub, one, body, kind="serial", name=f"{prefix}{k}"))
+        body.add_op(loop.YieldOp())
+        ivs.append(body.args[0])
+        b = Builder(InsertPoint.before(body.last_op))
+    return ivs, b
+
+
+_COMBINE = {
+    ("add", True): lambda a, b: arith.AddfOp(a, b, REASSOC),
+    ("mul", True): lambda a, b: arith.MulfOp(a, b, REASSOC),
+    ("max", True): arith.MaximumfOp,
+    ("min", True): arith.MinimumfOp,
+    ("add", False): arith.AddiOp,
+    ("mul", False): arith.MuliOp,
+    ("max", False): arith.MaxSIOp,
+    ("min", False): arith.MinSIOp,
+}
+
+
+class _BodyEmitter:
+    """Copies a te body into loops: reads become loads, reductions become accumulations."""
+
+    def __init__(self, values: dict[SSAValue, SSAValue]):
+        self.values = values
+        self.reductions = 0
+
+    def emit_block(self, b: Builder, block: Block) -> SSAValue:
+        """Emit every op of ``block`` but its te.yield; return the yielded value."""
+        for op in block.ops:
+            if isinstance(op, te.YieldOp):
+                return self.values[op.value]
+            self.emit_op(b, op)
+        raise PassFailedException("te body without te.yield")
+
+    def emit_op(self, b: Builder, op: Operation) -> None:
+        match op:
+            case te.ReadOp():
+                new = loop.LoadOp(self.values[op.tensor], [self.values[i] for i in op.indices])
+            case te.DimOp():
+                new = loop.DimOp(self.values[op.tensor], op.axis.value.data)
+            case te.ReduceOp():
+                self.values[op.result] = self.emit_reduce(b, op)
+                return
+            case _:
+                new = op.clone(value_mapper=self.values)
+        b.insert(new)
+        for old, result in zip(op.results, new.results):
+            self.values[old] = result
+
+    def emit_reduce(self, b: Builder, op: te.ReduceOp) -> SSAValue:
+        t = op.result.type
+        acc = b.insert(loop.AllocOp(MemRefType(t, []), scope="local")).result
+        init = b.insert(arith.ConstantOp(op.init)).result
+        b.insert(loop.StoreOp(init, acc, []))
+        prefix = f"k{self.reductions}_" if self.reductions else "k"
+        self.reductions += 1
+        ivs, inner = emit_loop_nest(b, [self.values[e] for e in op.extents], prefix)
+        self.values.update(zip(op.axes, ivs))
+        term = self.emit_block(inner, op.body.block)
+        current = inner.insert(loop.LoadOp(acc, [])).result
+        combined = inner.insert(_COMBINE[op.combiner.data, is_float(t)](current, term)).results[0]
+        inner.insert(loop.StoreOp(combined, acc, []))
+        return b.insert(loop.LoadOp(acc, [])).result
+
+
+def outline_kernel(compute: te.ComputeOp, name: str) -> func.FuncOp:
+    """The kernel ``name(inputs..., out)`` computing ``compute`` with the default schedule."""
+    arg_types = [buffer_type(t) for t in compute.inputs.types] + [buffer_type(compute.result.type)]
+    entry = Block(arg_types=arg_types)
+    *in_buffers, out = entry.args
+    b = Builder(InsertPoint.at_end(entry))
+    ivs, inner = emit_loop_nest(b, _bounds(b, out), "i")
+    emitter = _BodyEmitter(dict(zip(compute.input_args, in_buffers)) | dict(zip(compute.index_vars, ivs)))
+    value = emitter.emit_block(inner, compute.body.block)
+    inner.insert(loop.StoreOp(value, out, ivs))
+    b.insert(func.ReturnOp())
+    kernel = func.FuncOp(name, (arg_types, []), Region(entry))
+    kernel.attributes["tk.kernel"] = StringAttr(compute.attributes.get("tag", StringAttr("kernel")).data)
+    return kernel
+
+
+def copy_kernel(t: MemRefType, name: str) -> func.FuncOp:
+    """A kernel copying one buffer of type ``t`` into another (for outputs that are inputs)."""
+    entry = Block(arg_types=[t, t])
+    src, dst = entry.args
+    b = Builder(InsertPoint.at_end(entry))
+    ivs, inner = emit_loop_nest(b, _bounds(b, dst), "i")
+    inner.insert(loop.StoreOp(inner.insert(loop.LoadOp(src, ivs)).result, dst, ivs))
+    b.insert(func.ReturnOp())
+    kernel = func.FuncOp(name, ([t, t], []), Region(entry))
+    kernel.attributes["tk.kernel"] = StringAttr("copy")
+    return kernel
+
+
+# ---------------------------------------------------------------------------
+# the host function
+
+
+class _HostLowering:
+    """Rewrites one tensor-level function into a buffer-level host function + kernels."""
+
+    def __init__(self, function: func.FuncOp, module: ModuleOp):
+        self.function = function
+        self.module = module
+        self.kernels: list[func.FuncOp] = []
+        self.names: dict[str, int] = {}
+
+    def kernel_name(self, tag: str) -> str:
+        k = self.names.get(tag, 0)
+        self.names[tag] = k + 1
+        return f"{tag}_{k}"
+
+    def lower(self) -> None:
+        f = self.function
+        old_block = f.body.block
+        ret = old_block.last_op
+        if not isinstance(ret, func.ReturnOp):
+            raise PassFailedException(f"te-to-loop: function '{f.sym_name.data}' must end with func.return")
+        for op in old_block.ops:
+            if not isinstance(op, te.ComputeOp | ConstantOp | func.ReturnOp):
+                raise PassFailedException(
+                    f"te-to-loop: '{op.name}' in '{f.sym_name.data}' is not lowered to te yet (run graph-to-te first)"
+                )
+        constants = [op for op in old_block.ops if isinstance(op, ConstantOp)]
+        input_types = [buffer_type(a.type) for a in old_block.args]
+        output_types = [buffer_type(v.type) for v in ret.arguments]
+        weight_types = [buffer_type(c.result.type) for c in constants]
+        entry = Block(arg_types=input_types + output_types + weight_types)
+        n_in, n_out = len(input_types), len(output_types)
+        for new, old in zip(entry.args, old_block.args):
+            new.name_hint = old.name_hint
+        buffers: dict[SSAValue, SSAValue] = dict(zip(old_block.args, entry.args[:n_in]))
+        buffers.update(zip((c.result for c in constants), entry.args[n_in + n_out :]))
+        outputs = list(entry.args[n_in : n_in + n_out])
+
+        b = Builder(InsertPoint.at_end(entry))
+        symbols = self.symbol_sizes(b, old_block.args, entry.args[:n_in])
+        # A compute returned from the function writes straight into its output buffer.
+        written_to: dict[SSAValue, SSAValue] = {}
+        for value, out in zip(ret.arguments, outputs):
+            if isinstance(value.owner, te.ComputeOp) and value not in written_to:
+                written_to[value] = out
+        temporaries = []
+        for op in old_block.ops:
+            if not isinstance(op, te.ComputeOp):
+                continue
+            if op.result in written_to:
+                target = written_to[op.result]
+            else:
+                target = b.insert(
+                    loop.AllocOp(buffer_type(op.result.type), self.dynamic_sizes(op.result.type, symbols))
+                ).result
+                temporaries.append(target)
+            kernel = outline_kernel(op, self.kernel_name(op.attributes.get("tag", StringAttr("kernel")).data))
+            self.kernels.append(kernel)
+            b.insert(func.CallOp(kernel.sym_name.data, [buffers[v] for v in op.inputs] + [target], []))
+            buffers[op.result] = target
+        for value, out in zip(ret.arguments, outputs):
+            if written_to.get(value) is not out:
+                kernel = copy_kernel(out.type, self.kernel_name("copy"))
+                self.kernels.append(kernel)
+                b.insert(func.CallOp(kernel.sym_name.data, [buffers[value], out], []))
+        for t in temporaries:
+            b.insert(loop.FreeOp(t))
+        b.insert(func.ReturnOp())
+
+        new_function = func.FuncOp(f.sym_name.data, (entry.arg_types, []), Region(entry))
+        new_function.attributes[ENTRY_ATTR] = DictionaryAttr(
+            {"inputs": IntegerAttr(n_in, i64), "outputs": IntegerAttr(n_out, i64)}
+        )
+        new_function.attributes[WEIGHTS_ATTR] = ArrayAttr([c.value for c in constants])
+        Rewriter.replace_op(f, [new_function, *self.kernels])
+
+    @staticmethod
+    def symbol_sizes(b: Builder, args: Sequence[SSAValue], buffers: Sequence[SSAValue]) -> dict[str, SSAValue]:
+        """Index values of the symbolic dims, read off the first input that has each."""
+        sizes: dict[str, SSAValue] = {}
+        for arg, buffer in zip(args, buffers):
+            for axis, d in enumerate(shape_of(arg.type)):
+                if isinstance(d, str) and d not in sizes:
+                    sizes[d] = b.insert(loop.DimOp(buffer, axis)).result
+        return sizes
+
+    @staticmethod
+    def dynamic_sizes(t: TensorType, symbols: dict[str, SSAValue]) -> list[SSAValue]:
+        sizes = []
+        for d in shape_of(t):
+            if isinstance(d, str):
+                if d not in symbols:
+                    raise PassFailedException(f"te-to-loop: symbolic dim '{d}' of {t} is not an input dim")
+                sizes.append(symbols[d])
+        return sizes
+
+
+@dataclass(frozen=True)
+class TEToLoopPass(ModulePass):
+    """Outline each te.compute into a loop-nest kernel; turn functions into buffer code."""
+
+    name = "te-to-loop"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+            if any(isinstance(t, TensorType) for t in function.function_type.inputs.data) or any(
+                isinstance(o, te.ComputeOp) for o in function.body.walk()
+            ):
+                _HostLowering(function, op).lower()
+
+
+def entry_layout(function: func.FuncOp) -> tuple[int, int, list[Attribute]]:
+    """(number of inputs, number of outputs, weight data) of a lowered host function."""
+    entry = function.attributes[ENTRY_ATTR]
+    weights = function.attributes.get(WEIGHTS_ATTR, ArrayAttr([]))
+    return entry.data["inputs"].value.data, entry.data["outputs"].value.data, list(weights.data)
+
+
+__all__ = ["TEToLoopPass", "buffer_type", "emit_loop_nest", "entry_layout"]

@@ -1,0 +1,78 @@
+// RUN: %tk-roundtrip
+// RUN: %tk-generic-roundtrip
+
+// Loop kinds (serial is the default and prints nothing), names, buffers and accesses.
+// NOTE: loop.dim's axis prints with its type (`0 : i64`); the docstring's
+// `loop.dim %A, 0 : memref<...>` does not parse (the `: memref` is taken as the axis' type).
+
+// CHECK-LABEL: func.func @kernel(%A: memref<16x8xf32>, %C: memref<16x8xf32>, %D: memref<?x8xf32>) {
+// CHECK-NEXT:    %c0 = arith.constant 0 : index
+// CHECK-NEXT:    %c1 = arith.constant 1 : index
+// CHECK-NEXT:    %c8 = arith.constant 8 : index
+// CHECK-NEXT:    %c16 = arith.constant 16 : index
+// CHECK-NEXT:    %n = loop.dim %D, 0 : i64 : memref<?x8xf32>
+// CHECK-NEXT:    %t = loop.alloc(%n) {scope = "global"} : memref<?x8xf32>
+// CHECK-NEXT:    %acc = loop.alloc() {scope = "local"} : memref<1xf32>
+// CHECK-NEXT:    loop.for %i = %c0 to %c16 step %c1 parallel name("i") {
+// CHECK-NEXT:      loop.for %j = %c0 to %c8 step %c1 vectorized name("j.inner") {
+// CHECK-NEXT:        %x = loop.load %A[%i, %j] : memref<16x8xf32>
+// CHECK-NEXT:        loop.store %x, %C[%i, %j] : memref<16x8xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:      loop.for %u = %c0 to %c8 step %c1 unrolled {
+// CHECK-NEXT:        loop.for %s = %c0 to %c1 step %c1 {
+// CHECK-NEXT:          %y = loop.load %acc[%c0] {nontemporal} : memref<1xf32>
+// CHECK-NEXT:          loop.store %y, %acc[%c0] : memref<1xf32>
+// CHECK-NEXT:        }
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:    loop.free %t : memref<?x8xf32>
+// CHECK-NEXT:    func.return
+// CHECK-NEXT:  }
+func.func @kernel(%A: memref<16x8xf32>, %C: memref<16x8xf32>, %D: memref<?x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %n = loop.dim %D, 0 : i64 : memref<?x8xf32>
+  %t = loop.alloc(%n) {scope = "global"} : memref<?x8xf32>
+  %acc = loop.alloc() {scope = "local"} : memref<1xf32>
+  loop.for %i = %c0 to %c16 step %c1 parallel name("i") {
+    loop.for %j = %c0 to %c8 step %c1 vectorized name("j.inner") {
+      %x = loop.load %A[%i, %j] : memref<16x8xf32>
+      loop.store %x, %C[%i, %j] : memref<16x8xf32>
+    }
+    loop.for %u = %c0 to %c8 step %c1 unrolled {
+      loop.for %s = %c0 to %c1 step %c1 {
+        %y = loop.load %acc[%c0] {nontemporal} : memref<1xf32>
+        loop.store %y, %acc[%c0] : memref<1xf32>
+      }
+    }
+  }
+  loop.free %t : memref<?x8xf32>
+  func.return
+}
+
+// GPU bindings are loop kinds too; attributes other than kind and name follow `attributes`.
+// The implicit loop.yield terminator is not printed, also when it is written out.
+// CHECK-LABEL: func.func @gpu_bound(%A: memref<64xf32>) {
+// CHECK:         loop.for %b = %c0 to %c4 step %c1 blockIdx.x name("b") {
+// CHECK-NEXT:      loop.for %t = %c0 to %c16 step %c1 threadIdx.x name("t") attributes {unroll_hint = 2 : i64} {
+// CHECK-NEXT:        %v = loop.load %A[%t] : memref<64xf32>
+// CHECK-NEXT:        loop.store %v, %A[%t] : memref<64xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return
+func.func @gpu_bound(%A: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  loop.for %b = %c0 to %c4 step %c1 blockIdx.x name("b") {
+    loop.for %t = %c0 to %c16 step %c1 threadIdx.x name("t") attributes {unroll_hint = 2 : i64} {
+      %v = loop.load %A[%t] : memref<64xf32>
+      loop.store %v, %A[%t] : memref<64xf32>
+      loop.yield
+    }
+  }
+  func.return
+}
