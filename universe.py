@@ -42,6 +42,9 @@ DIALECTS = {"graph": _graph, "te": _te, "loop": _loop}
 
 #: pass name -> (module, class); the one list of our passes
 PASSES = {
+    "graph-to-te": ("lowering.graph_to_te", "GraphToTEPass"),
+    "te-to-loop": ("lowering.te_to_loop", "TEToLoopPass"),
+    "loop-to-llvm": ("lowering.loop_to_llvm", "LoopToLLVMPass"),
 }
 
 TENSORKILN_UNIVERSE = Universe(
