@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, StringAttr, i64
+from xdsl.dialects.builtin import I64, IndexType, IntegerAttr, MemRefType, StringAttr, i64
 from xdsl.ir import Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -286,7 +286,7 @@ class DimOp(IRDLOperation):
 
     name = "loop.dim"
     buffer = operand_def(MemRefType)
-    axis = prop_def(IntegerAttr)
+    axis = prop_def(IntegerAttr[I64])
     result = result_def(IndexType)
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$buffer `,` $axis attr-dict `:` type($buffer)"

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from xdsl.dialects.builtin import (
+    I64,
     AnyFloat,
     FloatAttr,
     IndexType,
@@ -259,7 +260,7 @@ class DimOp(IRDLOperation):
 
     name = "te.dim"
     tensor = operand_def(TensorType)
-    axis = prop_def(IntegerAttr)
+    axis = prop_def(IntegerAttr[I64])
     result = result_def(IndexType)
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
