@@ -1,0 +1,1 @@
+"""Bundled example models, built with the Python builder API (no torch needed)."""
