@@ -64,6 +64,12 @@ def _initialize() -> None:
 
 @lru_cache(maxsize=8)
 def target_machine(target: CPUTarget) -> llvm.TargetMachine:
+    """A shared target machine for ``target`` (never hand it to an execution engine)."""
+    return new_target_machine(target)
+
+
+def new_target_machine(target: CPUTarget) -> llvm.TargetMachine:
+    """A fresh target machine; an MCJIT engine takes ownership of the one it is given."""
     _initialize()
     triple = llvm.get_process_triple()
     return llvm.Target.from_triple(triple).create_target_machine(
@@ -98,7 +104,9 @@ class JITModule:
     def __init__(self, module: llvm.ModuleRef, target: CPUTarget):
         self.target = target
         self._module = module
-        self._engine = llvm.create_mcjit_compiler(module, target_machine(target))
+        # The engine owns and frees the target machine it is given: give it its own, never
+        # the cached one (freeing that one left later builds with a dangling pointer).
+        self._engine = llvm.create_mcjit_compiler(module, new_target_machine(target))
         self._engine.finalize_object()
 
     def address(self, name: str) -> int:
