@@ -416,7 +416,20 @@ class CastOp(GraphOp):
     def reference(self, x: np.ndarray) -> np.ndarray:
         to = numpy_dtype(self.result.type.element_type)
         if np.issubdtype(to, np.integer) and np.issubdtype(x.dtype, np.floating):
-            info = np.iinfo(to)
-            x = np.nan_to_num(np.trunc(x), nan=0.0)
-            return np.clip(x, info.min, info.max).astype(to)
+            return _saturating_float_to_int(x, to)
         return x.astype(to)
+
+
+def _saturating_float_to_int(x: np.ndarray, to: np.dtype) -> np.ndarray:
+    """Round toward zero; NaN -> 0, out of range (and +-inf) -> the type's min/max.
+
+    Compares against the bounds as powers of two, which every float type holds exactly
+    (clipping to ``iinfo.max`` would round it up to 2**(bits-1) in the float type, and
+    converting that overflows).
+    """
+    info = np.iinfo(to)
+    bound = float(2 ** (info.bits - 1))
+    t = np.trunc(x)
+    high, low = t >= bound, t < -bound
+    inside = np.where(np.isnan(t) | high | low, 0, t).astype(to)
+    return np.where(high, info.max, np.where(low, info.min, inside)).astype(to)
