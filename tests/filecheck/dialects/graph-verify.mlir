@@ -96,7 +96,7 @@ func.func @te_read_indices(%a: tensor<16x8xf32>) -> tensor<16xf32> {
 func.func @te_reduce_combiner(%x: tensor<4xf32>) -> tensor<f32> {
   %c = te.compute(%x) : (tensor<4xf32>) -> tensor<f32> {
   ^bb0(%X: tensor<4xf32>):
-    %n = te.dim %X, 0 : i64 : tensor<4xf32>
+    %n = te.dim %X, 0 : tensor<4xf32>
     %s = te.reduce avg(%n) init 0.0 : f32 {
     ^bb1(%k: index):
       %v = te.read %X[%k] : tensor<4xf32>

@@ -2,15 +2,13 @@
 // RUN: %tk-generic-roundtrip
 
 // Loop kinds (serial is the default and prints nothing), names, buffers and accesses.
-// NOTE: loop.dim's axis prints with its type (`0 : i64`); the docstring's
-// `loop.dim %A, 0 : memref<...>` does not parse (the `: memref` is taken as the axis' type).
 
 // CHECK-LABEL: func.func @kernel(%A: memref<16x8xf32>, %C: memref<16x8xf32>, %D: memref<?x8xf32>) {
 // CHECK-NEXT:    %c0 = arith.constant 0 : index
 // CHECK-NEXT:    %c1 = arith.constant 1 : index
 // CHECK-NEXT:    %c8 = arith.constant 8 : index
 // CHECK-NEXT:    %c16 = arith.constant 16 : index
-// CHECK-NEXT:    %n = loop.dim %D, 0 : i64 : memref<?x8xf32>
+// CHECK-NEXT:    %n = loop.dim %D, 0 : memref<?x8xf32>
 // CHECK-NEXT:    %t = loop.alloc(%n) {scope = "global"} : memref<?x8xf32>
 // CHECK-NEXT:    %acc = loop.alloc() {scope = "local"} : memref<1xf32>
 // CHECK-NEXT:    loop.for %i = %c0 to %c16 step %c1 parallel name("i") {
@@ -33,7 +31,7 @@ func.func @kernel(%A: memref<16x8xf32>, %C: memref<16x8xf32>, %D: memref<?x8xf32
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
   %c16 = arith.constant 16 : index
-  %n = loop.dim %D, 0 : i64 : memref<?x8xf32>
+  %n = loop.dim %D, 0 : memref<?x8xf32>
   %t = loop.alloc(%n) {scope = "global"} : memref<?x8xf32>
   %acc = loop.alloc() {scope = "local"} : memref<1xf32>
   loop.for %i = %c0 to %c16 step %c1 parallel name("i") {

@@ -34,12 +34,10 @@ func.func @matmul(%a: tensor<16x8xf32>, %b: tensor<8x32xf32>) -> tensor<16x32xf3
 }
 
 // A max over a static axis of a tensor with a symbolic dim; the extent comes from te.dim.
-// NOTE: te.dim's axis prints with its type (`1 : i64`); the docstring's
-// `te.dim %X, 1 : tensor<...>` does not parse (the `: tensor` is taken as the axis' type).
 // CHECK-LABEL: func.func @row_max(%x: tensor<?x8xf32, #graph.dims<n, _>>) -> tensor<?xf32, #graph.dims<n>> {
 // CHECK-NEXT:    %r = te.compute(%x) : (tensor<?x8xf32, #graph.dims<n, _>>) -> tensor<?xf32, #graph.dims<n>> {
 // CHECK-NEXT:    ^bb0(%i: index, %X: tensor<?x8xf32, #graph.dims<n, _>>):
-// CHECK-NEXT:      %c8 = te.dim %X, 1 : i64 : tensor<?x8xf32, #graph.dims<n, _>>
+// CHECK-NEXT:      %c8 = te.dim %X, 1 : tensor<?x8xf32, #graph.dims<n, _>>
 // (-3.4e38 is not exact in f32: it prints as the f32 value's repr)
 // CHECK-NEXT:      %m = te.reduce max(%c8) init -3.39999{{[0-9]+}}e+38 : f32 {
 // CHECK-NEXT:      ^bb{{[0-9]+}}(%k: index):
@@ -51,7 +49,7 @@ func.func @matmul(%a: tensor<16x8xf32>, %b: tensor<8x32xf32>) -> tensor<16x32xf3
 func.func @row_max(%x: tensor<?x8xf32, #graph.dims<n, _>>) -> tensor<?xf32, #graph.dims<n>> {
   %r = te.compute(%x) : (tensor<?x8xf32, #graph.dims<n, _>>) -> tensor<?xf32, #graph.dims<n>> {
   ^bb0(%i: index, %X: tensor<?x8xf32, #graph.dims<n, _>>):
-    %c8 = te.dim %X, 1 : i64 : tensor<?x8xf32, #graph.dims<n, _>>
+    %c8 = te.dim %X, 1 : tensor<?x8xf32, #graph.dims<n, _>>
     %m = te.reduce max(%c8) init -3.4e38 : f32 {
     ^bb1(%k: index):
       %v = te.read %X[%i, %k] : tensor<?x8xf32, #graph.dims<n, _>>
@@ -66,8 +64,8 @@ func.func @row_max(%x: tensor<?x8xf32, #graph.dims<n, _>>) -> tensor<?xf32, #gra
 // CHECK-LABEL: func.func @sum_all(%x: tensor<4x6xi32>) -> tensor<i32> {
 // CHECK-NEXT:    %r = te.compute(%x) : (tensor<4x6xi32>) -> tensor<i32> {
 // CHECK-NEXT:    ^bb0(%X: tensor<4x6xi32>):
-// CHECK-NEXT:      %n = te.dim %X, 0 : i64 : tensor<4x6xi32>
-// CHECK-NEXT:      %m = te.dim %X, 1 : i64 : tensor<4x6xi32>
+// CHECK-NEXT:      %n = te.dim %X, 0 : tensor<4x6xi32>
+// CHECK-NEXT:      %m = te.dim %X, 1 : tensor<4x6xi32>
 // CHECK-NEXT:      %s = te.reduce add(%n, %m) init 0 : i32 {
 // CHECK-NEXT:      ^bb{{[0-9]+}}(%a: index, %b: index):
 // CHECK-NEXT:        %v = te.read %X[%a, %b] : tensor<4x6xi32>
@@ -78,8 +76,8 @@ func.func @row_max(%x: tensor<?x8xf32, #graph.dims<n, _>>) -> tensor<?xf32, #gra
 func.func @sum_all(%x: tensor<4x6xi32>) -> tensor<i32> {
   %r = te.compute(%x) : (tensor<4x6xi32>) -> tensor<i32> {
   ^bb0(%X: tensor<4x6xi32>):
-    %n = te.dim %X, 0 : i64 : tensor<4x6xi32>
-    %m = te.dim %X, 1 : i64 : tensor<4x6xi32>
+    %n = te.dim %X, 0 : tensor<4x6xi32>
+    %m = te.dim %X, 1 : tensor<4x6xi32>
     %s = te.reduce add(%n, %m) init 0 : i32 {
     ^bb1(%a: index, %b: index):
       %v = te.read %X[%a, %b] : tensor<4x6xi32>
