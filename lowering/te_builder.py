@@ -32,7 +32,7 @@ from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from ..dialects import te
-from ..dialects.graph.types import is_float
+from ..dialects.graph.types import is_bool, is_float
 
 FLOAT_MAX = {"f16": 65504.0, "f32": 3.4028234663852886e38, "f64": 1.7976931348623157e308}
 
@@ -107,6 +107,8 @@ class Scalar:
         return self._insert(int_op(a, b))
 
     def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        if is_bool(a.type):
+            return self._insert(arith.OrIOp(a, b))  # numpy: True + True is True
         return self._binary(a, b, arith.AddfOp, arith.AddiOp)
 
     def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
@@ -134,11 +136,15 @@ class Scalar:
     def max(self, a: SSAValue, b: SSAValue) -> SSAValue:
         if is_float(a.type):
             return self._insert(arith.MaximumfOp(a, b))
+        if is_bool(a.type):
+            return self._insert(arith.MaxUIOp(a, b))  # i1 is unsigned: false < true
         return self._insert(arith.MaxSIOp(a, b))
 
     def min(self, a: SSAValue, b: SSAValue) -> SSAValue:
         if is_float(a.type):
             return self._insert(arith.MinimumfOp(a, b))
+        if is_bool(a.type):
+            return self._insert(arith.MinUIOp(a, b))
         return self._insert(arith.MinSIOp(a, b))
 
     def neg(self, a: SSAValue) -> SSAValue:
@@ -151,7 +157,8 @@ class Scalar:
         if is_float(a.type):
             fp = {"ne": "une"}.get(predicate, "o" + predicate)
             return self._insert(arith.CmpfOp(a, b, fp))
-        ip = {"eq": "eq", "ne": "ne"}.get(predicate, "s" + predicate)
+        # i1 compares unsigned (false < true, as in numpy); as signed, true would be -1.
+        ip = {"eq": "eq", "ne": "ne"}.get(predicate, ("u" if is_bool(a.type) else "s") + predicate)
         return self._insert(arith.CmpiOp(a, b, ip))
 
     def select(self, condition: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
@@ -186,12 +193,16 @@ class Scalar:
 def lowest_value(t: Attribute) -> float | int:
     if is_float(t):
         return float("-inf")
+    if is_bool(t):
+        return False
     return -(1 << (t.width.data - 1))
 
 
 def highest_value(t: Attribute) -> float | int:
     if is_float(t):
         return float("inf")
+    if is_bool(t):
+        return True
     return (1 << (t.width.data - 1)) - 1
 
 
