@@ -78,10 +78,15 @@ class GraphBuilder:
         if op_class is None:
             raise AttributeError(f"no graph op '{method}' (known: {', '.join(sorted(_OPS_BY_METHOD))})")
 
+        n_operands = len(op_class.get_irdl_definition().operands)
+
         def build(*args: Any, **kwargs: Any) -> SSAValue:
+            # Only operand positions turn numbers and arrays into constants; later
+            # positional arguments are the op's own (axes, shapes, ...).
             like = next((a for a in args if isinstance(a, SSAValue) and isinstance(a.type, TensorType)), None)
             operands = [
-                self._as_value(a, like) if isinstance(a, np.ndarray | bool | int | float) else a for a in args
+                self._as_value(a, like) if k < n_operands and isinstance(a, np.ndarray | bool | int | float) else a
+                for k, a in enumerate(args)
             ]
             return self._builder.insert(op_class(*operands, **kwargs)).results[0]
 

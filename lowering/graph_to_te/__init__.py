@@ -15,7 +15,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ...dialects.graph import ConstantOp, GraphOp
 from ..te_builder import TEBuilder
-from . import elementwise, linalg  # noqa: F401  (register their rules)
+from . import elementwise, linalg, nn, reduce, shape  # noqa: F401  (register their rules)
 from .registry import COMPUTE_RULES, compute_rule
 
 __all__ = ["COMPUTE_RULES", "GraphToTEPass", "compute_rule", "unsupported_ops"]

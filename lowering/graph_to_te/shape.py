@@ -1,0 +1,99 @@
+"""TE rules of the data-movement ops: every element is a read at a computed index."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.ir import SSAValue
+
+from ...dialects.graph import shape
+from ...dialects.graph.base import ints
+from ...dialects.graph.types import shape_of
+from ..te_builder import Scalar, TEBuilder, broadcast_indices
+from .registry import compute_rule
+
+
+def _sizes(s: Scalar, tensor: SSAValue, dims: Sequence[int | str]) -> list[SSAValue]:
+    """Index values for ``dims``: constants, or the matching symbolic dim of ``tensor``."""
+    symbols = {d: axis for axis, d in enumerate(shape_of(tensor.type)) if isinstance(d, str)}
+    return [s.index(d) if isinstance(d, int) else s.dim(tensor, symbols[d]) for d in dims]
+
+
+@compute_rule(shape.ReshapeOp)
+def reshape(t: TEBuilder, op: shape.ReshapeOp) -> SSAValue:
+    target = op.target_shape()
+
+    def element(s: Scalar, idx, ins):
+        (x,) = ins
+        # row-major: linear offset in the result, then the input's multi-index
+        out_sizes = _sizes(s, x, target)
+        linear = s.index(0)
+        for i, size in zip(idx, out_sizes):
+            linear = s.add(s.mul(linear, size), i)
+        in_sizes = [s.dim(x, axis) for axis in range(len(x.type.get_shape()))]
+        indices = []
+        for size in reversed(in_sizes):
+            indices.append(s.rem(linear, size))
+            linear = s.floordiv(linear, size)
+        return s.read(x, indices[::-1])
+
+    return t.compute("reshape", op.result.type, [op.input], element)
+
+
+@compute_rule(shape.TransposeOp)
+def transpose(t: TEBuilder, op: shape.TransposeOp) -> SSAValue:
+    perm = ints(op.perm)
+
+    def element(s: Scalar, idx, ins):
+        indices = [None] * len(perm)
+        for out_axis, in_axis in enumerate(perm):
+            indices[in_axis] = idx[out_axis]
+        return s.read(ins[0], indices)
+
+    return t.compute("transpose", op.result.type, [op.input], element)
+
+
+@compute_rule(shape.BroadcastToOp)
+def broadcast_to(t: TEBuilder, op: shape.BroadcastToOp) -> SSAValue:
+    return t.compute(
+        "broadcast_to",
+        op.result.type,
+        [op.input],
+        lambda s, idx, ins: s.read(ins[0], broadcast_indices(s, ins[0].type.get_shape(), idx)),
+    )
+
+
+@compute_rule(shape.ConcatOp)
+def concat(t: TEBuilder, op: shape.ConcatOp) -> SSAValue:
+    axis = op.axis.value.data
+    sizes = [v.type.get_shape()[axis] for v in op.inputs]
+
+    def element(s: Scalar, idx, ins):
+        # select among the inputs by the position on the axis; each read is clamped into
+        # its input so that the unselected ones stay in bounds too
+        position = idx[axis]
+        value = None
+        offset = sum(sizes)
+        for x, size in reversed(list(zip(ins, sizes))):
+            offset -= size
+            local = s.clamp(s.sub(position, s.index(offset)), s.index(0), s.index(size - 1))
+            read = s.read(x, [*idx[:axis], local, *idx[axis + 1 :]])
+            value = read if value is None else s.select(s.cmp("lt", position, s.index(offset + size)), read, value)
+        return value
+
+    return t.compute("concat", op.result.type, list(op.inputs), element)
+
+
+@compute_rule(shape.SliceOp)
+def slice_(t: TEBuilder, op: shape.SliceOp) -> SSAValue:
+    starts = dict(zip(ints(op.axes), ints(op.starts)))
+    steps = dict(zip(ints(op.axes), ints(op.steps)))
+
+    def element(s: Scalar, idx, ins):
+        indices = [
+            s.add(s.index(starts[a]), s.mul(i, s.index(steps[a]))) if a in starts else i
+            for a, i in enumerate(idx)
+        ]
+        return s.read(ins[0], indices)
+
+    return t.compute("slice", op.result.type, [op.input], element)
