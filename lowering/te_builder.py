@@ -87,6 +87,30 @@ class Scalar:
         size = tensor.type.get_shape()[axis]
         return self.index(size) if size >= 0 else self._insert(te.DimOp(tensor, axis))
 
+    def read_padded(
+        self, tensor: SSAValue, indices: Sequence[SSAValue], check_axes: Sequence[int], pad: SSAValue
+    ) -> SSAValue:
+        """``tensor[indices]``, or ``pad`` where an index on ``check_axes`` is outside the
+        tensor. The read itself uses clamped indices, so it never leaves the buffer."""
+        indices = list(indices)
+        inside = None
+        for axis in check_axes:
+            size = self.dim(tensor, axis)
+            idx = indices[axis]
+            ok = self._insert(arith.AndIOp(self.cmp("ge", idx, self.index(0)), self.cmp("lt", idx, size)))
+            inside = ok if inside is None else self._insert(arith.AndIOp(inside, ok))
+            indices[axis] = self.clamp(idx, self.index(0), self.sub(size, self.index(1)))
+        value = self.read(tensor, indices)
+        return value if inside is None else self.select(inside, value, pad)
+
+    def clamp(self, x: SSAValue, low: SSAValue, high: SSAValue) -> SSAValue:
+        return self.min(self.max(x, low), high)
+
+    def index_to(self, x: SSAValue, t: Attribute) -> SSAValue:
+        """An ``index`` value as a number of type ``t`` (float or integer)."""
+        as_int = self._insert(arith.IndexCastOp(x, IntegerType(64)))
+        return self.cast(as_int, t)
+
     def reduce(
         self, combiner: str, extents: Sequence[SSAValue | int], init: float | int, body: ReduceBody, t: Attribute
     ) -> SSAValue:
