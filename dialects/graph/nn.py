@@ -379,7 +379,7 @@ class MaxPool2dOp(_Pool2dOp):
 
     Example::
 
-        %y = graph.max_pool2d %x {kernel = array<i64: 3, 2>, strides = array<i64: 2, 1>, padding = array<i64: 1, 0, 1, 1>, ceil_mode = true} : tensor<2x3x9x8xf32> -> tensor<2x3x6x9xf32>
+        %y = graph.max_pool2d %x {kernel = array<i64: 3, 2>, strides = array<i64: 2, 1>, padding = array<i64: 1, 0, 1, 1>, ceil_mode = true} : tensor<2x3x9x8xf32> -> tensor<2x3x5x8xf32>
     """
 
     name = "graph.max_pool2d"

@@ -325,7 +325,7 @@ class ConcatOp(GraphOp):
 
     Example::
 
-        %c = graph.concat %a, %b, %c {axis = 1 : i64} : tensor<2x3xf32>, tensor<2x1xf32>, tensor<2x5xf32> -> tensor<2x9xf32>
+        %r = graph.concat %a, %b, %c {axis = 1 : i64} : tensor<2x3xf32>, tensor<2x1xf32>, tensor<2x5xf32> -> tensor<2x9xf32>
     """
 
     name = "graph.concat"

@@ -1,0 +1,319 @@
+"""graph.reduce_sum/mean/max/min, graph.softmax, graph.log_softmax:
+result type inference, verifier errors, textual round trip, numpy/torch reference."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import ModuleOp, f16, f32, f64, i1, i32, i64
+from xdsl.ir import Block, Region
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
+
+from tensorkiln.dialects.graph import Graph, OpPatternKind
+from tensorkiln.dialects.graph import reduce as reduce_family
+from tensorkiln.dialects.graph.base import ints
+from tensorkiln.dialects.graph.reduce import (
+    REDUCE_OPS,
+    LogSoftmaxOp,
+    ReduceMaxOp,
+    ReduceMeanOp,
+    ReduceMinOp,
+    ReduceSumOp,
+    SoftmaxOp,
+)
+from tensorkiln.dialects.graph.types import shape_of, tensor_type
+
+# ---------------------------------------------------------------------------
+# helpers (each graph-op test file has its own copy)
+
+
+def args(*types):
+    """Fresh block arguments of these types."""
+    return Block(arg_types=list(types)).args
+
+
+def t(shape, element=f32):
+    return tensor_type(shape, element)
+
+
+def context() -> Context:
+    ctx = Context()
+    for dialect in (builtin.Builtin, func.Func, Graph):
+        ctx.load_dialect(dialect)
+    return ctx
+
+
+def module_of(ops) -> ModuleOp:
+    """The ops (built on the args of one block) in a func.func returning their results."""
+    block = ops[0].operands[0].owner
+    block.add_ops([*ops, func.ReturnOp(*(op.results[0] for op in ops))])
+    f = func.FuncOp(
+        "f", ([a.type for a in block.args], [op.results[0].type for op in ops]), Region(block)
+    )
+    module = ModuleOp([f])
+    module.verify()
+    return module
+
+
+def assert_round_trip(ops) -> str:
+    text = str(module_of(ops))
+    parsed = Parser(context(), text).parse_module()
+    parsed.verify()
+    assert str(parsed) == text
+    return text
+
+
+def parse_and_verify(text: str) -> ModuleOp:
+    module = Parser(context(), text).parse_module()
+    module.verify()
+    return module
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for c in text:
+        depth += c in "<([{"
+        depth -= c in ">)]}"
+        if c == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+    return [*parts, cur.strip()] if cur.strip() else parts
+
+
+def doc_examples(module) -> list[str]:
+    """Every ``%x = graph.op ...`` line in the docstrings of a family module and its ops."""
+    docs = [module.__doc__ or ""] + [
+        v.__doc__ or "" for v in vars(module).values() if isinstance(v, type) and v.__module__ == module.__name__
+    ]
+    found = []
+    for doc in docs:
+        found += [m.strip().rstrip("`") for m in re.findall(r"(%\w+ = graph\.\w+ [^\n]*)", doc)]
+    return found
+
+
+def check_doc_example(line: str) -> None:
+    """Parse and verify a docstring example, its operands as function arguments."""
+    body = line.split(" = ", 1)[1]
+    attr_start = body.find("{")
+    colon = body.rfind("} : ") + 1 if attr_start >= 0 else body.find(" : ")
+    head, types = body[:colon], body[colon:].strip()[1:].strip()
+    operands = list(dict.fromkeys(re.findall(r"%\w+", head)))
+    in_types = _split_top(types.split(" -> ")[0])
+    names = re.findall(r"%\w+", head)
+    assert len(names) == len(in_types) or len(in_types) == 1, line
+    typ = {n: ty for n, ty in zip(names, in_types)} if len(in_types) == len(names) else {n: in_types[0] for n in names}
+    sig = ", ".join(f"{n}: {typ[n]}" for n in operands)
+    parse_and_verify(f"builtin.module {{\n func.func @f({sig}) {{\n  {line}\n  func.return\n }}\n}}")
+
+
+
+# ---------------------------------------------------------------------------
+# docstrings and pattern kinds
+
+
+@pytest.mark.parametrize("line", doc_examples(reduce_family))
+def test_doc_examples_parse_and_verify(line):
+    check_doc_example(line)
+
+
+def test_pattern_kinds_and_names():
+    assert [op.name for op in REDUCE_OPS] == [
+        "graph.reduce_sum", "graph.reduce_mean", "graph.reduce_max", "graph.reduce_min"
+    ]
+    for op in REDUCE_OPS:
+        assert op.PATTERN_KIND == OpPatternKind.COMM_REDUCE
+    assert SoftmaxOp.PATTERN_KIND == LogSoftmaxOp.PATTERN_KIND == OpPatternKind.OPAQUE
+    names = {op.name for op in Graph.operations}
+    assert {op.name for op in (*REDUCE_OPS, SoftmaxOp, LogSoftmaxOp)} <= names
+    assert {"graph.max", "graph.min"} <= names  # the elementwise ops are still there
+
+
+# ---------------------------------------------------------------------------
+# reductions: types
+
+REDUCE_CASES = [
+    # shape, axes, keepdims, expected shape, stored axes
+    ((3, 5, 7), 1, False, (3, 7), (1,)),
+    ((3, 5, 7), (0, 2), False, (5,), (0, 2)),
+    ((3, 5, 7), (-1, 0), True, (1, 5, 1), (0, 2)),
+    ((3, 5, 7), (), False, (), (0, 1, 2)),
+    ((3, 5, 7), (), True, (1, 1, 1), (0, 1, 2)),
+    ((3, 5, 7), (0, 1, 2), False, (), (0, 1, 2)),
+    ((), (), False, (), ()),
+    ((9,), -1, True, (1,), (0,)),
+    (("n", 5, 7), (1, 2), False, ("n",), (1, 2)),
+    (("n", 5, "m"), -2, True, ("n", 1, "m"), (1,)),
+    (("n", 5), 0, False, (5,), (0,)),
+]
+
+
+@pytest.mark.parametrize("op_type", REDUCE_OPS)
+@pytest.mark.parametrize("x_shape, axes, keepdims, expected, stored", REDUCE_CASES)
+def test_reduce_result_type(op_type, x_shape, axes, keepdims, expected, stored):
+    (x,) = args(t(x_shape))
+    op = op_type(x, axes, keepdims=keepdims)
+    assert shape_of(op.result.type) == expected
+    assert op.result.type.element_type == f32
+    assert ints(op.axes) == stored and op.reduced_axes() == stored
+    assert bool(op.keepdims.value.data) == keepdims
+
+
+@pytest.mark.parametrize(
+    "op_type, x_shape, element, axes, message",
+    [
+        (ReduceSumOp, (3, 5), f32, (2,), r"reduction axis 2 is out of range for rank 2"),
+        (ReduceSumOp, (3, 5), f32, (-3,), r"reduction axis -3 is out of range for rank 2"),
+        (ReduceMaxOp, (3, 5), f32, (1, -1), r"axes \[1, -1\] name an axis twice"),
+        (ReduceMeanOp, (3, 5), i32, (1,), r"input must be a float tensor, got tensor<3x5xi32>"),
+        (ReduceSumOp, (3, 5), i1, (1,), r"input must be numeric, got tensor<3x5xi1>"),
+        (ReduceMaxOp, (3, 0), f32, (1,), r"cannot reduce over axis 1 of size 0 \(shape \(3, 0\)\)"),
+        (ReduceMinOp, (0, 2), f32, (), r"cannot reduce over axis 0 of size 0"),
+    ],
+)
+def test_reduce_errors(op_type, x_shape, element, axes, message):
+    (x,) = args(t(x_shape, element))
+    with pytest.raises(VerifyException, match=message):
+        op_type(x, axes)
+
+
+def test_reduce_integer_inputs():
+    (x,) = args(t((3, 5), i32))
+    for op_type in (ReduceSumOp, ReduceMaxOp, ReduceMinOp):
+        assert op_type(x, 1).result.type == t((3,), i32)
+    assert ReduceSumOp(args(t((3, 0)))[0], 1).result.type == t((3,))  # sum over nothing is 0
+
+
+def test_reduce_stored_axes():
+    head = "builtin.module {\n func.func @f(%x: tensor<3x5x7xf32>) {\n  %y = graph.reduce_sum %x "
+    tail = "\n  func.return\n }\n}"
+    module = parse_and_verify(head + "{axes = array<i64>} : tensor<3x5x7xf32> -> tensor<f32>" + tail)
+    op = module.body.block.first_op.body.block.first_op
+    assert op.reduced_axes() == (0, 1, 2) and not op.keepdims.value.data
+    x = rand((3, 5, 7))
+    np.testing.assert_allclose(op.reference(x), x.sum(), rtol=1e-5)
+    with pytest.raises(VerifyException, match=r"axes \[-1\] must be strictly increasing and in \[0, 3\) for shape \(3, 5, 7\) \(normalised"):
+        parse_and_verify(head + "{axes = array<i64: -1>} : tensor<3x5x7xf32> -> tensor<3x5xf32>" + tail)
+    with pytest.raises(VerifyException, match=r"axes \[2, 0\] must be strictly increasing"):
+        parse_and_verify(head + "{axes = array<i64: 2, 0>} : tensor<3x5x7xf32> -> tensor<5xf32>" + tail)
+    with pytest.raises(VerifyException, match=r"does not match the inferred type tensor<3x1x7xf32>"):
+        parse_and_verify(head + "{axes = array<i64: 1>, keepdims = true} : tensor<3x5x7xf32> -> tensor<3x7xf32>" + tail)
+
+
+# ---------------------------------------------------------------------------
+# reductions: reference vs numpy
+
+
+def rand(shape, dtype=np.float32, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-1000, 1000, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+NUMPY_REDUCE = {ReduceSumOp: np.sum, ReduceMeanOp: np.mean, ReduceMaxOp: np.max, ReduceMinOp: np.min}
+
+
+@pytest.mark.parametrize("op_type", REDUCE_OPS)
+@pytest.mark.parametrize(
+    "shape, axes, keepdims",
+    [((3, 5, 7), 1, False), ((3, 5, 7), (0, 2), True), ((3, 5, 7), (), False), ((4, 1, 6, 3), (-1, 1), False), ((11,), 0, True)],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_reduce_reference(op_type, shape, axes, keepdims, dtype):
+    if op_type is ReduceMeanOp and np.issubdtype(dtype, np.integer):
+        pytest.skip("mean is float only")
+    x = rand(shape, dtype, seed=len(shape))
+    element = {np.float32: f32, np.float64: f64, np.int32: i32, np.int64: i64}[dtype]
+    (xv,) = args(t(shape, element))
+    op = op_type(xv, axes, keepdims=keepdims)
+    y = op.reference(x)
+    np_axes = tuple(range(len(shape))) if axes == () else axes
+    expected = NUMPY_REDUCE[op_type](x.astype(np.float64), axis=np_axes, keepdims=keepdims)
+    assert y.dtype == dtype
+    assert y.shape == tuple(op.result.type.get_shape())
+    if np.issubdtype(dtype, np.integer):
+        np.testing.assert_array_equal(y, expected.astype(dtype))
+    else:
+        np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_reduce_reference_nan_and_symbolic():
+    x = rand((4, 6))
+    x[1, 2] = np.nan
+    (xv,) = args(t(("n", 6)))
+    y = ReduceMaxOp(xv, 1).reference(x)
+    assert np.isnan(y[1]) and not np.isnan(np.delete(y, 1)).any()
+    np.testing.assert_allclose(ReduceMeanOp(xv, 0).reference(x[[0, 2, 3]]), x[[0, 2, 3]].mean(0), rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# softmax / log_softmax
+
+
+@pytest.mark.parametrize("op_type", [SoftmaxOp, LogSoftmaxOp])
+@pytest.mark.parametrize(
+    "shape, axis, stored", [((4, 10), None, 1), ((4, 10), 0, 0), ((2, 3, 5), -2, 1), (("n", 7), 1, 1), ((9,), -1, 0)]
+)
+def test_softmax_result_type(op_type, shape, axis, stored):
+    (x,) = args(t(shape))
+    op = op_type(x) if axis is None else op_type(x, axis)
+    assert op.result.type == x.type
+    assert op.axis.value.data == stored
+
+
+@pytest.mark.parametrize("op_type", [SoftmaxOp, LogSoftmaxOp])
+def test_softmax_errors(op_type):
+    x, xi = args(t((4, 10)), t((4, 10), i32))
+    with pytest.raises(VerifyException, match=r"input must be a float tensor, got tensor<4x10xi32>"):
+        op_type(xi)
+    with pytest.raises(VerifyException, match=r"axis 2 is out of range \[0, 2\) for shape \(4, 10\)"):
+        op_type(x, 2)
+    with pytest.raises(VerifyException, match=r"axis -3 is out of range"):
+        op_type(x, -3)
+
+
+@pytest.mark.parametrize(
+    "shape, axis, dtype",
+    [((4, 10), -1, np.float32), ((3, 5, 7), 1, np.float32), ((3, 5, 7), 0, np.float64), ((2, 9), 1, np.float16)],
+)
+def test_softmax_reference_vs_torch(shape, axis, dtype):
+    torch = pytest.importorskip("torch")
+    x = (rand(shape, np.float32, seed=5) * 4).astype(dtype)
+    x.flat[0] = 30  # large values must not overflow
+    element = {np.float16: f16, np.float32: f32, np.float64: f64}[dtype]
+    (xv,) = args(t(shape, element))
+    xt = torch.from_numpy(x.astype(np.float64))
+    for op_type, fn in ((SoftmaxOp, torch.softmax), (LogSoftmaxOp, torch.log_softmax)):
+        y = op_type(xv, axis).reference(x)
+        assert y.dtype == dtype
+        tol = 1e-3 if dtype == np.float16 else 1e-5
+        np.testing.assert_allclose(y, fn(xt, axis).numpy(), rtol=tol, atol=tol)
+
+
+# ---------------------------------------------------------------------------
+# round trip
+
+
+def test_reduce_ops_round_trip():
+    x, s, xi = args(t((3, 5, 7)), t(("n", 5, 7), f64), t((3, 5), i32))
+    text = assert_round_trip(
+        [
+            ReduceSumOp(x, (0, -1)),
+            ReduceMeanOp(x, -1, keepdims=True),
+            ReduceMaxOp(s, 1),
+            ReduceMinOp(xi),
+            ReduceSumOp(xi, 1, keepdims=True),
+            SoftmaxOp(x, 1),
+            LogSoftmaxOp(s),
+        ]
+    )
+    assert "graph.reduce_sum %0 {axes = array<i64: 0, 2>} : tensor<3x5x7xf32> -> tensor<5xf32>" in text
+    assert "graph.reduce_mean %0 {axes = array<i64: 2>, keepdims = true} : tensor<3x5x7xf32> -> tensor<3x5x1xf32>" in text
+    assert "graph.softmax %0 {axis = 1 : i64} : tensor<3x5x7xf32>" in text
