@@ -15,6 +15,8 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    f16,
+    f32,
     i1,
     i32,
     i64,
@@ -249,7 +251,10 @@ def _libm(stem: str) -> Converter:
 
     def convert(b: Builder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
         t = op.results[0].type
-        name = stem + ("f" if str(t) == "f32" else "")
+        if t == f16:  # libm has no half variant: compute in f32 and round back
+            wide = [_ins(b, llvm.FPExtOp(a, f32)) for a in args]
+            return _ins(b, llvm.FPTruncOp(_ins(b, llvm.CallOp(stem + "f", *wide, return_type=f32)), t))
+        name = stem + ("f" if t == f32 else "")
         return _ins(b, llvm.CallOp(name, *args, return_type=t))
 
     return convert
