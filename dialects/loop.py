@@ -46,6 +46,8 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from .syntax import parse_access, print_access
+
 #: loop kinds that run on the CPU; GPU bindings are the ``GPU_BINDINGS``
 CPU_LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled")
 GPU_BINDINGS = tuple(f"{axis}.{d}" for axis in ("blockIdx", "threadIdx") for d in "xyz")
@@ -131,7 +133,7 @@ class ForOp(IRDLOperation):
         for keyword in (None, "to", "step"):
             if keyword:
                 parser.parse_keyword(keyword)
-            bounds.append(parser.parse_operand())
+            bounds.append(parser.parse_operand(IndexType()))
         kind = "serial"
         for candidate in LOOP_KINDS:
             if parser.parse_optional_keyword(candidate) is not None:
@@ -158,21 +160,6 @@ def _check_indices(op: IRDLOperation, memref: SSAValue, indices: Sequence[SSAVal
         raise VerifyException(f"{op.name}: {len(indices)} indices for a rank-{rank} buffer {memref.type}")
 
 
-def _print_access(printer: Printer, op: IRDLOperation, value: SSAValue | None) -> None:
-    """`` [%value,] %buffer[%i, %j] {attrs} : memref<...>``"""
-    printer.print_string(" ")
-    if value is not None:
-        printer.print_ssa_value(value)
-        printer.print_string(", ")
-    printer.print_ssa_value(op.buffer)
-    printer.print_string("[")
-    printer.print_list(op.indices, printer.print_ssa_value)
-    printer.print_string("]")
-    printer.print_op_attributes(op.attributes)
-    printer.print_string(" : ")
-    printer.print_attribute(op.buffer.type)
-
-
 @irdl_op_definition
 class LoadOp(IRDLOperation):
     """``%x = loop.load %A[%i, %j] : memref<16x8xf32>``"""
@@ -191,15 +178,11 @@ class LoadOp(IRDLOperation):
             raise VerifyException(f"loop.load: result {self.result.type} vs element {self.buffer.type.element_type}")
 
     def print(self, printer: Printer) -> None:
-        _print_access(printer, self, None)
+        print_access(printer, self, self.buffer, self.indices)
 
     @classmethod
     def parse(cls, parser: Parser) -> LoadOp:
-        buffer = parser.parse_operand()
-        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_operand)
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        parser.parse_type()
+        buffer, indices, attributes = parse_access(parser)
         op = cls(buffer, indices)
         op.attributes |= attributes
         return op
@@ -223,17 +206,13 @@ class StoreOp(IRDLOperation):
             raise VerifyException(f"loop.store: value {self.value.type} vs element {self.buffer.type.element_type}")
 
     def print(self, printer: Printer) -> None:
-        _print_access(printer, self, self.value)
+        print_access(printer, self, self.buffer, self.indices, self.value)
 
     @classmethod
     def parse(cls, parser: Parser) -> StoreOp:
         value = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
-        buffer = parser.parse_operand()
-        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_operand)
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        parser.parse_type()
+        buffer, indices, attributes = parse_access(parser)
         op = cls(parser.resolve_operand(value, buffer.type.element_type), buffer, indices)
         op.attributes |= attributes
         return op

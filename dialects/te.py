@@ -54,6 +54,8 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from .syntax import parse_access, print_access
+
 #: combiners of te.reduce
 COMBINERS = ("add", "mul", "max", "min")
 
@@ -230,25 +232,12 @@ class ReadOp(IRDLOperation):
             raise VerifyException(f"te.read: result {self.result.type} vs element {self.tensor.type.element_type}")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.tensor)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_ssa_value)
-        printer.print_string("]")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.tensor.type)
+        print_access(printer, self, self.tensor, self.indices)
 
     @classmethod
     def parse(cls, parser: Parser) -> ReadOp:
-        # The result type is the element type: infer it rather than spell it twice.
-        tensor = parser.parse_operand()
-        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_operand)
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        if tensor.type != t:
-            parser.raise_error(f"te.read: operand has type {tensor.type}, not {t}")
+        # The result type is the element type: inferred rather than spelled twice.
+        tensor, indices, attributes = parse_access(parser)
         op = cls(tensor, indices)
         op.attributes |= attributes
         return op

@@ -37,7 +37,12 @@ def test_cnn_matches_interpreter(rng, batch, size):
 def test_cnn_matches_torch(rng):
     torch = pytest.importorskip("torch")
     module, _ = small_cnn(seed=3)
-    weights = {op.value.data.name: torch.from_numpy(op.array()) for op in module.walk() if isinstance(op, tk.dialects.graph.ConstantOp)}
+    from tensorkiln.dialects.graph import ConstantOp
+
+    # in the order small_cnn creates them (names may carry a suffix if reused in-process)
+    names = ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc.weight", "fc.bias"]
+    arrays = [torch.from_numpy(op.array()) for op in module.walk() if isinstance(op, ConstantOp)]
+    weights = dict(zip(names, arrays, strict=True))
     x = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
     F = torch.nn.functional
     h = F.relu(F.conv2d(torch.from_numpy(x), weights["conv1.weight"], weights["conv1.bias"], padding=1))
