@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     f16,
     f32,
+    f64,
     i1,
     i32,
     i64,
@@ -107,7 +108,36 @@ _CASTS: dict[type[Operation], type[Operation]] = {
 
 @converts(*_CASTS)
 def _cast(b: Builder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
+    if isinstance(op, arith.TruncFOp) and op.input.type == f64 and op.result.type == f16:
+        return _truncate_f64_to_f16(b, args[0])
     return _ins(b, _CASTS[type(op)](args[0], op.results[0].type))
+
+
+def _truncate_f64_to_f16(b: Builder, x: SSAValue) -> SSAValue:
+    """``fptrunc double to half`` without its libcall (``__truncdfhf2``, which the JIT
+    does not resolve: the call jumped to address 0).
+
+    Round to f32 *to odd* (toward zero, then set the last bit if inexact), then to f16
+    to nearest: correctly rounded, since f32 keeps more than 11 + 2 bits. NaN and
+    infinities pass through; values beyond the f32 range become inf as they should.
+    """
+    y = _ins(b, llvm.FPTruncOp(x, f32))
+    back = _ins(b, llvm.FPExtOp(y, f64))
+    rounded_up = _ins(
+        b,
+        llvm.FCmpOp(
+            intrinsic(b, "llvm.fabs.f64", [back], f64), intrinsic(b, "llvm.fabs.f64", [x], f64), _fcmp("ogt")
+        ),
+    )
+    inexact = _ins(b, llvm.FCmpOp(back, x, _fcmp("one")))
+    bits = _ins(b, llvm.BitcastOp(y, i32))
+    toward_zero = _ins(b, llvm.SubOp(bits, _ins(b, llvm.ZExtOp(rounded_up, i32))))
+    odd = _ins(b, llvm.OrOp(toward_zero, _ins(b, llvm.ZExtOp(inexact, i32))))
+    return _ins(b, llvm.FPTruncOp(_ins(b, llvm.BitcastOp(odd, f32)), f16))
+
+
+def _fcmp(name: str) -> IntegerAttr:
+    return IntegerAttr(llvm.FCmpPredicateFlag(name).to_int(), i64)
 
 
 @converts(arith.UIToFPOp)
