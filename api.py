@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
 from .build import build
+from .universe import make_context
 from .interpreter import interpret
 
 
@@ -39,16 +39,6 @@ def create_executor(kind: str, module: ModuleOp, target: str = "llvm") -> Execut
     return Executor(kind, module, target)
 
 
-def make_context() -> Context:
-    """A context with every dialect tensorkiln-opt knows (ours and xDSL's)."""
-    from xdsl.universe import Universe
-
-    ctx = Context()
-    for name, factory in Universe.get_multiverse().all_dialects.items():
-        ctx.register_dialect(name, factory)
-    return ctx
-
-
 def parse_module(text: str) -> ModuleOp:
     """Parse IR text (any tensorkiln or upstream dialect) into a verified module."""
     module = Parser(make_context(), text).parse_module()
@@ -64,6 +54,8 @@ def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") 
     from .backends.llvm.jit import CPUTarget, llvm_ir
     from .build import lower_to_loops
     from .lowering.loop_to_llvm import LoopToLLVMPass
+
+    from xdsl.context import Context
 
     cpu = CPUTarget.parse(target)
     lowered = lower_to_loops(module)

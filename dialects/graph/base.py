@@ -124,9 +124,7 @@ def expect_rank(what: str, shape: Shape, *ranks: int) -> None:
 
 
 def expect_same_element(what: str, *types: Attribute) -> Attribute:
-    elements = {element_type(t) for t in types}
+    elements = sorted({str(element_type(t)): element_type(t) for t in types}.items())
     if len(elements) != 1:
-        raise VerifyException(
-            f"{what} must have one element type, got " + ", ".join(str(e) for e in elements)
-        )
-    return elements.pop()
+        raise VerifyException(f"{what} must have one element type, got " + ", ".join(n for n, _ in elements))
+    return elements[0][1]

@@ -35,9 +35,9 @@ from .base import (
 from .types import broadcast_shapes, is_bool, tensor_type
 
 
-def _check_contraction(what: str, k_lhs, k_rhs) -> None:
+def _check_contraction(k_lhs, k_rhs) -> None:
     if k_lhs != k_rhs:
-        raise VerifyException(f"{what}: contraction dims differ ({k_lhs} vs {k_rhs})")
+        raise VerifyException(f"contraction dims differ ({k_lhs} vs {k_rhs})")
 
 
 class _ProductOp(GraphOp):
@@ -68,7 +68,7 @@ class MatMulOp(_ProductOp):
         a, b = operand_shape(self.lhs), operand_shape(self.rhs)
         expect_rank("lhs", a, 2)
         expect_rank("rhs", b, 2)
-        _check_contraction("matmul", a[1], b[0])
+        _check_contraction(a[1], b[0])
         return tensor_type((a[0], b[1]), self._element())
 
     def reference(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -87,7 +87,7 @@ class BatchMatMulOp(_ProductOp):
             raise VerifyException(
                 f"operands must have the same rank >= 3, got shapes {a} and {b}"
             )
-        _check_contraction("batch_matmul", a[-1], b[-2])
+        _check_contraction(a[-1], b[-2])
         batch = broadcast_shapes(a[:-2], b[:-2])
         return tensor_type((*batch, a[-2], b[-1]), self._element())
 
@@ -126,7 +126,7 @@ class DenseOp(GraphOp):
         if len(x) < 1:
             raise VerifyException(f"input must have rank >= 1, got shape {x}")
         expect_rank("weight", w, 2)
-        _check_contraction("dense", x[-1], w[1])
+        _check_contraction(x[-1], w[1])
         if self.bias is not None:
             bias = operand_shape(self.bias)
             if bias != (w[0],):
