@@ -197,6 +197,8 @@ class BinaryOp(GraphOp):
 
     NUMPY_FN: ClassVar[Callable[[np.ndarray, np.ndarray], np.ndarray]]
     FLOAT_ONLY: ClassVar[bool] = False
+    #: the op is undefined on booleans (numpy raises for bool - bool)
+    NUMERIC_ONLY: ClassVar[bool] = False
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
         self._build([lhs, rhs])
@@ -208,6 +210,8 @@ class BinaryOp(GraphOp):
         element = expect_same_element("operands", self.lhs.type, self.rhs.type)
         if self.FLOAT_ONLY and not is_float(element):
             raise VerifyException(f"operands must be float tensors, got {element}")
+        if self.NUMERIC_ONLY and is_bool(element):
+            raise VerifyException(f"operands must be numeric, got {element}")
         shape = broadcast_shapes(operand_shape(self.lhs), operand_shape(self.rhs))
         return tensor_type(shape, self.result_element(element))
 
@@ -249,6 +253,7 @@ class SubOp(BinaryOp):
 
     name = "graph.sub"
     NUMPY_FN = staticmethod(np.subtract)
+    NUMERIC_ONLY: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -271,6 +276,7 @@ class DivOp(BinaryOp):
 
     name = "graph.div"
     NUMPY_FN = staticmethod(_divide)
+    NUMERIC_ONLY: ClassVar[bool] = True
 
 
 @irdl_op_definition
