@@ -207,6 +207,10 @@ class _HostLowering:
         n_in, n_out = len(input_types), len(output_types)
         for new, old in zip(entry.args, old_block.args):
             new.name_hint = old.name_hint
+        for k, arg in enumerate(entry.args[n_in : n_in + n_out]):
+            arg.name_hint = f"out{k}"
+        for k, arg in enumerate(entry.args[n_in + n_out :]):
+            arg.name_hint = f"w{k}"
         buffers: dict[SSAValue, SSAValue] = dict(zip(old_block.args, entry.args[:n_in]))
         buffers.update(zip((c.result for c in constants), entry.args[n_in + n_out :]))
         outputs = list(entry.args[n_in : n_in + n_out])
