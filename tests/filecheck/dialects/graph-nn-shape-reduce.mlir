@@ -52,4 +52,3 @@ func.func @reduce(%x: tensor<5x4x7xf32>) -> (tensor<4xf32>, tensor<5x1x7xf32>, t
 // CHECK-NEXT:    %ls = graph.log_softmax %x {axis = 0 : i64} : tensor<5x4x7xf32>
 // CHECK-NEXT:    func.return %s, %m, %mx, %mn, %sm, %ls : tensor<4xf32>, tensor<5x1x7xf32>, tensor<f32>, tensor<5x4xf32>, tensor<5x4x7xf32>, tensor<5x4x7xf32>
 // CHECK-NEXT:  }
-// CHECK-NEXT:  
