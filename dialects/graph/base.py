@@ -27,7 +27,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.utils.exceptions import VerifyException
 
-from .types import Shape, element_type, shape_of
+from .types import Shape, element_type, numpy_dtype, shape_of
 
 
 class OpPatternKind(IntEnum):
@@ -82,6 +82,11 @@ class GraphOp(IRDLOperation):
 
     def verify_(self) -> None:
         try:
+            # Operand types must be graph tensor types (named symbolic dims, a supported
+            # element type): ops whose inference never looks at a shape would pass them on.
+            for operand in self.operands:
+                shape_of(operand.type)
+                numpy_dtype(element_type(operand.type))
             expected = self.infer_result_type()
         except VerifyException as e:
             raise VerifyException(f"{self.name}: {e}") from None
