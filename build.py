@@ -9,16 +9,14 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 from .backends.llvm.jit import CPUTarget, jit_compile
 from .dialects.graph import ConstantOp
 from .dialects.graph.types import WeightAttr
+from .errors import UnsupportedOperatorError
 from .interpreter import find_function
+from .lowering.expand_math import ExpandMathPass
 from .lowering.graph_to_te import GraphToTEPass, unsupported_ops
 from .lowering.loop_to_llvm import LoopToLLVMPass
 from .lowering.te_to_loop import TEToLoopPass, entry_layout
 from .runtime.module import CompiledModule
 from .signature import signature_of
-
-
-class UnsupportedOperatorError(NotImplementedError):
-    """The module uses ops that cannot be compiled; lists them all at once."""
 
 
 def weight_array(data: WeightAttr | DenseIntOrFPElementsAttr) -> np.ndarray:
@@ -45,6 +43,15 @@ def lower_to_loops(module: ModuleOp) -> ModuleOp:
     return lowered
 
 
+def lower_to_llvm_dialect(loops: ModuleOp) -> ModuleOp:
+    """Lower a loop-dialect module (from :func:`lower_to_loops`) in place to xDSL's llvm
+    dialect: f32 exp/log/tanh/erf/pow expanded to vectorisable arith code, then loop-to-llvm."""
+    ctx = Context()
+    for step in (ExpandMathPass(), LoopToLLVMPass()):
+        step.apply(ctx, loops)
+    return loops
+
+
 def build(module: ModuleOp, target: str = "llvm", *, function: str = "main") -> CompiledModule:
     """Compile ``function`` of a graph module for ``target``; returns a callable.
 
@@ -57,8 +64,7 @@ def build(module: ModuleOp, target: str = "llvm", *, function: str = "main") -> 
     signature = signature_of(find_function(module, function))
     loops = lower_to_loops(module)
     _, _, weights = entry_layout(find_function(loops, function))
-    LoopToLLVMPass().apply(Context(), loops)
-    jit = jit_compile(loops, cpu)
+    jit = jit_compile(lower_to_llvm_dialect(loops), cpu)
     return CompiledModule(
         jit.address(function), signature, [weight_array(w) for w in weights], keep_alive=jit
     )

@@ -1,0 +1,95 @@
+"""What converters use: the graph builder, shapes and dtypes of fx nodes, constants."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from ...dialects.graph.types import Dim, element_type_of, numpy_dtype
+from ..builder import GraphBuilder
+
+TORCH_TO_NUMPY = {
+    "torch.float32": np.float32,
+    "torch.float64": np.float64,
+    "torch.float16": np.float16,
+    "torch.int64": np.int64,
+    "torch.int32": np.int32,
+    "torch.int8": np.int8,
+    "torch.bool": np.bool_,
+}
+
+
+class UnsupportedDtypeError(TypeError):
+    pass
+
+
+def numpy_dtype_of_torch(dtype: Any, where: str = "") -> np.dtype:
+    """The numpy dtype of a torch dtype, or a clear error for the ones we do not compile."""
+    try:
+        return np.dtype(TORCH_TO_NUMPY[str(dtype)])
+    except KeyError:
+        supported = ", ".join(k.removeprefix("torch.") for k in TORCH_TO_NUMPY)
+        raise UnsupportedDtypeError(
+            f"{where}dtype {dtype} is not supported yet (supported: {supported})"
+        ) from None
+
+
+def symbol_name(size: Any) -> Dim:
+    """A torch size (int or SymInt) as a graph dim: an int, or the symbol's name."""
+    if isinstance(size, int):
+        return size
+    expr = getattr(getattr(size, "node", None), "expr", None)
+    if expr is not None and getattr(expr, "is_Symbol", False):
+        return str(expr)
+    if expr is not None and getattr(expr, "is_Integer", False):
+        return int(expr)
+    raise NotImplementedError(f"symbolic size expression {size} is not supported (only plain symbols)")
+
+
+class ImportContext:
+    """State of one import: the builder, and helpers every converter needs."""
+
+    def __init__(self, builder: GraphBuilder):
+        self.b = builder
+
+    # -- fx node facts ------------------------------------------------------------
+
+    @staticmethod
+    def shape(node: Any) -> tuple[Dim, ...]:
+        """The (possibly symbolic) shape of the tensor an fx node produces."""
+        return tuple(symbol_name(d) for d in node.meta["val"].shape)
+
+    @staticmethod
+    def dtype(node: Any) -> np.dtype:
+        return numpy_dtype_of_torch(node.meta["val"].dtype, f"{node.name}: ")
+
+    # -- values ---------------------------------------------------------------------
+
+    def constant(self, array: Any, name: str | None = None) -> SSAValue:
+        return self.b.constant(np.asarray(array), name)
+
+    def scalar(self, value: float | int | bool, like: SSAValue) -> SSAValue:
+        """A 0-d constant with the element type of ``like`` (torch's scalar promotion
+        for same-kind scalars)."""
+        return self.b.constant(np.asarray(value, dtype=numpy_dtype(like.type.element_type)))
+
+    def cast(self, x: SSAValue, dtype: np.dtype) -> SSAValue:
+        if numpy_dtype(x.type.element_type) == np.dtype(dtype):
+            return x
+        return self.b.cast(x, element_type_of(dtype))
+
+    @staticmethod
+    def rank(x: SSAValue) -> int:
+        return len(x.type.get_shape())
+
+    @staticmethod
+    def axes(dims: int | Sequence[int] | None, rank: int) -> list[int]:
+        """Normalised axes (None or [] means all)."""
+        if dims is None:
+            return list(range(rank))
+        if isinstance(dims, int):
+            dims = [dims]
+        return [d % rank if rank else 0 for d in dims] or list(range(rank))

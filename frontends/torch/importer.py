@@ -1,0 +1,221 @@
+"""torch.export's ExportedProgram -> a graph-dialect module.
+
+The program is first decomposed to Core ATen (keeping a few ops whole that map onto
+one graph op, such as ``linear``); then every fx node is converted by the converter
+registered for its ATen overload (``registry.py``; the converters live in ``ops/``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, NameLoc, NoneAttr, StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from ...errors import UnsupportedOperatorError
+from ..builder import GraphBuilder
+from . import ops  # noqa: F401  (registers the converters)
+from .context import ImportContext, UnsupportedDtypeError, numpy_dtype_of_torch
+from .registry import CONVERTERS, target_name
+
+#: ATen ops kept whole instead of decomposed: each maps onto one graph op.
+KEEP_WHOLE = ("linear.default",)
+
+#: fx call_function targets handled by the importer itself, not by converters.
+_STRUCTURAL = {"_operator.getitem", "aten.sym_size.int"}
+
+
+class TorchImportError(ValueError):
+    """A node could not be converted; says which node, where in the user's code, and why."""
+
+
+def _decompose(ep: Any) -> Any:
+    import torch
+
+    table = torch.export.default_decompositions()
+    for name in KEEP_WHOLE:
+        packet, _, overload = name.partition(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload)
+        if op in table:
+            del table[op]
+    return ep.run_decompositions(table)
+
+
+def _user_frame(node: Any) -> tuple[str, int] | None:
+    """The innermost frame of the user's code that created ``node`` (file, line)."""
+    trace = node.meta.get("stack_trace") or ""
+    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
+    return (frames[-1][0], int(frames[-1][1])) if frames else None
+
+
+def _where(node: Any) -> str:
+    frame = _user_frame(node)
+    return f" at {frame[0]}:{frame[1]}" if frame else ""
+
+
+def _location(node: Any) -> NameLoc:
+    frame = _user_frame(node)
+    child = FileLineColLoc(StringAttr(frame[0]), IntAttr(frame[1]), IntAttr(0)) if frame else None
+    return NameLoc(StringAttr(node.name), child if child is not None else NoneAttr())
+
+
+def unsupported_nodes(graph: Any) -> dict[str, list[str]]:
+    """ATen overloads without a converter -> the names of the nodes using them."""
+    missing: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        if node.op == "call_function":
+            name = target_name(node.target)
+            if name not in CONVERTERS and name not in _STRUCTURAL:
+                missing.setdefault(name, []).append(node.name)
+    return missing
+
+
+class _Importer:
+    def __init__(self, ep: Any, keep_params_as_input: bool, function_name: str):
+        self.ep = ep
+        self.keep_params_as_input = keep_params_as_input
+        self.builder = GraphBuilder(function_name)
+        self.ctx = ImportContext(self.builder)
+        self.values: dict[Any, Any] = {}
+        self.params: dict[str, np.ndarray] = {}
+
+    # -- placeholders ----------------------------------------------------------------
+
+    def placeholders(self) -> None:
+        from torch.export.graph_signature import InputKind
+
+        specs = {spec.arg.name: spec for spec in self.ep.graph_signature.input_specs}
+        nodes = [n for n in self.ep.graph.nodes if n.op == "placeholder"]
+        user = [n for n in nodes if specs[n.name].kind == InputKind.USER_INPUT]
+        lifted = [n for n in nodes if specs[n.name].kind != InputKind.USER_INPUT]
+        for node in user:
+            val = node.meta.get("val")
+            if not hasattr(val, "shape"):
+                raise TorchImportError(f"input '{node.name}' is not a tensor ({type(val).__name__}): not supported")
+            self.values[node] = self.builder.input(node.name, self.ctx.shape(node), self._dtype(node))
+        for node in lifted:
+            spec = specs[node.name]
+            if spec.kind not in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+                raise TorchImportError(f"input '{node.name}' of kind {spec.kind.name} is not supported")
+            array = self._tensor_data(spec)
+            if self.keep_params_as_input:
+                self.params[spec.target] = array
+                self.values[node] = self.builder.input(_param_name(spec.target), array.shape, array.dtype)
+            else:
+                self.values[node] = self.builder.constant(array, spec.target)
+
+    def _tensor_data(self, spec: Any) -> np.ndarray:
+        tensor = self.ep.state_dict.get(spec.target)
+        if tensor is None:
+            tensor = self.ep.constants[spec.target]
+        numpy_dtype_of_torch(tensor.dtype, f"{spec.target}: ")
+        # detach().numpy() shares memory with the torch tensor: no copy of the weights
+        return tensor.detach().contiguous().numpy()
+
+    def _dtype(self, node: Any) -> np.dtype:
+        try:
+            return self.ctx.dtype(node)
+        except UnsupportedDtypeError as e:
+            raise TorchImportError(str(e)) from None
+
+    # -- nodes -------------------------------------------------------------------------
+
+    def arg(self, a: Any) -> Any:
+        import torch
+
+        if isinstance(a, torch.fx.Node):
+            return self.values[a]
+        if isinstance(a, list | tuple):
+            return type(a)(self.arg(x) for x in a)
+        if isinstance(a, dict):
+            return {k: self.arg(v) for k, v in a.items()}
+        return a
+
+    def call(self, node: Any) -> None:
+        name = target_name(node.target)
+        args = [self.arg(a) for a in node.args]
+        kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
+        if name == "_operator.getitem":
+            self.values[node] = args[0][args[1]]
+            return
+        if name == "aten.sym_size.int":
+            self.values[node] = self.ctx.shape(node.args[0])[args[1]]
+            return
+        block = self.builder._block
+        before = block.last_op
+        try:
+            result = CONVERTERS[name](self.ctx, node, *args, **kwargs)
+        except (VerifyException, ValueError, NotImplementedError, TypeError) as e:
+            raise TorchImportError(f"cannot import node '{node.name}' ({name}){_where(node)}: {e}") from e
+        self.values[node] = result
+        op: Operation | None = before.next_op if before is not None else block.first_op
+        while op is not None:
+            op.location = _location(node)
+            op = op.next_op
+
+    def run(self) -> ModuleOp:
+        missing = unsupported_nodes(self.ep.graph)
+        if missing:
+            counts = Counter({name: len(nodes) for name, nodes in missing.items()})
+            listed = "; ".join(
+                f"{name} x{n} ({', '.join(missing[name][:5])}{', ...' if n > 5 else ''})"
+                for name, n in counts.most_common()
+            )
+            raise UnsupportedOperatorError(
+                f"{len(missing)} unsupported operators ({sum(counts.values())} nodes): {listed}"
+            )
+        self.placeholders()
+        outputs: list[SSAValue] = []
+        for node in self.ep.graph.nodes:
+            if node.op == "call_function":
+                self.call(node)
+            elif node.op == "output":
+                outputs = _flatten_outputs(self.arg(node.args[0]))
+        return self.builder.finish(*outputs)
+
+
+def _flatten_outputs(result: Any) -> list[SSAValue]:
+    """The model's returned tensors in order; None results are dropped."""
+    if result is None:
+        return []
+    if isinstance(result, SSAValue):
+        return [result]
+    if isinstance(result, list | tuple):
+        return [v for r in result for v in _flatten_outputs(r)]
+    raise TorchImportError(f"the model returns a {type(result).__name__}, not a tensor: not supported")
+
+
+def _param_name(target: str) -> str:
+    return re.sub(r"\W", "_", target)
+
+
+def from_exported_program(
+    ep: Any,
+    *,
+    keep_params_as_input: bool = False,
+    decompose: bool = True,
+    function_name: str = "main",
+) -> ModuleOp | tuple[ModuleOp, dict[str, np.ndarray]]:
+    """Import a ``torch.export.ExportedProgram`` as a graph-dialect module.
+
+    Parameters and buffers become constants held by reference (the torch tensors'
+    memory, not a copy), or, with ``keep_params_as_input=True``, extra function inputs
+    after the model's own; the params are then returned too, to bind at call time::
+
+        ep = torch.export.export(model.eval(), (x,))
+        module = from_exported_program(ep)
+        module, params = from_exported_program(ep, keep_params_as_input=True)
+
+    Raises UnsupportedOperatorError listing every unsupported ATen op (with counts and
+    node names) before converting anything, and TorchImportError naming the node and
+    the line of the model's code when a node cannot be converted.
+    """
+    if decompose:
+        ep = _decompose(ep)
+    importer = _Importer(ep, keep_params_as_input, function_name)
+    module = importer.run()
+    return (module, importer.params) if keep_params_as_input else module

@@ -1,0 +1,3 @@
+"""ATen converters by family; importing this package registers them all."""
+
+from . import elementwise, linalg, nn, reduce, shape  # noqa: F401

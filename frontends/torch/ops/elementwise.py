@@ -1,0 +1,146 @@
+"""Elementwise ATen ops: arithmetic with tensor or scalar operands, math, comparisons."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..context import ImportContext
+from ..registry import converter
+
+
+def _operand(ctx: ImportContext, node, value, like):
+    """A tensor operand as is; a Python scalar as a constant of the result's dtype."""
+    if isinstance(value, bool | int | float):
+        return ctx.b.constant(np.asarray(value, dtype=ctx.dtype(node)))
+    return ctx.cast(value, ctx.dtype(node))
+
+
+def _binary(method: str):
+    def convert(ctx: ImportContext, node, a, b, alpha=1):
+        a, b = _operand(ctx, node, a, b), _operand(ctx, node, b, a)
+        if alpha != 1:
+            b = ctx.b.mul(b, _operand(ctx, node, alpha, b))
+        return getattr(ctx.b, method)(a, b)
+
+    return convert
+
+
+for _aten in ("add", "sub", "mul"):
+    converter(f"aten.{_aten}.Tensor", f"aten.{_aten}.Scalar")(_binary(_aten))
+converter("aten.maximum.default")(_binary("max"))
+converter("aten.minimum.default")(_binary("min"))
+
+
+@converter("aten.div.Tensor", "aten.div.Scalar")
+def div(ctx: ImportContext, node, a, b):
+    # true division: integer operands are promoted to the (float) result dtype first
+    return ctx.b.div(_operand(ctx, node, a, b), _operand(ctx, node, b, a))
+
+
+@converter("aten.div.Tensor_mode")
+def div_mode(ctx: ImportContext, node, a, b, rounding_mode=None):
+    a, b = _operand(ctx, node, a, b), _operand(ctx, node, b, a)
+    q = ctx.b.div(a, b)
+    if rounding_mode == "floor" and np.issubdtype(ctx.dtype(node), np.floating):
+        return ctx.b.floor(q)
+    if rounding_mode == "trunc" and np.issubdtype(ctx.dtype(node), np.floating):
+        negative = ctx.b.compare(q, ctx.scalar(0, q), "lt")
+        return ctx.b.where(negative, ctx.b.neg(ctx.b.floor(ctx.b.neg(q))), ctx.b.floor(q))
+    if rounding_mode == "floor":
+        raise NotImplementedError("integer floor division is not supported yet")
+    return q
+
+
+@converter("aten.rsub.Scalar", "aten.rsub.Tensor")
+def rsub(ctx: ImportContext, node, a, b, alpha=1):
+    return _binary("sub")(ctx, node, b, a, alpha)
+
+
+@converter("aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.pow.Scalar")
+def pow_(ctx: ImportContext, node, a, b):
+    if isinstance(b, int | float) and b == 2:
+        a = _operand(ctx, node, a, None)
+        return ctx.b.mul(a, a)
+    return ctx.b.pow(_operand(ctx, node, a, b), _operand(ctx, node, b, a))
+
+
+_UNARY = {
+    "neg": "neg", "abs": "abs", "relu": "relu", "exp": "exp", "log": "log", "sqrt": "sqrt",
+    "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid", "erf": "erf", "floor": "floor",
+}  # fmt: skip
+
+for _aten, _method in _UNARY.items():
+    converter(f"aten.{_aten}.default")(
+        (lambda method: lambda ctx, node, x: getattr(ctx.b, method)(ctx.cast(x, ctx.dtype(node))))(_method)
+    )
+
+
+@converter("aten.reciprocal.default")
+def reciprocal(ctx: ImportContext, node, x):
+    x = ctx.cast(x, ctx.dtype(node))
+    return ctx.b.div(ctx.scalar(1.0, x), x)
+
+
+@converter("aten.gelu.default")
+def gelu(ctx: ImportContext, node, x, approximate="none"):
+    b = ctx.b
+    half = b.mul(x, ctx.scalar(0.5, x))
+    if approximate == "tanh":
+        inner = b.mul(b.add(x, b.mul(b.mul(b.mul(x, x), x), ctx.scalar(0.044715, x))), ctx.scalar(math.sqrt(2 / math.pi), x))
+        return b.mul(half, b.add(b.tanh(inner), ctx.scalar(1.0, x)))
+    return b.mul(half, b.add(b.erf(b.mul(x, ctx.scalar(1 / math.sqrt(2), x))), ctx.scalar(1.0, x)))
+
+
+@converter("aten.silu.default")
+def silu(ctx: ImportContext, node, x):
+    return ctx.b.mul(x, ctx.b.sigmoid(x))
+
+
+@converter("aten.hardtanh.default", "aten.clamp.default")
+def clamp(ctx: ImportContext, node, x, low=None, high=None):
+    if low is not None:
+        x = ctx.b.max(x, _operand(ctx, node, low, x))
+    if high is not None:
+        x = ctx.b.min(x, _operand(ctx, node, high, x))
+    return x
+
+
+@converter("aten.clamp.Tensor")
+def clamp_tensor(ctx: ImportContext, node, x, low=None, high=None):
+    return clamp(ctx, node, x, low, high)
+
+
+_COMPARE = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+
+for _aten, _predicate in _COMPARE.items():
+
+    def _compare(ctx, node, a, b, predicate=_predicate):
+        from ....dialects.graph.types import numpy_dtype
+
+        # compare in the operands' promoted type (the result is bool)
+        like = a if not isinstance(a, bool | int | float) else b
+        dtype = numpy_dtype(like.type.element_type)
+        if isinstance(b, float) and not np.issubdtype(dtype, np.floating):
+            dtype = np.dtype(np.float32)
+        a = ctx.b.constant(np.asarray(a, dtype)) if isinstance(a, bool | int | float) else ctx.cast(a, dtype)
+        b = ctx.b.constant(np.asarray(b, dtype)) if isinstance(b, bool | int | float) else ctx.cast(b, dtype)
+        return ctx.b.compare(a, b, predicate)
+
+    converter(f"aten.{_aten}.Tensor", f"aten.{_aten}.Scalar")(_compare)
+
+
+@converter("aten.where.self")
+def where(ctx: ImportContext, node, condition, a, b):
+    return ctx.b.where(condition, _operand(ctx, node, a, b), _operand(ctx, node, b, a))
+
+
+@converter("aten._to_copy.default", "aten.to.dtype")
+def to_copy(ctx: ImportContext, node, x, *args, dtype=None, **kwargs):
+    return ctx.cast(x, ctx.dtype(node))
+
+
+@converter("aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default")
+def identity(ctx: ImportContext, node, x, *args, **kwargs):
+    return x
