@@ -12,7 +12,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from .dialects.graph import GraphOp
+from .dialects.graph import FusedOp, GraphOp
 from .signature import signature_of
 
 
@@ -35,7 +35,7 @@ def evaluate_function(function: func.FuncOp, inputs: list[np.ndarray]) -> list[n
     for op in function.body.block.ops:
         if isinstance(op, func.ReturnOp):
             return [values[v] for v in op.arguments]
-        if not isinstance(op, GraphOp):
+        if not isinstance(op, GraphOp | FusedOp):
             raise NotImplementedError(f"the interpreter cannot evaluate '{op.name}'")
         args = [values[v] for v in op.operands]
         result = op.reference(*args)

@@ -44,7 +44,9 @@ DIALECTS = {"graph": _graph, "te": _te, "loop": _loop}
 PASSES = {
     "graph-to-te": ("lowering.graph_to_te", "GraphToTEPass"),
     "te-to-loop": ("lowering.te_to_loop", "TEToLoopPass"),
+    "expand-math": ("lowering.expand_math", "ExpandMathPass"),
     "loop-to-llvm": ("lowering.loop_to_llvm", "LoopToLLVMPass"),
+    "fuse-ops": ("passes.fuse_ops", "FuseOpsPass"),
 }
 
 TENSORKILN_UNIVERSE = Universe(

@@ -39,7 +39,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects import loop, te
-from ..dialects.graph import ConstantOp
+from ..dialects.graph import ConstantOp, FusedOp
 from ..dialects.graph.types import is_float, shape_of
 from .te_builder import REASSOC
 
@@ -54,6 +54,17 @@ def buffer_type(t: TensorType) -> MemRefType:
 
 # ---------------------------------------------------------------------------
 # kernels
+
+
+def symbol_sizes(b: Builder, tensors: Sequence[SSAValue], buffers: Sequence[SSAValue]) -> dict[str, SSAValue]:
+    """Index values of the symbolic dims of ``tensors``, read off the buffers holding them
+    (the first that has each symbol)."""
+    sizes: dict[str, SSAValue] = {}
+    for tensor, buffer in zip(tensors, buffers):
+        for axis, d in enumerate(shape_of(tensor.type)):
+            if isinstance(d, str) and d not in sizes:
+                sizes[d] = b.insert(loop.DimOp(buffer, axis)).result
+    return sizes
 
 
 def _bounds(b: Builder, buffer: SSAValue) -> list[SSAValue]:
@@ -95,11 +106,24 @@ _COMBINE = {
 }
 
 
-class _BodyEmitter:
-    """Copies a te body into loops: reads become loads, reductions become accumulations."""
+@dataclass(frozen=True)
+class _Inlined:
+    """A tensor computed where it is read (a fused producer), not stored in a buffer."""
 
-    def __init__(self, values: dict[SSAValue, SSAValue]):
+    compute: te.ComputeOp
+
+
+class _BodyEmitter:
+    """Copies a te body into loops: reads become loads (or, for an inlined producer, its
+    body at the read's indices), reductions become accumulations in a local buffer.
+
+    ``values`` maps te values to loop values; a tensor maps to its buffer or to
+    :class:`_Inlined`. ``symbols`` gives the index value of each symbolic dim.
+    """
+
+    def __init__(self, values: dict[SSAValue, SSAValue | _Inlined], symbols: dict[str, SSAValue]):
         self.values = values
+        self.symbols = symbols
         self.reductions = 0
 
     def emit_block(self, b: Builder, block: Block) -> SSAValue:
@@ -113,9 +137,15 @@ class _BodyEmitter:
     def emit_op(self, b: Builder, op: Operation) -> None:
         match op:
             case te.ReadOp():
-                new = loop.LoadOp(self.values[op.tensor], [self.values[i] for i in op.indices])
+                source = self.values[op.tensor]
+                indices = [self.values[i] for i in op.indices]
+                if isinstance(source, _Inlined):
+                    self.values[op.result] = self.emit_compute(b, source.compute, indices)
+                    return
+                new = loop.LoadOp(source, indices)
             case te.DimOp():
-                new = loop.DimOp(self.values[op.tensor], op.axis.value.data)
+                self.values[op.result] = self.emit_dim(b, op.tensor, op.axis.value.data)
+                return
             case te.ReduceOp():
                 self.values[op.result] = self.emit_reduce(b, op)
                 return
@@ -124,6 +154,21 @@ class _BodyEmitter:
         b.insert(new)
         for old, result in zip(op.results, new.results):
             self.values[old] = result
+
+    def emit_compute(self, b: Builder, compute: te.ComputeOp, indices: Sequence[SSAValue]) -> SSAValue:
+        """The element of ``compute`` at ``indices``, computed in place."""
+        self.values.update(zip(compute.index_vars, indices))
+        self.values.update(zip(compute.input_args, (self.values[v] for v in compute.inputs)))
+        return self.emit_block(b, compute.body.block)
+
+    def emit_dim(self, b: Builder, tensor: SSAValue, axis: int) -> SSAValue:
+        source = self.values[tensor]
+        if not isinstance(source, _Inlined):
+            return b.insert(loop.DimOp(source, axis)).result
+        size = shape_of(source.compute.result.type)[axis]
+        if isinstance(size, str):
+            return self.symbols[size]
+        return b.insert(arith.ConstantOp(IntegerAttr(size, IndexType()))).result
 
     def emit_reduce(self, b: Builder, op: te.ReduceOp) -> SSAValue:
         t = op.result.type
@@ -141,20 +186,46 @@ class _BodyEmitter:
         return b.insert(loop.LoadOp(acc, [])).result
 
 
-def outline_kernel(compute: te.ComputeOp, name: str) -> func.FuncOp:
-    """The kernel ``name(inputs..., out)`` computing ``compute`` with the default schedule."""
-    arg_types = [buffer_type(t) for t in compute.inputs.types] + [buffer_type(compute.result.type)]
+def _kernel(
+    name: str, tag: str, inputs: Sequence[SSAValue], root: te.ComputeOp, inlined: Sequence[te.ComputeOp] = ()
+) -> func.FuncOp:
+    """The kernel ``name(inputs..., out)``: one loop nest over ``root``'s result, with
+    the ``inlined`` computes evaluated where they are read (default schedule)."""
+    arg_types = [buffer_type(v.type) for v in inputs] + [buffer_type(root.result.type)]
     entry = Block(arg_types=arg_types)
     *in_buffers, out = entry.args
     b = Builder(InsertPoint.at_end(entry))
+    values: dict[SSAValue, SSAValue | _Inlined] = dict(zip(inputs, in_buffers))
+    values.update((c.result, _Inlined(c)) for c in inlined)
+    symbols = symbol_sizes(b, [*inputs, root.result], [*in_buffers, out])
     ivs, inner = emit_loop_nest(b, _bounds(b, out), "i")
-    emitter = _BodyEmitter(dict(zip(compute.input_args, in_buffers)) | dict(zip(compute.index_vars, ivs)))
-    value = emitter.emit_block(inner, compute.body.block)
-    inner.insert(loop.StoreOp(value, out, ivs))
+    emitter = _BodyEmitter(values, symbols)
+    inner.insert(loop.StoreOp(emitter.emit_compute(inner, root, ivs), out, ivs))
     b.insert(func.ReturnOp())
     kernel = func.FuncOp(name, (arg_types, []), Region(entry))
-    kernel.attributes["tk.kernel"] = StringAttr(compute.attributes.get("tag", StringAttr("kernel")).data)
+    kernel.attributes["tk.kernel"] = StringAttr(tag)
     return kernel
+
+
+def outline_kernel(compute: te.ComputeOp, name: str) -> func.FuncOp:
+    """The kernel computing one ``te.compute``."""
+    return _kernel(name, _tag(compute), list(compute.inputs), compute)
+
+
+def outline_fused_kernel(fused: FusedOp, name: str) -> func.FuncOp:
+    """ONE kernel for a fused group: its output compute, every other compute inlined."""
+    block = fused.body.block
+    root = block.last_op.value.owner
+    computes = [op for op in block.ops if isinstance(op, te.ComputeOp)]
+    if not isinstance(root, te.ComputeOp) or len(computes) != len(list(block.ops)) - 1:
+        raise PassFailedException(
+            f"te-to-loop: fused group '{fused.group_name.data}' must hold only te.compute ops (run graph-to-te first)"
+        )
+    return _kernel(name, fused.group_name.data, list(block.args), root, [c for c in computes if c is not root])
+
+
+def _tag(compute: te.ComputeOp) -> str:
+    return compute.attributes.get("tag", StringAttr("kernel")).data
 
 
 def copy_kernel(t: MemRefType, name: str) -> func.FuncOp:
@@ -195,7 +266,7 @@ class _HostLowering:
         if not isinstance(ret, func.ReturnOp):
             raise PassFailedException(f"te-to-loop: function '{f.sym_name.data}' must end with func.return")
         for op in old_block.ops:
-            if not isinstance(op, te.ComputeOp | ConstantOp | func.ReturnOp):
+            if not isinstance(op, te.ComputeOp | FusedOp | ConstantOp | func.ReturnOp):
                 raise PassFailedException(
                     f"te-to-loop: '{op.name}' in '{f.sym_name.data}' is not lowered to te yet (run graph-to-te first)"
                 )
@@ -216,15 +287,15 @@ class _HostLowering:
         outputs = list(entry.args[n_in : n_in + n_out])
 
         b = Builder(InsertPoint.at_end(entry))
-        symbols = self.symbol_sizes(b, old_block.args, entry.args[:n_in])
+        symbols = symbol_sizes(b, old_block.args, entry.args[:n_in])
         # A compute returned from the function writes straight into its output buffer.
         written_to: dict[SSAValue, SSAValue] = {}
         for value, out in zip(ret.arguments, outputs):
-            if isinstance(value.owner, te.ComputeOp) and value not in written_to:
+            if isinstance(value.owner, te.ComputeOp | FusedOp) and value not in written_to:
                 written_to[value] = out
         temporaries = []
         for op in old_block.ops:
-            if not isinstance(op, te.ComputeOp):
+            if not isinstance(op, te.ComputeOp | FusedOp):
                 continue
             if op.result in written_to:
                 target = written_to[op.result]
@@ -233,7 +304,10 @@ class _HostLowering:
                     loop.AllocOp(buffer_type(op.result.type), self.dynamic_sizes(op.result.type, symbols))
                 ).result
                 temporaries.append(target)
-            kernel = outline_kernel(op, self.kernel_name(op.attributes.get("tag", StringAttr("kernel")).data))
+            if isinstance(op, FusedOp):
+                kernel = outline_fused_kernel(op, self.kernel_name(op.group_name.data))
+            else:
+                kernel = outline_kernel(op, self.kernel_name(_tag(op)))
             self.kernels.append(kernel)
             b.insert(func.CallOp(kernel.sym_name.data, [buffers[v] for v in op.inputs] + [target], []))
             buffers[op.result] = target
@@ -252,16 +326,6 @@ class _HostLowering:
         )
         new_function.attributes[WEIGHTS_ATTR] = ArrayAttr([c.value for c in constants])
         Rewriter.replace_op(f, [new_function, *self.kernels])
-
-    @staticmethod
-    def symbol_sizes(b: Builder, args: Sequence[SSAValue], buffers: Sequence[SSAValue]) -> dict[str, SSAValue]:
-        """Index values of the symbolic dims, read off the first input that has each."""
-        sizes: dict[str, SSAValue] = {}
-        for arg, buffer in zip(args, buffers):
-            for axis, d in enumerate(shape_of(arg.type)):
-                if isinstance(d, str) and d not in sizes:
-                    sizes[d] = b.insert(loop.DimOp(buffer, axis)).result
-        return sizes
 
     @staticmethod
     def dynamic_sizes(t: TensorType, symbols: dict[str, SSAValue]) -> list[SSAValue]:

@@ -8,6 +8,7 @@ from xdsl.ir import Dialect
 from . import constant, elementwise, linalg, nn, reduce, shape
 from .base import GraphOp, OpPatternKind
 from .constant import ConstantOp
+from .fusion import FusedOp, YieldOp
 from .types import DimNamesAttr, WeightAttr
 
 _FAMILIES = (constant, elementwise, linalg, nn, shape, reduce)
@@ -24,6 +25,7 @@ def _ops_of(module) -> list[type[GraphOp]]:
 
 GRAPH_OPS: tuple[type[GraphOp], ...] = tuple(op for family in _FAMILIES for op in _ops_of(family))
 
-Graph = Dialect("graph", list(GRAPH_OPS), [DimNamesAttr, WeightAttr])
+# graph.fused / graph.yield structure a graph (fusion groups); they are not GraphOps.
+Graph = Dialect("graph", [*GRAPH_OPS, FusedOp, YieldOp], [DimNamesAttr, WeightAttr])
 
-__all__ = ["GRAPH_OPS", "ConstantOp", "Graph", "GraphOp", "OpPatternKind"]
+__all__ = ["GRAPH_OPS", "ConstantOp", "FusedOp", "Graph", "GraphOp", "OpPatternKind", "YieldOp"]

@@ -1,0 +1,158 @@
+"""``fuse-ops``: group graph ops into ``graph.fused`` regions, each compiled to ONE kernel.
+
+TVM's FuseOps in spirit: ops are grouped by their pattern kind (``GraphOp.PATTERN_KIND``)
+walking from each group's output back to its producers. A producer joins its consumers'
+group when every one of its uses is in that group (so no intermediate escapes) and:
+
+* it is elementwise, broadcast or injective, and no consumer in the group re-reads its
+  elements many times (conv/dense/matmul inputs stay outside: they are read once per
+  output, recomputing them would cost a factor of the contraction size);
+* or it is the group's one *anchor* -- a reduction (COMM_REDUCE) or an op with an
+  elementwise-fusable output (OUT_ELEMWISE_FUSABLE: conv2d, dense, matmul) -- and each of
+  its elements is computed once in the fused kernel (the ops between it and the group's
+  output read each element at most once).
+
+OPAQUE ops (softmax, whose rule emits several computes) and constants never join.
+The lowering (te-to-loop) inlines every producer of a group into the group's output
+compute, so intermediates live in registers.
+
+Example: ``relu(add(conv2d(x, w), r))`` becomes one ``graph.fused "conv2d_add_relu"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from ..dialects.graph import ConstantOp, FusedOp, GraphOp, OpPatternKind, YieldOp
+from ..dialects.graph.fusion import fused_body
+from ..dialects.graph.shape import BroadcastToOp, ReshapeOp, SliceOp, TransposeOp
+
+_CHEAP = (OpPatternKind.ELEMWISE, OpPatternKind.BROADCAST, OpPatternKind.INJECTIVE)
+_ANCHORS = (OpPatternKind.COMM_REDUCE, OpPatternKind.OUT_ELEMWISE_FUSABLE)
+
+
+@dataclass
+class _Group:
+    root: GraphOp
+    members: list[GraphOp] = field(default_factory=list)
+    anchor: GraphOp | None = None
+    #: members whose every element is computed at most once in the fused kernel
+    single_read: set[GraphOp] = field(default_factory=set)
+
+
+def _reads_each_element_once(consumer: GraphOp, producer_value: SSAValue) -> bool:
+    """Does ``consumer`` read each element of ``producer_value`` at most once?"""
+    kind = consumer.PATTERN_KIND
+    if kind == OpPatternKind.COMM_REDUCE:
+        return True
+    if kind == OpPatternKind.ELEMWISE:
+        return True
+    if kind == OpPatternKind.BROADCAST:
+        return not isinstance(consumer, BroadcastToOp) and producer_value.type == consumer.results[0].type
+    # Of the injective ops, these read each source element at most once; others (concat,
+    # gather, pad) evaluate clamped reads of every input for each element.
+    return isinstance(consumer, ReshapeOp | TransposeOp | SliceOp)
+
+
+def _users(op: Operation) -> set[Operation]:
+    return {use.operation for use in op.results[0].uses}
+
+
+class _Fuser:
+    def __init__(self, block_ops: list[Operation]):
+        self.ops = block_ops
+        self.group_of: dict[Operation, _Group] = {}
+
+    def try_join(self, op: GraphOp) -> bool:
+        users = _users(op)
+        groups = {id(self.group_of.get(u)) for u in users}
+        if not users or len(groups) != 1 or any(u not in self.group_of for u in users):
+            return False
+        group = self.group_of[next(iter(users))]
+        kind = op.PATTERN_KIND
+        if any(u.PATTERN_KIND in (OpPatternKind.OUT_ELEMWISE_FUSABLE, OpPatternKind.OPAQUE) for u in users):
+            return False
+        once = len(list(op.results[0].uses)) == 1 and all(
+            u in group.single_read and _reads_each_element_once(u, op.results[0]) for u in users
+        )
+        if kind in _CHEAP:
+            pass
+        elif kind in _ANCHORS:
+            if group.anchor is not None or not once:
+                return False
+            group.anchor = op
+        else:
+            return False
+        group.members.append(op)
+        if once:
+            group.single_read.add(op)
+        self.group_of[op] = group
+        return True
+
+    def groups(self) -> list[_Group]:
+        found: list[_Group] = []
+        for op in reversed(self.ops):
+            if not isinstance(op, GraphOp) or isinstance(op, ConstantOp):
+                continue
+            if op.PATTERN_KIND != OpPatternKind.OPAQUE and self.try_join(op):
+                continue
+            group = _Group(root=op, members=[op], single_read={op})
+            if op.PATTERN_KIND in _ANCHORS:
+                group.anchor = op
+            self.group_of[op] = group
+            found.append(group)
+        return [g for g in found if len(g.members) > 1]
+
+
+def _external_inputs(members: Iterable[Operation]) -> list[SSAValue]:
+    inside = set(members)
+    inputs: list[SSAValue] = []
+    for op in members:
+        for v in op.operands:
+            if v.owner not in inside and v not in inputs:
+                inputs.append(v)
+    return inputs
+
+
+def _group_name(members: list[Operation]) -> str:
+    return "_".join(op.name.removeprefix("graph.") for op in members)
+
+
+def _materialize(group: _Group) -> None:
+    """Move the group's ops into a graph.fused op standing where the root stood."""
+    order = {op: k for k, op in enumerate(group.root.parent_block().ops)}
+    members = sorted(group.members, key=order.__getitem__)
+    inputs = _external_inputs(members)
+    body = fused_body([v.type for v in inputs])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
+    for op in members:
+        clone = op.clone(value_mapper=mapping)
+        body.add_op(clone)
+    body.add_op(YieldOp(mapping[group.root.results[0]]))
+    fused = FusedOp(_group_name(members), inputs, group.root.results[0].type, Region(body))
+    block = group.root.parent_block()
+    block.insert_op_before(fused, group.root)
+    group.root.results[0].replace_all_uses_with(fused.result)
+    for op in reversed(members):
+        op.detach()
+        op.erase()
+
+
+@dataclass(frozen=True)
+class FuseOpsPass(ModulePass):
+    """Group ops into graph.fused regions by pattern kind (see module docstring)."""
+
+    name = "fuse-ops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+            block = function.body.block
+            for group in _Fuser(list(block.ops)).groups():
+                _materialize(group)

@@ -1,0 +1,111 @@
+"""fuse-ops: the same numbers before and after, and the number of kernels it leaves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+
+import tensorkiln as tk
+from tensorkiln.build import lower_to_loops
+from tensorkiln.dialects.graph import FusedOp
+from tensorkiln.examples.models import elementwise_chain, mlp, small_cnn
+from tensorkiln.passes.fuse_ops import FuseOpsPass
+
+
+def fused(module):
+    module = module.clone()
+    FuseOpsPass().apply(Context(), module)
+    module.verify()
+    return module
+
+
+def kernel_names(module) -> list[str]:
+    return [f.sym_name.data for f in lower_to_loops(module).ops if "tk.kernel" in f.attributes]
+
+
+def check_same_numbers(module, inputs, rtol=1e-5, atol=1e-6):
+    before = tk.create_executor("interpreter", module).evaluate()(*inputs)
+    after = fused(module)
+    np.testing.assert_allclose(tk.build(after)(*inputs), before, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(tk.create_executor("interpreter", after).evaluate()(*inputs), before, rtol=rtol, atol=atol)
+    return after
+
+
+def resnet_basic_block(rng, channels=8, size=9):
+    """conv-bn-relu, conv-bn, + identity, relu (BN as the per-channel scale/shift torch
+    import produces)."""
+    b = tk.GraphBuilder()
+    x = b.input("x", (1, channels, size, size))
+
+    def conv_bn(h):
+        w = rng.standard_normal((channels, channels, 3, 3)).astype("f4") * 0.2
+        h = b.conv2d(h, w, padding=1)
+        scale = rng.uniform(0.5, 1.5, (1, channels, 1, 1)).astype("f4")
+        shift = rng.standard_normal((1, channels, 1, 1)).astype("f4")
+        return b.add(b.mul(h, scale), shift)
+
+    h = b.relu(conv_bn(x))
+    y = b.relu(b.add(conv_bn(h), x))
+    return b.finish(y), [rng.standard_normal((1, channels, size, size)).astype("f4")]
+
+
+def test_mlp_one_kernel_per_layer(rng):
+    module, inputs = mlp(seed=1)
+    after = check_same_numbers(module, inputs)
+    assert kernel_names(module) == ["dense_0", "relu_0", "dense_1", "relu_1", "dense_2"]
+    assert kernel_names(after) == ["dense_relu_0", "dense_relu_1", "dense_0"]
+
+
+def test_resnet_basic_block_two_kernels(rng):
+    module, inputs = resnet_basic_block(rng)
+    after = check_same_numbers(module, inputs, rtol=1e-4, atol=1e-5)
+    assert len(kernel_names(module)) == 9
+    assert kernel_names(after) == ["conv2d_mul_add_relu_0", "conv2d_mul_add_add_relu_0"]
+
+
+def test_cnn(rng):
+    module, inputs = small_cnn(seed=2)
+    after = check_same_numbers(module, inputs)
+    assert len(kernel_names(after)) == 5
+
+
+def test_elementwise_chain_is_one_kernel(rng):
+    module, _ = elementwise_chain(40, shape=(5, 7))
+    after = check_same_numbers(module, [rng.standard_normal((5, 7)).astype("f4")])
+    assert len(kernel_names(after)) == 1
+    assert sum(isinstance(op, FusedOp) for op in after.walk()) == 1
+
+
+def test_layer_norm_pattern_few_kernels(rng):
+    b = tk.GraphBuilder()
+    x = b.input("x", (6, 33))
+    mean = b.reduce_mean(x, (1,), keepdims=True)
+    centered = b.sub(x, mean)
+    var = b.reduce_mean(b.mul(centered, centered), (1,), keepdims=True)
+    y = b.mul(centered, b.rsqrt(b.add(var, 1e-5)))
+    module = b.finish(b.add(b.mul(y, rng.standard_normal(33).astype("f4")), 0.5))
+    after = check_same_numbers(module, [rng.standard_normal((6, 33)).astype("f4")], rtol=1e-4, atol=1e-5)
+    # mean; variance (sub+mul inlined, rsqrt epilogue); normalise+affine
+    assert len(kernel_names(after)) <= 4 < len(kernel_names(module))
+
+
+def test_intermediate_with_outside_use_is_kept(rng):
+    b = tk.GraphBuilder()
+    x = b.input("x", (3, 4))
+    e = b.exp(x)
+    module = b.finish(b.relu(b.neg(e)), e)
+    after = check_same_numbers(module, [rng.standard_normal((3, 4)).astype("f4")])
+    assert kernel_names(after) == ["exp_0", "neg_relu_0"]
+
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_symbolic_dims_in_a_fused_group(rng, n):
+    b = tk.GraphBuilder()
+    x = b.input("x", ("n", 6))
+    w = rng.standard_normal((4, 6)).astype("f4")
+    s = b.reduce_sum(b.mul(b.relu(b.dense(x, w)), 2.0), (1,), keepdims=True)
+    module = fused(b.finish(b.sigmoid(s)))
+    data = rng.standard_normal((n, 6)).astype("f4")
+    expected = 1 / (1 + np.exp(-(np.maximum(data @ w.T, 0) * 2).sum(1, keepdims=True)))
+    np.testing.assert_allclose(tk.build(module)(data), expected, rtol=1e-5)
