@@ -58,6 +58,12 @@ def interpret(module: ModuleOp, function: str = "main") -> Callable[..., np.ndar
         arrays = signature.check_inputs(args)
         outputs = evaluate_function(fn, arrays)
         outputs = [o.astype(spec.dtype, copy=False) for o, spec in zip(outputs, signature.outputs)]
+        # like compiled code: every output is a fresh array (not an input, not another output)
+        seen = {id(a) for a in arrays}
+        for k, o in enumerate(outputs):
+            if id(o) in seen:
+                outputs[k] = o.copy()
+            seen.add(id(outputs[k]))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     run.signature = signature  # type: ignore[attr-defined]

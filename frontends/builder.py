@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType, i1
 from xdsl.ir import Block, Region, SSAValue
 
 from ..dialects.graph import GRAPH_OPS, ConstantOp
@@ -83,7 +83,9 @@ class GraphBuilder:
         def build(*args: Any, **kwargs: Any) -> SSAValue:
             # Only operand positions turn numbers and arrays into constants; later
             # positional arguments are the op's own (axes, shapes, ...).
-            like = next((a for a in args if isinstance(a, SSAValue) and isinstance(a.type, TensorType)), None)
+            tensors = [a for a in args if isinstance(a, SSAValue) and isinstance(a.type, TensorType)]
+            # numbers take the type of the first non-boolean tensor operand (where(c, x, 0.0))
+            like = next((a for a in tensors if a.type.element_type != i1), tensors[0] if tensors else None)
             operands = [
                 self._as_value(a, like) if k < n_operands and isinstance(a, np.ndarray | bool | int | float) else a
                 for k, a in enumerate(args)

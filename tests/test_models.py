@@ -82,3 +82,22 @@ def test_main_command_runs_the_bundled_models(capsys):
     assert main(["--repeat", "3"]) == 0
     out = capsys.readouterr().out
     assert "mlp" in out and "cnn" in out and "all outputs match the interpreter" in out
+
+
+def test_interpreter_outputs_are_fresh_arrays(rng):
+    b = tk.GraphBuilder()
+    x = b.input("x", (2, 3))
+    y = b.exp(x)
+    module = b.finish(x, y, y)
+    data = rng.standard_normal((2, 3)).astype(np.float32)
+    same, first, second = tk.create_executor("interpreter", module).evaluate()(data)
+    assert not np.shares_memory(same, data) and not np.shares_memory(first, second)
+    np.testing.assert_array_equal(same, data)
+
+
+def test_builder_scalar_takes_the_value_operand_type(rng):
+    b = tk.GraphBuilder()
+    x = b.input("x", (4,))
+    module = b.finish(b.where(b.compare(x, 0.0, "gt"), x, 0.5))
+    data = rng.standard_normal(4).astype(np.float32)
+    np.testing.assert_array_equal(tk.build(module)(data), np.where(data > 0, data, np.float32(0.5)))

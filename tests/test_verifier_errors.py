@@ -385,3 +385,17 @@ def test_unsupported_ops_still_run_in_the_interpreter():
     x = np.array([0.0, 0.5, -1.0, 2.0], np.float32)
     got = tk.create_executor("interpreter", module).evaluate()(x)
     np.testing.assert_allclose(got, np.exp(x * 4 + 1) + x * 2, rtol=1e-6)
+
+
+def test_foreign_ops_in_a_graph_function_are_unsupported():
+    """An op of another dialect in a graph function is reported by name, not crashed on."""
+    module = tk.parse_module(
+        """
+        func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+          %y = arith.addf %x, %x : tensor<3xf32>
+          func.return %y : tensor<3xf32>
+        }
+        """
+    )
+    with pytest.raises(tk.UnsupportedOperatorError, match=r"arith\.addf \(x1\)"):
+        tk.build(module)

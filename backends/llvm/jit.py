@@ -106,6 +106,7 @@ class JITModule:
         self._module = module
         # The engine owns and frees the target machine it is given: give it its own, never
         # the cached one (freeing that one left later builds with a dangling pointer).
+        _check_external_symbols(module)
         self._engine = llvm.create_mcjit_compiler(module, new_target_machine(target))
         self._engine.finalize_object()
 
@@ -120,6 +121,18 @@ class JITModule:
 
     def optimized_ir(self) -> str:
         return str(self._module)
+
+
+def _check_external_symbols(module: llvm.ModuleRef) -> None:
+    """Fail clearly if the code calls a function this process does not have (MCJIT
+    would resolve it to address 0 and the first call would crash)."""
+    missing = [
+        f.name
+        for f in module.functions
+        if f.is_declaration and not f.name.startswith("llvm.") and not llvm.address_of_symbol(f.name)
+    ]
+    if missing:
+        raise RuntimeError(f"generated code calls functions not found in this process: {', '.join(missing)}")
 
 
 def jit_compile(module: ModuleOp, target: CPUTarget) -> JITModule:

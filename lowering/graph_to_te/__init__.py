@@ -9,23 +9,27 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from ...dialects.graph import ConstantOp, GraphOp
+from ...dialects.graph import ConstantOp, FusedOp, GraphOp, YieldOp
 from ..te_builder import TEBuilder
-from . import elementwise, linalg, nn, reduce, shape  # noqa: F401  (register their rules)
+from . import elementwise, indexing, linalg, nn, reduce, shape  # noqa: F401  (register their rules)
 from .registry import COMPUTE_RULES, compute_rule
 
 __all__ = ["COMPUTE_RULES", "GraphToTEPass", "compute_rule", "unsupported_ops"]
 
 
 def unsupported_ops(module: ModuleOp) -> dict[str, int]:
-    """Graph ops in ``module`` without a compute rule, with their counts."""
+    """Ops in ``module``'s functions that cannot be lowered (graph ops without a compute
+    rule, and ops of other dialects), with their counts."""
     missing: dict[str, int] = {}
     for op in module.walk():
-        if isinstance(op, GraphOp) and not isinstance(op, ConstantOp) and type(op) not in COMPUTE_RULES:
+        if isinstance(op, ModuleOp | func.FuncOp | func.ReturnOp | FusedOp | YieldOp | ConstantOp):
+            continue
+        if not isinstance(op, GraphOp) or type(op) not in COMPUTE_RULES:
             missing[op.name] = missing.get(op.name, 0) + 1
     return missing
 
