@@ -52,12 +52,7 @@ def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") 
     Example: ``print(tk.emit_source(module, target="llvm"))``
     """
     from .backends.llvm.jit import CPUTarget, llvm_ir
-    from .build import lower_to_loops
-    from .lowering.loop_to_llvm import LoopToLLVMPass
-
-    from xdsl.context import Context
+    from .build import lower_to_llvm_dialect, lower_to_loops
 
     cpu = CPUTarget.parse(target)
-    lowered = lower_to_loops(module)
-    LoopToLLVMPass().apply(Context(), lowered)
-    return llvm_ir(lowered, cpu)
+    return llvm_ir(lower_to_llvm_dialect(lower_to_loops(module)), cpu)

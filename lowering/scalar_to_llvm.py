@@ -103,6 +103,7 @@ _CASTS: dict[type[Operation], type[Operation]] = {
     arith.ExtUIOp: llvm.ZExtOp,
     arith.TruncIOp: llvm.TruncOp,
     arith.SIToFPOp: llvm.SIToFPOp,
+    arith.BitcastOp: llvm.BitcastOp,
 }
 
 
@@ -272,6 +273,7 @@ converts(math.CeilOp)(_float_intrinsic("ceil"))
 converts(math.AbsFOp)(_float_intrinsic("fabs"))
 converts(math.FmaOp)(_float_intrinsic("fma"))
 converts(math.PowFOp)(_float_intrinsic("pow"))
+converts(math.CopySignOp)(_float_intrinsic("copysign"))
 
 
 def _libm(stem: str) -> Converter:

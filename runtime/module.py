@@ -58,3 +58,13 @@ class CompiledModule:
         call_args += self._weight_pointers
         self._entry(*call_args)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def assembly(self) -> str:
+        """The assembly text of the native code, from the compiler that made it (the JIT).
+
+        Example: ``assert "zmm" in lib.assembly()`` (AVX-512 vector code was generated).
+        """
+        emit = getattr(self._keep_alive, "assembly", None)
+        if emit is None:
+            raise RuntimeError("this module keeps no compiler object that can show its assembly")
+        return emit()
