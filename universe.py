@@ -42,6 +42,17 @@ DIALECTS = {"graph": _graph, "te": _te, "loop": _loop}
 
 #: pass name -> (module, class); the one list of our passes
 PASSES = {
+    # graph-level optimization (cse and dce are xDSL's own, which handle graph ops)
+    "fold-constants": ("passes.fold_constants", "FoldConstantsPass"),
+    "simplify": ("passes.simplify", "SimplifyPass"),
+    "fold-batch-norm": ("passes.fold_batch_norm", "FoldBatchNormPass"),
+    # graph pipelines of each optimization level (passes/pipeline.py)
+    "graph-opt": ("passes.pipeline", "GraphOptPass"),
+    "graph-opt-O0": ("passes.pipeline", "GraphOptO0Pass"),
+    "graph-opt-O1": ("passes.pipeline", "GraphOptO1Pass"),
+    "graph-opt-O2": ("passes.pipeline", "GraphOptO2Pass"),
+    "graph-opt-O3": ("passes.pipeline", "GraphOptO3Pass"),
+    # lowering
     "graph-to-te": ("lowering.graph_to_te", "GraphToTEPass"),
     "te-to-loop": ("lowering.te_to_loop", "TEToLoopPass"),
     "expand-math": ("lowering.expand_math", "ExpandMathPass"),
