@@ -6,6 +6,7 @@ Targets are strings like TVM's: ``"llvm"`` (the host CPU, its real name and feat
 
 from __future__ import annotations
 
+import ctypes
 import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -126,10 +127,11 @@ class JITModule:
 def _check_external_symbols(module: llvm.ModuleRef) -> None:
     """Fail clearly if the code calls a function this process does not have (MCJIT
     would resolve it to address 0 and the first call would crash)."""
+    process = ctypes.CDLL(None)  # dlsym over everything loaded, as MCJIT resolves
     missing = [
         f.name
         for f in module.functions
-        if f.is_declaration and not f.name.startswith("llvm.") and not llvm.address_of_symbol(f.name)
+        if f.is_declaration and not f.name.startswith("llvm.") and not hasattr(process, f.name)
     ]
     if missing:
         raise RuntimeError(f"generated code calls functions not found in this process: {', '.join(missing)}")
