@@ -1,4 +1,5 @@
-"""Neural-network window ops on NCHW tensors: conv2d, max/avg pooling, adaptive average pooling.
+"""Neural-network window ops on NCHW tensors: conv2d, max/avg pooling, adaptive average pooling,
+conv2d_transpose, resize2d.
 
 Window properties are ``array<i64: ...>`` lists: ``strides`` and ``dilation`` are
 ``(h, w)``, ``kernel`` is ``(kh, kw)``, and ``padding`` is four values
@@ -24,7 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, IntegerAttr, TensorType
+from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, IntegerAttr, StringAttr, TensorType, f64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -32,6 +33,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -517,3 +519,332 @@ class AdaptiveAvgPool2dOp(GraphOp):
         )
         area = np.outer(he - hs, we - ws)
         return (total / area).astype(x.dtype)
+
+
+# ---------------------------------------------------------------------------
+# conv2d_transpose
+
+
+def transposed_output_size(
+    axis: int,
+    size: Dim,
+    kernel: int,
+    stride: int,
+    pad_begin: int,
+    pad_end: int,
+    dilation: int,
+    output_padding: int,
+) -> Dim:
+    """Output size of a transposed convolution along one spatial axis (torch's rule):
+    ``(size - 1)*stride - pad_begin - pad_end + dilation*(kernel - 1) + output_padding + 1``."""
+    what = _AXIS_NAMES[axis]
+    grow = dilation * (kernel - 1) + output_padding
+    if isinstance(size, str):
+        if stride == 1 and pad_begin + pad_end == grow:
+            return size
+        raise VerifyException(
+            f"input {what} is symbolic ({size}); its output size is only known for stride 1 and "
+            f"padding {pad_begin} + {pad_end} = dilation*(kernel-1) + output_padding = {grow}, "
+            f"got stride {stride}"
+        )
+    out = (size - 1) * stride - pad_begin - pad_end + grow + 1
+    if out < 1:
+        raise VerifyException(
+            f"{what}: output size {out} = ({size} - 1)*{stride} - {pad_begin} - {pad_end} + "
+            f"{dilation}*({kernel} - 1) + {output_padding} + 1 is not positive"
+        )
+    return out
+
+
+@irdl_op_definition
+class Conv2dTransposeOp(GraphOp):
+    """2-D transposed convolution (torch's ConvTranspose2d), NCHW input and IOHW weight.
+
+    ``input (N, C, H, W) * weight (C, O/groups, KH, KW) [+ bias (O,)] -> (N, O, OH, OW)``
+    with ``OH = (H - 1)*stride_h - top - bottom + dilation_h*(KH - 1) + output_padding_h + 1``
+    (OW alike): input pixel ``(iy, ix)`` scatters ``weight[c, o, ky, kx]`` times its value
+    to output pixel ``(iy*stride_h - top + ky*dilation_h, ix*stride_w - left + kx*dilation_w)``.
+    Properties: ``strides`` (h, w), ``padding`` (top, left, bottom, right), ``output_padding``
+    (h, w; each less than its stride or its dilation), ``dilation`` (h, w), ``groups``;
+    defaults 1, 0, 0, 1, 1 are not printed.
+
+    Example::
+
+        %y = graph.conv2d_transpose %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, output_padding = array<i64: 1, 0>} : tensor<1x4x5x6xf32>, tensor<4x3x3x3xf32>, tensor<3xf32> -> tensor<1x3x10x11xf32>
+    """
+
+    name = "graph.conv2d_transpose"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = prop_def(DenseArrayBase, default_value=ints_attr((1, 1)))
+    padding = prop_def(DenseArrayBase, default_value=ints_attr((0, 0, 0, 0)))
+    output_padding = prop_def(DenseArrayBase, default_value=ints_attr((0, 0)))
+    dilation = prop_def(DenseArrayBase, default_value=ints_attr((1, 1)))
+    groups = prop_def(IntegerAttr, default_value=int_attr(1))
+    traits = traits_def(Pure())
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    assembly_format = (
+        "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) "
+        "(`,` type($bias)^)? `->` type($result)"
+    )
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OUT_ELEMWISE_FUSABLE
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        weight: SSAValue | Operation,
+        bias: SSAValue | Operation | None = None,
+        strides: int | Sequence[int] = (1, 1),
+        padding: int | Sequence[int] = (0, 0, 0, 0),
+        output_padding: int | Sequence[int] = (0, 0),
+        dilation: int | Sequence[int] = (1, 1),
+        groups: int = 1,
+    ):
+        """``padding``: an int, ``(pad_h, pad_w)`` (symmetric) or ``(top, left, bottom, right)``."""
+        self._build(
+            [input, weight, [bias] if bias is not None else []],
+            {
+                "strides": ints_attr(_pair(strides)),
+                "padding": ints_attr(_padding4(padding)),
+                "output_padding": ints_attr(_pair(output_padding)),
+                "dilation": ints_attr(_pair(dilation)),
+                "groups": int_attr(groups),
+            },
+        )
+
+    def infer_result_type(self) -> TensorType:
+        x, w = operand_shape(self.input), operand_shape(self.weight)
+        expect_rank("input", x, 4)
+        expect_rank("weight", w, 4)
+        strides, padding, dilation = ints(self.strides), ints(self.padding), ints(self.dilation)
+        output_padding = ints(self.output_padding)
+        groups = self.groups.value.data
+        if groups < 1:
+            raise VerifyException(f"groups must be >= 1, got {groups}")
+        if not all(isinstance(d, int) for d in w):
+            raise VerifyException(f"weight must have a static shape, got {format_shape(w)}")
+        in_channels, out_per_group, kh, kw = w
+        _window_params((kh, kw), strides, padding, dilation)
+        _expect_len("output_padding", output_padding, 2, "h, w")
+        _expect_at_least("output_padding", output_padding, 0)
+        for axis in range(2):
+            if output_padding[axis] >= max(strides[axis], dilation[axis]):
+                raise VerifyException(
+                    f"output_padding {list(output_padding)} must be smaller than the stride "
+                    f"{list(strides)} or the dilation {list(dilation)} along {_AXIS_NAMES[axis]}"
+                )
+        channels = x[1]
+        if not isinstance(channels, int):
+            raise VerifyException(f"input channels must be static, got shape {format_shape(x)}")
+        if channels != in_channels:
+            raise VerifyException(
+                f"weight has {in_channels} input channels (weight layout: in, out/groups, kh, kw), "
+                f"the input has {channels}"
+            )
+        if channels % groups:
+            raise VerifyException(f"input channels {channels} are not divisible by groups {groups}")
+        out_channels = out_per_group * groups
+        types = [self.input.type, self.weight.type]
+        if self.bias is not None:
+            b = operand_shape(self.bias)
+            if b != (out_channels,):
+                raise VerifyException(
+                    f"bias must have shape ({out_channels},) = weight dim 1 {out_per_group} x groups "
+                    f"{groups}, got {format_shape(b)}"
+                )
+            types.append(self.bias.type)
+        element = expect_same_element("input, weight and bias", *types)
+        if is_bool(element):
+            raise VerifyException("operands must be numeric, got i1")
+        top, left, bottom, right = padding
+        oh = transposed_output_size(0, x[2], kh, strides[0], top, bottom, dilation[0], output_padding[0])
+        ow = transposed_output_size(1, x[3], kw, strides[1], left, right, dilation[1], output_padding[1])
+        return tensor_type((x[0], out_channels, oh, ow), element)
+
+    def reference(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+        (sh, sw), (top, left, _, _), (dh, dw) = ints(self.strides), ints(self.padding), ints(self.dilation)
+        groups = self.groups.value.data
+        n, channels, h, width = x.shape
+        _, og, kh, kw = w.shape
+        oh, ow = self.result.type.get_shape()[2:]
+        if oh < 0 or ow < 0:  # symbolic spatial dims ("same" size): take them from x
+            oh, ow = h, width
+        acc = np.float64 if np.issubdtype(x.dtype, np.floating) else np.int64
+        # the whole scattered image, then the [top, top + oh) x [left, left + ow) crop
+        full_h = max((h - 1) * sh + dh * (kh - 1) + 1, top + oh)
+        full_w = max((width - 1) * sw + dw * (kw - 1) + 1, left + ow)
+        full = np.zeros((n, og * groups, full_h, full_w), dtype=acc)
+        cg = channels // groups
+        for g in range(groups):
+            xs = x[:, g * cg : (g + 1) * cg].astype(acc)
+            for ky in range(kh):
+                for kx in range(kw):
+                    taps = w[g * cg : (g + 1) * cg, :, ky, kx].astype(acc)  # (Cg, Og)
+                    contribution = np.einsum("nchw,co->nohw", xs, taps)
+                    y0, x0 = ky * dh, kx * dw
+                    full[
+                        :, g * og : (g + 1) * og, y0 : y0 + (h - 1) * sh + 1 : sh, x0 : x0 + (width - 1) * sw + 1 : sw
+                    ] += contribution
+        y = full[:, :, top : top + oh, left : left + ow]
+        if bias is not None:
+            y = y + bias.astype(acc).reshape(1, -1, 1, 1)
+        return np.ascontiguousarray(y.astype(x.dtype))
+
+
+# ---------------------------------------------------------------------------
+# resize2d
+
+RESIZE_MODES = ("nearest", "nearest_exact", "bilinear")
+
+
+def resize_scale(in_size: int, out_size: int, mode: str, align_corners: bool, scale_factor: float | None) -> float:
+    """The source-per-destination step torch uses along one axis, rounded to float32 as torch's
+    CPU kernels compute it: ``1/scale_factor`` when one was given, else ``in/out``; with
+    ``align_corners`` (bilinear) ``(in-1)/(out-1)``, or 0 for a single output pixel."""
+    f32 = np.float32
+    if mode == "bilinear" and align_corners:
+        return float(f32(in_size - 1) / f32(out_size - 1)) if out_size > 1 else 0.0
+    if scale_factor is not None and scale_factor > 0:
+        return float(f32(1.0 / scale_factor))
+    return float(f32(in_size) / f32(out_size))
+
+
+def resize_nearest_indices(in_size: int, out_size: int, mode: str, scale: float) -> np.ndarray:
+    """Source index of each destination index for ``nearest`` / ``nearest_exact`` (torch's CPU rule,
+    including the legacy special cases of ``nearest``: same size copies, double size halves)."""
+    i = np.arange(out_size)
+    if mode == "nearest":
+        if out_size == in_size:
+            return i
+        if out_size == 2 * in_size:
+            return i >> 1
+        src = np.floor(i.astype(np.float32) * np.float32(scale))
+    else:  # nearest_exact: floorf((i + 0.5) * scale), the product in double
+        src = np.floor(((i + 0.5) * np.float64(np.float32(scale))).astype(np.float32))
+    return np.minimum(src.astype(np.int64), in_size - 1)
+
+
+def resize_linear_weights(
+    in_size: int, out_size: int, align_corners: bool, scale: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(i0, i1, lambda1)`` of linear interpolation along one axis (torch's CPU rule, in float32):
+    destination ``i`` is ``(1 - lambda1) * src[i0] + lambda1 * src[i1]``."""
+    i = np.arange(out_size)
+    if out_size == in_size:
+        return i, i, np.zeros(out_size, np.float32)
+    f32 = np.float32
+    s = f32(scale)
+    if align_corners:
+        real = s * i.astype(f32)
+    else:
+        real = np.maximum(s * (i.astype(f32) + f32(0.5)) - f32(0.5), f32(0))
+    i0 = np.minimum(np.floor(real).astype(np.int64), in_size - 1)
+    lam = np.clip(real - i0.astype(f32), f32(0), f32(1)).astype(f32)
+    i1 = np.minimum(i0 + 1, in_size - 1)
+    return i0, i1, lam
+
+
+@irdl_op_definition
+class Resize2dOp(GraphOp):
+    """Resize the height and width of an NCHW tensor to ``size`` (torch's interpolate).
+
+    ``mode``: ``"nearest"`` (torch's ``nearest``: source ``floor(dst * scale)``), ``"nearest_exact"``
+    (``floor((dst + 0.5) * scale)``) or ``"bilinear"`` (half-pixel centres, or corner-aligned with
+    ``align_corners``). ``scale = in/out``, or ``1/scale_factors`` when given (torch uses the
+    user's scale factor, not the ratio of the sizes); source indices are clamped to the input.
+    Height and width must be static; nearest modes take any element type, bilinear floats.
+
+    Example::
+
+        %y = graph.resize2d %x {size = array<i64: 10, 13>, mode = "bilinear", align_corners = true} : tensor<2x3x5x7xf32> -> tensor<2x3x10x13xf32>
+        %z = graph.resize2d %x {size = array<i64: 12, 17>, mode = "nearest", scale_factors = array<f64: 2.5, 2.5>} : tensor<2x3x5x7xf32> -> tensor<2x3x12x17xf32>
+    """
+
+    name = "graph.resize2d"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    size = prop_def(DenseArrayBase)
+    mode = prop_def(StringAttr)
+    align_corners = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    scale_factors = opt_prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        size: int | Sequence[int],
+        mode: str = "nearest",
+        align_corners: bool = False,
+        scale_factors: float | Sequence[float] | None = None,
+    ):
+        props: dict[str, Attribute] = {
+            "size": ints_attr(_pair(size)),
+            "mode": StringAttr(mode),
+            "align_corners": BoolAttr.from_bool(align_corners),
+        }
+        if scale_factors is not None:
+            if isinstance(scale_factors, int | float):
+                scale_factors = (scale_factors, scale_factors)
+            props["scale_factors"] = DenseArrayBase.from_list(f64, [float(s) for s in scale_factors])
+        self._build([input], props)
+
+    def _scale_factors(self) -> tuple[float, ...] | None:
+        if self.scale_factors is None:
+            return None
+        return tuple(float(v) for v in self.scale_factors.get_values())
+
+    def infer_result_type(self) -> TensorType:
+        x = operand_shape(self.input)
+        expect_rank("input", x, 4)
+        element = operand_element(self.input)
+        mode = self.mode.data
+        if mode not in RESIZE_MODES:
+            raise VerifyException(f"mode must be one of {', '.join(RESIZE_MODES)}, got '{mode}'")
+        if mode == "bilinear" and not is_float(element):
+            raise VerifyException(f"bilinear mode needs a float input, got {self.input.type}")
+        if bool(self.align_corners.value.data) and mode != "bilinear":
+            raise VerifyException(f"align_corners is only meaningful for bilinear mode, got mode '{mode}'")
+        size = ints(self.size)
+        _expect_len("size", size, 2, "oh, ow")
+        _expect_at_least("size", size, 1)
+        if self.scale_factors is not None:
+            if self.scale_factors.elt_type != f64:
+                raise VerifyException(f"scale_factors must be an array<f64: ...>, got {self.scale_factors}")
+            factors = self._scale_factors()
+            if len(factors) != 2:
+                raise VerifyException(f"scale_factors must have 2 values (h, w), got {list(factors)}")
+            if any(not f > 0 for f in factors):
+                raise VerifyException(f"scale_factors must be positive, got {list(factors)}")
+        _static_spatial("resize2d", x)
+        return tensor_type((x[0], x[1], *size), element)
+
+    def axis_scale(self, axis: int) -> float:
+        """torch's float32 step along ``axis`` (0: height, 1: width); see :func:`resize_scale`."""
+        in_size = self.input.type.get_shape()[2 + axis]
+        out_size = ints(self.size)[axis]
+        factors = self._scale_factors()
+        return resize_scale(
+            in_size, out_size, self.mode.data, bool(self.align_corners.value.data),
+            None if factors is None else factors[axis],
+        )
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        mode = self.mode.data
+        (oh, ow), (h, w) = ints(self.size), x.shape[2:]
+        if mode != "bilinear":
+            rows = resize_nearest_indices(h, oh, mode, self.axis_scale(0))
+            cols = resize_nearest_indices(w, ow, mode, self.axis_scale(1))
+            return np.ascontiguousarray(x[:, :, rows[:, None], cols[None, :]])
+        align = bool(self.align_corners.value.data)
+        r0, r1, ry = resize_linear_weights(h, oh, align, self.axis_scale(0))
+        c0, c1, cx = resize_linear_weights(w, ow, align, self.axis_scale(1))
+        xd = x.astype(np.float64)
+        ry, cx = ry.astype(np.float64)[:, None], cx.astype(np.float64)[None, :]
+        top = xd[:, :, r0[:, None], c0[None, :]] * (1 - cx) + xd[:, :, r0[:, None], c1[None, :]] * cx
+        bottom = xd[:, :, r1[:, None], c0[None, :]] * (1 - cx) + xd[:, :, r1[:, None], c1[None, :]] * cx
+        return (top * (1 - ry) + bottom * ry).astype(x.dtype)

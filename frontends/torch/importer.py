@@ -22,8 +22,19 @@ from . import ops  # noqa: F401  (registers the converters)
 from .context import ImportContext, UnsupportedDtypeError, numpy_dtype_of_torch
 from .registry import CONVERTERS, target_name
 
-#: ATen ops kept whole instead of decomposed: each maps onto one graph op.
-KEEP_WHOLE = ("linear.default",)
+#: ATen ops kept whole instead of decomposed: each maps onto one graph op, or a short pattern
+#: of them (attention), where the decomposition would be longer or need more ops.
+KEEP_WHOLE = (
+    "linear.default",
+    "scaled_dot_product_attention.default",
+    "_upsample_nearest_exact2d.vec",
+    "upsample_nearest1d.vec",
+    "_upsample_nearest_exact1d.vec",
+    "upsample_linear1d.vec",
+    "softplus.default",
+    "mish.default",
+    "celu.default",
+)
 
 #: fx call_function targets handled by the importer itself, not by converters.
 _STRUCTURAL = {"_operator.getitem", "aten.sym_size.int"}

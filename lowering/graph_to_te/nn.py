@@ -1,8 +1,11 @@
-"""TE rules of convolution and pooling (NCHW). Padding reads are bounds-checked
-(``Scalar.read_padded``): out-of-range taps read the pad value, never outside the buffer."""
+"""TE rules of convolution, transposed convolution, pooling and resizing (NCHW). Padding reads
+are bounds-checked (``Scalar.read_padded``): out-of-range taps read the pad value, never outside
+the buffer; computed source indices are clamped to the input."""
 
 from __future__ import annotations
 
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, f32, f64, i64
 from xdsl.ir import SSAValue
 
 from ...dialects.graph import nn
@@ -119,3 +122,119 @@ def adaptive_avg_pool2d(t: TEBuilder, op: nn.AdaptiveAvgPool2dOp) -> SSAValue:
         return s.div(total, s.index_to(s.mul(rows, cols), element_type))
 
     return t.compute("adaptive_avg_pool2d", op.result.type, [op.input], element)
+
+
+@compute_rule(nn.Conv2dTransposeOp)
+def conv2d_transpose(t: TEBuilder, op: nn.Conv2dTransposeOp) -> SSAValue:
+    """Gather form: output pixel ``y`` sums the input pixels ``iy = (y + top - ky*dilation) / stride``
+    over the taps where that division is exact and ``iy`` lies inside the input; other taps read
+    nothing (a bounds-checked read, then a select)."""
+    (sh, sw), (top, left, _, _), (dh, dw) = ints(op.strides), ints(op.padding), ints(op.dilation)
+    groups = op.groups.value.data
+    in_channels, out_per_group, kh, kw = op.weight.type.get_shape()
+    in_per_group = in_channels // groups
+    inputs = [op.input, op.weight] + ([op.bias] if op.bias is not None else [])
+
+    def element(s: Scalar, idx, ins):
+        n, o, y, x = idx
+        data, weight, *bias = ins
+        group = s.floordiv(o, s.index(out_per_group))
+        first_channel = s.mul(group, s.index(in_per_group))
+        o_in_group = s.sub(o, s.mul(group, s.index(out_per_group)))
+        zero = s.const(0, data.type.element_type)
+
+        def source(r: Scalar, out, k, stride, pad, dilation):
+            """(input coordinate, whether the tap lands on the stride grid or None if it always does)."""
+            shifted = r.sub(r.add(out, r.index(pad)), r.mul(k, r.index(dilation)))
+            if stride == 1:
+                return shifted, None
+            return r.floordiv(shifted, r.index(stride)), r.cmp("eq", r.rem(shifted, r.index(stride)), r.index(0))
+
+        def term(r: Scalar, axes):
+            c, ky, kx = axes
+            iy, on_y = source(r, y, ky, sh, top, dh)
+            ix, on_x = source(r, x, kx, sw, left, dw)
+            channel = r.add(first_channel, c)
+            pixel = r.read_padded(data, [n, channel, iy, ix], [2, 3], zero)
+            for on_grid in (on_y, on_x):
+                if on_grid is not None:
+                    pixel = r.select(on_grid, pixel, zero)
+            return r.mul(pixel, r.read(weight, [channel, o_in_group, ky, kx]))
+
+        acc = s.reduce("add", [in_per_group, kh, kw], 0, term, data.type.element_type)
+        return s.add(acc, s.read(bias[0], [o])) if bias else acc
+
+    return t.compute("conv2d_transpose", op.result.type, inputs, element)
+
+
+def _to_index(s: Scalar, value: SSAValue) -> SSAValue:
+    """A non-negative float as an ``index`` (truncation = floor here; saturating, never UB)."""
+    return s.math(arith.IndexCastOp, s.cast(value, i64), IndexType())
+
+
+def _nearest_source(s: Scalar, out: SSAValue, in_size: int, out_size: int, mode: str, scale: float) -> SSAValue:
+    """Source index of destination ``out`` (``resize_nearest_indices`` in the dialect, op for op)."""
+    if mode == "nearest":
+        if out_size == in_size:
+            return out
+        if out_size == 2 * in_size:
+            return s.floordiv(out, s.index(2))
+        # one float32 product, uncontracted: torch's floorf(dst * scale)
+        src = s.math(arith.MulfOp, s.index_to(out, f32), s.const(scale, f32))
+    else:
+        # nearest_exact: (dst + 0.5) * scale in double (exact), rounded to float, floored
+        shifted = s.math(arith.AddfOp, s.index_to(out, f64), s.const(0.5, f64))
+        src = s.cast(s.math(arith.MulfOp, shifted, s.const(scale, f64)), f32)
+    return s.clamp(_to_index(s, src), s.index(0), s.index(in_size - 1))
+
+
+def _linear_source(s: Scalar, out: SSAValue, in_size: int, out_size: int, align_corners: bool, scale: float):
+    """``(i0, i1, lambda1)`` of destination ``out`` (``resize_linear_weights`` in the dialect);
+    ``lambda1`` is None where the axis keeps its size (a plain copy)."""
+    if out_size == in_size:
+        return out, out, None
+    position = s.index_to(out, f32)
+    if align_corners:
+        real = s.mul(s.const(scale, f32), position)
+    else:
+        half = s.const(0.5, f32)
+        real = s.max(s.sub(s.mul(s.const(scale, f32), s.add(position, half)), half), s.const(0.0, f32))
+    last = s.index(in_size - 1)
+    i0 = s.clamp(_to_index(s, real), s.index(0), last)
+    lam = s.clamp(s.sub(real, s.index_to(i0, f32)), s.const(0.0, f32), s.const(1.0, f32))
+    i1 = s.min(s.add(i0, s.index(1)), last)
+    return i0, i1, lam
+
+
+@compute_rule(nn.Resize2dOp)
+def resize2d(t: TEBuilder, op: nn.Resize2dOp) -> SSAValue:
+    mode = op.mode.data
+    align_corners = bool(op.align_corners.value.data)
+    (out_h, out_w), (height, width) = ints(op.size), op.input.type.get_shape()[2:]
+    scale_h, scale_w = op.axis_scale(0), op.axis_scale(1)
+    element_type = op.input.type.element_type
+
+    def element(s: Scalar, idx, ins):
+        n, c, y, x = idx
+        data = ins[0]
+        if mode != "bilinear":
+            iy = _nearest_source(s, y, height, out_h, mode, scale_h)
+            ix = _nearest_source(s, x, width, out_w, mode, scale_w)
+            return s.read(data, [n, c, iy, ix])
+        y0, y1, ly = _linear_source(s, y, height, out_h, align_corners, scale_h)
+        x0, x1, lx = _linear_source(s, x, width, out_w, align_corners, scale_w)
+
+        def lerp(a_index, b_index, lam, read):
+            a = read(a_index)
+            if lam is None:
+                return a
+            lam = s.cast(lam, element_type)
+            one = s.const(1.0, element_type)
+            return s.add(s.mul(s.sub(one, lam), a), s.mul(lam, read(b_index)))
+
+        def row(iy):
+            return lerp(x0, x1, lx, lambda ix: s.read(data, [n, c, iy, ix]))
+
+        return lerp(y0, y1, ly, row)
+
+    return t.compute("resize2d", op.result.type, [op.input], element)

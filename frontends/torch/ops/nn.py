@@ -1,21 +1,39 @@
-"""Convolution, pooling and normalisation layers."""
+"""Convolution (1-d, 2-d, transposed), pooling, upsampling, normalisation layers, dropout."""
 
 from __future__ import annotations
 
+from ....dialects.graph.types import shape_of
 from ..context import ImportContext
 from ..registry import converter
 
 
 @converter("aten.convolution.default")
 def convolution(ctx: ImportContext, node, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    if transposed:
-        raise NotImplementedError("transposed convolution is not supported yet")
+    """2-D convolution (plain or transposed); 1-D as 2-D with height 1: ``(N, C, L)`` is viewed
+    as ``(N, C, 1, L)`` and the weight ``(O, C/g, K)`` as ``(O, C/g, 1, K)``."""
     rank = ctx.rank(x)
-    if rank == 4:
-        return ctx.b.conv2d(
-            x, weight, bias, strides=tuple(stride), padding=tuple(padding), dilation=tuple(dilation), groups=groups
+    if rank == 3:
+        n, channels, length = shape_of(x.type)
+        w = shape_of(weight.type)
+        y = _conv2d(
+            ctx, ctx.b.reshape(x, (n, channels, 1, length)), ctx.b.reshape(weight, (*w[:2], 1, w[2])), bias,
+            (1, *stride), (0, *padding), (1, *dilation), transposed, (0, *output_padding), groups,
         )
-    raise NotImplementedError(f"{rank - 2}-d convolution is not supported yet")
+        return ctx.b.reshape(y, ctx.shape(node))
+    if rank == 4:
+        return _conv2d(ctx, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    raise NotImplementedError(f"{rank - 2}-d convolution is not supported yet (1-d and 2-d are)")
+
+
+def _conv2d(ctx: ImportContext, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    if transposed:
+        return ctx.b.conv2d_transpose(
+            x, weight, bias, strides=tuple(stride), padding=tuple(padding), output_padding=tuple(output_padding),
+            dilation=tuple(dilation), groups=groups,
+        )
+    return ctx.b.conv2d(
+        x, weight, bias, strides=tuple(stride), padding=tuple(padding), dilation=tuple(dilation), groups=groups
+    )
 
 
 @converter("aten.max_pool2d_with_indices.default")
@@ -76,3 +94,100 @@ def layer_norm(ctx: ImportContext, node, x, normalized_shape, weight, bias, eps)
     if bias is not None:
         y = b.add(y, bias)
     return (y, mean, inv)
+
+
+@converter("aten.native_group_norm.default")
+def group_norm(ctx: ImportContext, node, x, weight, bias, batch, channels, spatial, groups, eps):
+    """Normalise each (sample, group of channels) over its channels and positions, then scale and
+    shift per channel. Returns ``(y, mean, rstd)``, the statistics shaped ``(N, groups)``."""
+    b = ctx.b
+    shape = shape_of(x.type)
+    rest = 1
+    for d in shape[2:]:
+        if not isinstance(d, int):
+            raise NotImplementedError(f"group norm over a symbolic spatial dim ({d}) is not supported")
+        rest *= d
+    grouped = b.reshape(x, (shape[0], groups, (shape[1] // groups) * rest))
+    mean = b.reduce_mean(grouped, [2], keepdims=True)
+    centered = b.sub(grouped, mean)
+    var = b.reduce_mean(b.mul(centered, centered), [2], keepdims=True)
+    rstd = b.rsqrt(b.add(var, ctx.scalar(eps, var)))
+    y = b.reshape(b.mul(centered, rstd), shape)
+    channel_shape = (1, shape[1]) + (1,) * (len(shape) - 2)
+    if weight is not None:
+        y = b.mul(y, b.reshape(weight, channel_shape))
+    if bias is not None:
+        y = b.add(y, b.reshape(bias, channel_shape))
+    return (y, b.reshape(mean, (shape[0], groups)), b.reshape(rstd, (shape[0], groups)))
+
+
+@converter("aten.dropout.default", "aten.feature_dropout.default", "aten.alpha_dropout.default")
+def dropout(ctx: ImportContext, node, x, p, train):
+    if train and p > 0:
+        raise NotImplementedError(f"dropout in training mode (p={p}) is not supported: export the model in eval()")
+    return x
+
+
+@converter("aten.native_dropout.default")
+def native_dropout(ctx: ImportContext, node, x, p, train):
+    if train and p > 0:
+        raise NotImplementedError(f"dropout in training mode (p={p}) is not supported: export the model in eval()")
+    return (x, None)  # the keep-mask is not computed; nothing may use it
+
+
+# -- upsampling: torch's interpolate (nearest, nearest-exact, bilinear; 1-d as 2-d of height 1) --
+
+
+def _scale_factors(scales):
+    """torch passes scale factors only when the user gave them (else the sizes define the step)."""
+    if scales is None or all(s is None for s in scales):
+        return None
+    return tuple(float(s) for s in scales)
+
+
+def _resize(ctx: ImportContext, node, x, mode: str, align_corners: bool, factors):
+    rank = ctx.rank(x)
+    out = ctx.shape(node)
+    if rank == 4:
+        if factors is not None and None in factors:  # one axis given by its size: its ratio
+            factors = tuple(f if f is not None else o / i for f, o, i in zip(factors, out[2:], shape_of(x.type)[2:]))
+        return ctx.b.resize2d(x, size=out[2:], mode=mode, align_corners=align_corners, scale_factors=factors)
+    if rank == 3:
+        n, channels, length = shape_of(x.type)
+        factors = None if factors is None else (1.0, factors[0])
+        y = ctx.b.resize2d(
+            ctx.b.reshape(x, (n, channels, 1, length)), size=(1, out[2]), mode=mode, align_corners=align_corners,
+            scale_factors=factors,
+        )
+        return ctx.b.reshape(y, out)
+    raise NotImplementedError(f"upsampling a rank-{rank} tensor is not supported (1-d and 2-d are)")
+
+
+@converter("aten.upsample_nearest2d.vec", "aten.upsample_nearest1d.vec")
+def upsample_nearest_vec(ctx: ImportContext, node, x, output_size, scale_factors):
+    return _resize(ctx, node, x, "nearest", False, _scale_factors(scale_factors))
+
+
+@converter("aten._upsample_nearest_exact2d.vec", "aten._upsample_nearest_exact1d.vec")
+def upsample_nearest_exact_vec(ctx: ImportContext, node, x, output_size, scale_factors):
+    return _resize(ctx, node, x, "nearest_exact", False, _scale_factors(scale_factors))
+
+
+@converter("aten.upsample_bilinear2d.vec", "aten.upsample_linear1d.vec")
+def upsample_linear_vec(ctx: ImportContext, node, x, output_size, align_corners, scale_factors):
+    return _resize(ctx, node, x, "bilinear", align_corners, _scale_factors(scale_factors))
+
+
+@converter("aten.upsample_nearest2d.default", "aten.upsample_nearest1d.default")
+def upsample_nearest(ctx: ImportContext, node, x, output_size, *scales):
+    return _resize(ctx, node, x, "nearest", False, _scale_factors(scales))
+
+
+@converter("aten._upsample_nearest_exact2d.default", "aten._upsample_nearest_exact1d.default")
+def upsample_nearest_exact(ctx: ImportContext, node, x, output_size, *scales):
+    return _resize(ctx, node, x, "nearest_exact", False, _scale_factors(scales))
+
+
+@converter("aten.upsample_bilinear2d.default", "aten.upsample_linear1d.default")
+def upsample_linear(ctx: ImportContext, node, x, output_size, align_corners, *scales):
+    return _resize(ctx, node, x, "bilinear", align_corners, _scale_factors(scales))
