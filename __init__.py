@@ -21,11 +21,13 @@ from __future__ import annotations
 from .api import create_executor, emit_source, parse_module
 from .build import UnsupportedOperatorError, build
 from .frontends.builder import GraphBuilder
+from .passes.pipeline import PassContext
 
 __version__ = "0.1.0"
 
 __all__ = [
     "GraphBuilder",
+    "PassContext",
     "UnsupportedOperatorError",
     "build",
     "create_executor",

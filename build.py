@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import time
+
 import numpy as np
-from xdsl.context import Context
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 
 from .backends.llvm.jit import CPUTarget, jit_compile
@@ -11,10 +13,9 @@ from .dialects.graph import ConstantOp
 from .dialects.graph.types import WeightAttr
 from .errors import UnsupportedOperatorError
 from .interpreter import find_function
-from .lowering.expand_math import ExpandMathPass
-from .lowering.graph_to_te import GraphToTEPass, unsupported_ops
-from .lowering.loop_to_llvm import LoopToLLVMPass
-from .lowering.te_to_loop import TEToLoopPass, entry_layout
+from .lowering.graph_to_te import unsupported_ops
+from .lowering.te_to_loop import entry_layout
+from .passes.pipeline import PassContext, optimize_graph, run_pipeline
 from .runtime.module import CompiledModule
 from .signature import signature_of
 
@@ -32,39 +33,69 @@ def check_supported(module: ModuleOp) -> None:
         raise UnsupportedOperatorError(f"cannot compile {sum(missing.values())} ops: {listed}")
 
 
-def lower_to_loops(module: ModuleOp) -> ModuleOp:
-    """A copy of a graph module lowered to the loop dialect (host function + kernels)."""
+#: lowering pipelines after the graph-level optimization (``passes/pipeline.py``)
+TO_LOOPS = ("graph-to-te", "te-to-loop")
+TO_LLVM = ("expand-math", "loop-to-llvm")
+
+
+def lower_to_loops(module: ModuleOp, ctx: PassContext | None = None) -> ModuleOp:
+    """A copy of a graph module lowered to the loop dialect (host function + kernels),
+    without graph-level optimization."""
     check_supported(module)
     module.verify()
     lowered = module.clone()
-    ctx = Context()
-    GraphToTEPass().apply(ctx, lowered)
-    TEToLoopPass().apply(ctx, lowered)
+    run_pipeline(lowered, TO_LOOPS, ctx or PassContext(opt_level=0, dump_ir=None))
     return lowered
 
 
-def lower_to_llvm_dialect(loops: ModuleOp) -> ModuleOp:
+def lower_to_llvm_dialect(loops: ModuleOp, ctx: PassContext | None = None) -> ModuleOp:
     """Lower a loop-dialect module (from :func:`lower_to_loops`) in place to xDSL's llvm
     dialect: f32 exp/log/tanh/erf/pow expanded to vectorisable arith code, then loop-to-llvm."""
-    ctx = Context()
-    for step in (ExpandMathPass(), LoopToLLVMPass()):
-        step.apply(ctx, loops)
+    run_pipeline(loops, TO_LLVM, ctx or PassContext(opt_level=0, dump_ir=None))
     return loops
 
 
-def build(module: ModuleOp, target: str = "llvm", *, function: str = "main") -> CompiledModule:
+def build(
+    module: ModuleOp,
+    target: str = "llvm",
+    *,
+    function: str = "main",
+    opt_level: int | None = None,
+    dump_ir: str | None = None,
+) -> CompiledModule:
     """Compile ``function`` of a graph module for ``target``; returns a callable.
+
+    The graph is optimized at ``opt_level`` (default: the current PassContext's, O2:
+    constant folding, simplification, CSE, batch-norm folding, operator fusion), then
+    lowered to native code. ``dump_ir="dir"`` writes the IR after every pass there.
+    ``lib.pass_timings`` lists (pass, seconds); ``lib.compile_seconds`` is the total.
 
     Example::
 
         lib = tk.build(module, target="llvm")
         y = lib(np.ones((1, 784), np.float32))
     """
+    start = time.perf_counter()
+    ctx = PassContext.current()
+    if opt_level is not None or dump_ir is not None:
+        ctx = dataclasses.replace(
+            ctx,
+            opt_level=ctx.opt_level if opt_level is None else opt_level,
+            dump_ir=ctx.dump_ir if dump_ir is None else dump_ir,
+        )
     cpu = CPUTarget.parse(target)
     signature = signature_of(find_function(module, function))
-    loops = lower_to_loops(module)
-    _, _, weights = entry_layout(find_function(loops, function))
-    jit = jit_compile(lower_to_llvm_dialect(loops), cpu)
-    return CompiledModule(
-        jit.address(function), signature, [weight_array(w) for w in weights], keep_alive=jit
-    )
+    check_supported(module)
+    module.verify()
+    work = module.clone()
+    optimize_graph(work, ctx)
+    run_pipeline(work, TO_LOOPS, ctx)
+    _, _, weights = entry_layout(find_function(work, function))
+    run_pipeline(work, TO_LLVM, ctx)
+    jit_start = time.perf_counter()
+    jit = jit_compile(work, cpu)
+    timings = [*ctx.timings, ("llvm-jit", time.perf_counter() - jit_start)]
+    lib = CompiledModule(jit.address(function), signature, [weight_array(w) for w in weights], keep_alive=jit)
+    lib.pass_timings = timings
+    lib.compile_seconds = time.perf_counter() - start
+    return lib

@@ -109,3 +109,14 @@ def test_symbolic_dims_in_a_fused_group(rng, n):
     data = rng.standard_normal((n, 6)).astype("f4")
     expected = 1 / (1 + np.exp(-(np.maximum(data @ w.T, 0) * 2).sum(1, keepdims=True)))
     np.testing.assert_allclose(tk.build(module)(data), expected, rtol=1e-5)
+
+
+def test_build_fuses_at_o2_not_at_o0(rng, tmp_path):
+    module, inputs = mlp(seed=4)
+    fast = tk.build(module)
+    plain = tk.build(module, opt_level=0, dump_ir=str(tmp_path))
+    np.testing.assert_allclose(fast(*inputs), plain(*inputs), rtol=1e-5, atol=1e-6)
+    assert "fuse-ops" in [name for name, _ in fast.pass_timings]
+    assert "fuse-ops" not in [name for name, _ in plain.pass_timings]
+    dumped = sorted(p.name for p in tmp_path.iterdir())
+    assert dumped[0] == "00_input.mlir" and any("loop-to-llvm" in name for name in dumped)
