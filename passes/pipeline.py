@@ -93,7 +93,8 @@ class PassContext:
     - ``opt_level``: 0 (no graph optimization) to 3; 2 by default.
     - ``disabled_passes``: names of passes that pipelines skip.
     - ``dump_ir``: a directory to write the IR to after every pass (None: from the
-      ``TK_DUMP_IR`` environment variable, else no dumps).
+      ``TK_DUMP_IR`` environment variable, else no dumps; False: no dumps, whatever
+      the environment says).
     - ``verify``: verify the IR after every pass (on by default).
     - ``timing``: print each pipeline's pass timings to stderr (they are always in the
       returned :class:`PipelineReport` and in ``timings``).
@@ -104,7 +105,7 @@ class PassContext:
 
     opt_level: int = 2
     disabled_passes: Sequence[str] = ()
-    dump_ir: str | os.PathLike[str] | None = None
+    dump_ir: str | os.PathLike[str] | bool | None = None
     verify: bool = True
     timing: bool = False
     instruments: Sequence[Any] = ()
@@ -122,7 +123,9 @@ class PassContext:
         self.disabled_passes = tuple(self.disabled_passes)
         if self.dump_ir is None:
             self.dump_ir = os.environ.get(DUMP_IR_ENV) or None
-        if self.dump_ir is not None:
+        if self.dump_ir is True:
+            raise ValueError("dump_ir=True: give a directory (or False / None)")
+        if self.dump_ir not in (None, False):
             self.dump_ir = Path(self.dump_ir)
 
     # -- the current context ----------------------------------------------------------
@@ -163,7 +166,7 @@ class PassContext:
 
     def dump(self, module: ModuleOp, label: str) -> Path | None:
         """Write ``module`` to ``<dump_ir>/NN_<label>.mlir`` (next number) if dumping."""
-        if self.dump_ir is None:
+        if self.dump_ir is None or self.dump_ir is False:
             return None
         directory = Path(self.dump_ir)
         directory.mkdir(parents=True, exist_ok=True)

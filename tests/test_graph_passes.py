@@ -336,6 +336,9 @@ def test_dump_ir_from_environment(tmp_path, monkeypatch):
     assert sorted(p.name for p in (tmp_path / "env").iterdir()) == [
         "00_input.mlir", "01_simplify.mlir", "02_dce.mlir",
     ]
+    # dump_ir=False turns dumps off whatever the environment says
+    run_pipeline(module, ["simplify"], PassContext(dump_ir=False, opt_level=1))
+    assert len(list((tmp_path / "env").iterdir())) == 3
 
 
 def test_no_dump_by_default(tmp_path, monkeypatch):
