@@ -5,13 +5,13 @@ Ops are grouped by family, one file each; this module assembles the dialect.
 
 from xdsl.ir import Dialect
 
-from . import constant, elementwise, linalg, nn, reduce, shape
+from . import constant, elementwise, indexing, linalg, nn, reduce, shape
 from .base import GraphOp, OpPatternKind
 from .constant import ConstantOp
 from .fusion import FusedOp, YieldOp
 from .types import DimNamesAttr, WeightAttr
 
-_FAMILIES = (constant, elementwise, linalg, nn, shape, reduce)
+_FAMILIES = (constant, elementwise, linalg, nn, shape, reduce, indexing)
 
 
 def _ops_of(module) -> list[type[GraphOp]]:

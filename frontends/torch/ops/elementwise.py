@@ -144,3 +144,90 @@ def to_copy(ctx: ImportContext, node, x, *args, dtype=None, **kwargs):
 @converter("aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default")
 def identity(ctx: ImportContext, node, x, *args, **kwargs):
     return x
+
+
+# ---------------------------------------------------------------------------
+# logical and bitwise ops (bool), masked_fill, where and clamp with scalar operands
+
+
+def _as_bool(ctx: ImportContext, x):
+    """A bool tensor: bools as they are, numbers as ``x != 0`` (torch's logical ops)."""
+    from ....dialects.graph.types import is_bool
+
+    if isinstance(x, bool | int | float):
+        return ctx.b.constant(np.asarray(bool(x)))
+    if is_bool(x.type.element_type):
+        return x
+    return ctx.b.compare(x, ctx.scalar(0, x), "ne")
+
+
+def _true(ctx: ImportContext, value: bool):
+    return ctx.b.constant(np.asarray(value))
+
+
+@converter("aten.logical_and.default")
+def logical_and(ctx: ImportContext, node, a, b):
+    return ctx.b.where(_as_bool(ctx, a), _as_bool(ctx, b), _true(ctx, False))
+
+
+@converter("aten.logical_or.default")
+def logical_or(ctx: ImportContext, node, a, b):
+    return ctx.b.where(_as_bool(ctx, a), _true(ctx, True), _as_bool(ctx, b))
+
+
+@converter("aten.logical_xor.default")
+def logical_xor(ctx: ImportContext, node, a, b):
+    return ctx.b.compare(_as_bool(ctx, a), _as_bool(ctx, b), "ne")
+
+
+@converter("aten.logical_not.default")
+def logical_not(ctx: ImportContext, node, x):
+    return ctx.b.compare(_as_bool(ctx, x), _true(ctx, False), "eq")
+
+
+def _bitwise(name: str, logical):
+    def convert(ctx: ImportContext, node, a, b):
+        if ctx.dtype(node) != np.bool_:
+            raise NotImplementedError(f"bitwise_{name} on {ctx.dtype(node)} tensors (bool only)")
+        return logical(ctx, node, a, b)
+
+    return convert
+
+
+for _name, _logical in (("and", logical_and), ("or", logical_or), ("xor", logical_xor)):
+    converter(f"aten.bitwise_{_name}.Tensor", f"aten.bitwise_{_name}.Scalar")(_bitwise(_name, _logical))
+
+
+@converter("aten.bitwise_not.default")
+def bitwise_not(ctx: ImportContext, node, x):
+    dtype = ctx.dtype(node)
+    if dtype == np.bool_:
+        return logical_not(ctx, node, x)
+    if np.issubdtype(dtype, np.integer):
+        return ctx.b.sub(ctx.scalar(-1, x), x)  # two's complement: ~x = -1 - x
+    raise NotImplementedError(f"bitwise_not on {dtype} tensors")
+
+
+@converter("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
+def masked_fill(ctx: ImportContext, node, x, mask, value):
+    x = ctx.cast(x, ctx.dtype(node))
+    return ctx.b.where(mask, _operand(ctx, node, value, x), x)
+
+
+converter("aten.where.ScalarSelf", "aten.where.ScalarOther", "aten.where.Scalar")(where)
+
+
+@converter("aten.clamp_min.default", "aten.clamp_min.Tensor")
+def clamp_min(ctx: ImportContext, node, x, low):
+    return clamp(ctx, node, ctx.cast(x, ctx.dtype(node)), low, None)
+
+
+@converter("aten.clamp_max.default", "aten.clamp_max.Tensor")
+def clamp_max(ctx: ImportContext, node, x, high):
+    return clamp(ctx, node, ctx.cast(x, ctx.dtype(node)), None, high)
+
+
+@converter("aten._assert_tensor_metadata.default")
+def assert_tensor_metadata(ctx: ImportContext, node, *args, **kwargs):
+    # emitted before dtype conversions (x.int(), x.to(...)); export has already checked it
+    return None

@@ -1,0 +1,663 @@
+"""Indexing and index-producing ops: take, gather, cumsum, argmax/argmin, argsort, flip,
+pad, and the constant producers full and arange.
+
+Index operands are integer tensors (``i8``, ``i32`` or ``i64``). Negative indices wrap
+once, as in torch (``-1`` is the last element); indices still outside ``[0, dim)``
+after that are **clamped** to the nearest end (torch raises an error instead). The
+generated code therefore never reads outside a buffer, whatever the index data.
+
+Ops that produce indices (argmax, argmin, argsort) give ``i64`` tensors, as torch does.
+Axes are stored normalised (non-negative); the constructors also take negative axes.
+
+Examples::
+
+    %e = graph.take %w, %ids {axis = 0 : i64} : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+    %g = graph.gather %x, %i {axis = 1 : i64} : tensor<4x5xf32>, tensor<4x2xi64> -> tensor<4x2xf32>
+    %c = graph.cumsum %x {axis = 1 : i64} : tensor<4x5xf32>
+    %a = graph.argmax %x {axis = 1 : i64, keepdims = true} : tensor<4x5xf32> -> tensor<4x1xi64>
+    %s = graph.argsort %x {axis = 1 : i64, descending = true, k = 3 : i64} : tensor<4x5xf32> -> tensor<4x3xi64>
+    %f = graph.flip %x {axes = array<i64: 0, 1>} : tensor<4x5xf32>
+    %p = graph.pad %x {low = array<i64: 0, 1>, high = array<i64: 2, -1>, value = 0.000000e+00 : f32} : tensor<4x5xf32> -> tensor<6x5xf32>
+    %z = graph.full %x {value = 1.000000e+00 : f32, shape = array<i64: -1, 3>, dims = #graph.dims<n, _>} : (tensor<?x5xf32, #graph.dims<n, _>>) -> tensor<?x3xf32, #graph.dims<n, _>>
+    %r = graph.arange %x {start = 0 : i64, step = 1 : i64, shape = array<i64: -1>, dims = #graph.dims<n>} : (tensor<?x5xf32, #graph.dims<n, _>>) -> tensor<?xi64, #graph.dims<n>>
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    ParsePropInAttrDict,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from .base import GraphOp, OpPatternKind, int_attr, ints, ints_attr, operand_element, operand_shape
+from .types import (
+    DimNamesAttr,
+    Shape,
+    format_shape,
+    is_bool,
+    is_float,
+    is_int,
+    numpy_dtype,
+    tensor_type,
+)
+
+# ---------------------------------------------------------------------------
+# helpers
+
+
+def _axis_value(input: SSAValue | Operation, axis: int) -> int:
+    """``axis`` made non-negative when it is a valid negative axis (else left for the verifier)."""
+    rank = len(operand_shape(SSAValue.get(input)))
+    return axis + rank if -rank <= axis < 0 else axis
+
+
+def _check_axis(axis: int, shape: Shape) -> int:
+    if not 0 <= axis < len(shape):
+        raise VerifyException(
+            f"axis {axis} is out of range [0, {len(shape)}) for shape {format_shape(shape)} "
+            "(stored normalised, non-negative)"
+        )
+    return axis
+
+
+def _has_elements(shape: Shape) -> bool:
+    """False only when a static dim is 0."""
+    return all(d != 0 for d in shape)
+
+
+def _check_indices(what: str, value: SSAValue) -> None:
+    if not is_int(operand_element(value)):
+        raise VerifyException(f"{what} must be an integer tensor (i8, i32 or i64), got {value.type}")
+
+
+def wrap_and_clamp(indices: np.ndarray, size: int) -> np.ndarray:
+    """Torch-style negative indices (``-1`` is the last), then clamped into ``[0, size)``."""
+    idx = indices.astype(np.int64)
+    idx = np.where(idx < 0, idx + size, idx)
+    return np.clip(idx, 0, max(size - 1, 0))
+
+
+def scalar_attr(value: float | int | bool, element: Attribute) -> FloatAttr | IntegerAttr:
+    """A typed scalar attribute (``1.5 : f32``, ``3 : i64``, ``true``) for an element type."""
+    if is_float(element):
+        return FloatAttr(float(value), element)
+    if is_bool(element):
+        return IntegerAttr(1 if value else 0, i1)
+    return IntegerAttr(int(value), element)
+
+
+def scalar_value(attr: FloatAttr | IntegerAttr) -> float | int | bool:
+    """The Python value of a typed scalar attribute (booleans as bool)."""
+    if isinstance(attr, FloatAttr):
+        return float(attr.value.data)
+    if attr.type == i1:
+        return attr.value.data != 0
+    return int(attr.value.data)
+
+
+def _check_scalar(what: str, attr: FloatAttr | IntegerAttr, element: Attribute) -> None:
+    if attr.type != element:
+        raise VerifyException(f"{what} {attr} must have the element type {element}")
+
+
+# target shapes with symbolic dims, stored as in graph.reshape: -1 marks a symbol named by dims
+
+_SYMBOLIC = -1
+
+
+def _shape_props(shape: Sequence[int | str]) -> dict[str, Attribute | None]:
+    stored = [_SYMBOLIC if isinstance(d, str) else int(d) for d in shape]
+    if not any(isinstance(d, str) for d in shape):
+        return {"shape": ints_attr(stored), "dims": None}
+    names = ArrayAttr([StringAttr(d if isinstance(d, str) else "") for d in shape])
+    return {"shape": ints_attr(stored), "dims": DimNamesAttr(names)}
+
+
+def _target_shape(shape_attr: DenseArrayBase, dims_attr: DimNamesAttr | None) -> Shape:
+    shape = ints(shape_attr)
+    names = [n.data for n in dims_attr.names.data] if dims_attr is not None else [""] * len(shape)
+    if len(names) != len(shape):
+        raise VerifyException(f"dims names {len(names)} dims but shape has {len(shape)} ({list(shape)})")
+    result: list[int | str] = []
+    for i, (d, name) in enumerate(zip(shape, names)):
+        if d == _SYMBOLIC and name:
+            result.append(name)
+        elif d == _SYMBOLIC:
+            raise VerifyException(f"shape[{i}] is -1 (a symbolic dim) but dims gives it no name")
+        elif d < 0:
+            raise VerifyException(f"shape[{i}] = {d} is negative (shape {list(shape)})")
+        elif name:
+            raise VerifyException(
+                f"dims names shape[{i}] '{name}' but the shape gives it the static size {d} "
+                "(symbolic dims are -1 in shape)"
+            )
+        else:
+            result.append(d)
+    return tuple(result)
+
+
+def _symbol_sizes(sources: Sequence[SSAValue], arrays: Sequence[np.ndarray]) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for value, array in zip(sources, arrays):
+        for d, n in zip(operand_shape(value), array.shape):
+            if isinstance(d, str):
+                sizes[d] = n
+    return sizes
+
+
+# ---------------------------------------------------------------------------
+# take and gather
+
+
+@irdl_op_definition
+class TakeOp(GraphOp):
+    """Pick slices of ``input`` along ``axis`` by an integer index tensor of any rank.
+
+    ``result.shape = input.shape[:axis] + indices.shape + input.shape[axis+1:]`` and
+    ``result[..., j..., ...] = input[..., indices[j...], ...]`` (numpy's ``take``;
+    torch's ``index_select`` and ``embedding``). Negative indices wrap once; indices
+    still out of range are clamped to the nearest end (never read out of bounds).
+
+    Example::
+
+        %e = graph.take %w, %ids {axis = 0 : i64} : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+    """
+
+    name = "graph.take"
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+    def __init__(self, input: SSAValue | Operation, indices: SSAValue | Operation, axis: int = 0):
+        self._build([input, indices], {"axis": int_attr(_axis_value(input, axis))})
+
+    def infer_result_type(self) -> TensorType:
+        x, idx = operand_shape(self.input), operand_shape(self.indices)
+        _check_indices("indices", self.indices)
+        axis = _check_axis(self.axis.value.data, x)
+        if x[axis] == 0 and _has_elements(idx):
+            raise VerifyException(
+                f"cannot take from axis {axis} of size 0 (input {format_shape(x)}, indices {format_shape(idx)})"
+            )
+        return tensor_type((*x[:axis], *idx, *x[axis + 1 :]), operand_element(self.input))
+
+    def reference(self, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        axis = self.axis.value.data
+        if indices.size == 0:
+            shape = (*x.shape[:axis], *indices.shape, *x.shape[axis + 1 :])
+            return np.zeros(shape, x.dtype)
+        return np.take(x, wrap_and_clamp(indices, x.shape[axis]), axis=axis)
+
+
+@irdl_op_definition
+class GatherOp(GraphOp):
+    """torch.gather: ``result[i][j][k] = input[i][indices[i][j][k]][k]`` for ``axis = 1``.
+
+    ``indices`` has the rank of ``input``, and on every other axis a size no larger than
+    the input's (the same symbol where symbolic); the result has the shape of
+    ``indices``. Negative indices wrap once; indices still out of range are clamped.
+
+    Example::
+
+        %g = graph.gather %x, %i {axis = 1 : i64} : tensor<4x5xf32>, tensor<4x2xi64> -> tensor<4x2xf32>
+    """
+
+    name = "graph.gather"
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+    def __init__(self, input: SSAValue | Operation, indices: SSAValue | Operation, axis: int):
+        self._build([input, indices], {"axis": int_attr(_axis_value(input, axis))})
+
+    def infer_result_type(self) -> TensorType:
+        x, idx = operand_shape(self.input), operand_shape(self.indices)
+        _check_indices("indices", self.indices)
+        if len(idx) != len(x):
+            raise VerifyException(
+                f"indices {format_shape(idx)} must have the rank of the input {format_shape(x)}"
+            )
+        axis = _check_axis(self.axis.value.data, x)
+        for d, (a, b) in enumerate(zip(x, idx)):
+            if d == axis or a == b:
+                continue
+            if isinstance(a, str) or isinstance(b, str) or b > a:
+                raise VerifyException(
+                    f"indices dim {d} is {b}, expected at most input dim {d} = {a} "
+                    f"(input {format_shape(x)}, indices {format_shape(idx)}, axis {axis})"
+                )
+        if x[axis] == 0 and _has_elements(idx):
+            raise VerifyException(f"cannot gather from axis {axis} of size 0 (input {format_shape(x)})")
+        return tensor_type(idx, operand_element(self.input))
+
+    def reference(self, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        axis = self.axis.value.data
+        if indices.size == 0:
+            return np.zeros(indices.shape, x.dtype)
+        window = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape))
+        return np.take_along_axis(x[window], wrap_and_clamp(indices, x.shape[axis]), axis=axis)
+
+
+# ---------------------------------------------------------------------------
+# scans and arg-reductions
+
+
+@irdl_op_definition
+class CumsumOp(GraphOp):
+    """Inclusive prefix sum along ``axis``; numeric element types (integers wrap).
+
+    Example: ``%c = graph.cumsum %x {axis = 1 : i64} : tensor<4x5xf32>``
+    """
+
+    name = "graph.cumsum"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+
+    def __init__(self, input: SSAValue | Operation, axis: int):
+        self._build([input], {"axis": int_attr(_axis_value(input, axis))})
+
+    def infer_result_type(self) -> TensorType:
+        _check_axis(self.axis.value.data, operand_shape(self.input))
+        if is_bool(operand_element(self.input)):
+            raise VerifyException(f"input must be numeric, got {self.input.type}")
+        return self.input.type
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        return np.cumsum(x, axis=self.axis.value.data, dtype=x.dtype)
+
+
+class ArgReduceOp(GraphOp):
+    """The index (``i64``) of the extreme element along ``axis``; the first one on ties,
+    and the first NaN if there is one (as torch)."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    keepdims = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.COMM_REDUCE
+
+    #: "max" or "min"
+    KIND: ClassVar[str]
+
+    def __init__(self, input: SSAValue | Operation, axis: int, keepdims: bool = False):
+        self._build(
+            [input], {"axis": int_attr(_axis_value(input, axis)), "keepdims": BoolAttr.from_bool(keepdims)}
+        )
+
+    def infer_result_type(self) -> TensorType:
+        x = operand_shape(self.input)
+        axis = _check_axis(self.axis.value.data, x)
+        if is_bool(operand_element(self.input)):
+            raise VerifyException(f"input must be numeric, got {self.input.type}")
+        if x[axis] == 0:
+            raise VerifyException(f"cannot reduce over axis {axis} of size 0 (shape {format_shape(x)})")
+        if self.keepdims.value.data:
+            shape = tuple(1 if d == axis else n for d, n in enumerate(x))
+        else:
+            shape = tuple(n for d, n in enumerate(x) if d != axis)
+        return tensor_type(shape, i64)
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        fn = np.argmax if self.KIND == "max" else np.argmin
+        return fn(x, axis=self.axis.value.data, keepdims=bool(self.keepdims.value.data)).astype(np.int64)
+
+
+@irdl_op_definition
+class ArgMaxOp(ArgReduceOp):
+    """Index of the maximum along ``axis`` (first on ties; a NaN counts as the maximum).
+
+    Example: ``%a = graph.argmax %x {axis = 1 : i64, keepdims = true} : tensor<4x5xf32> -> tensor<4x1xi64>``
+    """
+
+    name = "graph.argmax"
+    KIND: ClassVar[str] = "max"
+
+
+@irdl_op_definition
+class ArgMinOp(ArgReduceOp):
+    """Index of the minimum along ``axis`` (first on ties; a NaN counts as the minimum).
+
+    Example: ``%a = graph.argmin %x {axis = 0 : i64} : tensor<4x5xi32> -> tensor<5xi64>``
+    """
+
+    name = "graph.argmin"
+    KIND: ClassVar[str] = "min"
+
+
+def stable_argsort(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """Stable argsort (ties in index order) with NaN as the largest value."""
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable")
+    n = x.shape[axis]
+    flipped = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    return (n - 1) - np.flip(flipped, axis)
+
+
+@irdl_op_definition
+class ArgsortOp(GraphOp):
+    """Indices (``i64``) that sort ``input`` along ``axis``: stable (ties keep their
+    index order), NaN sorts as the largest value. With ``k``, only the first ``k`` of
+    them (torch's ``topk`` indices with ``descending``; ``k`` needs a static axis).
+
+    Example::
+
+        %s = graph.argsort %x {axis = 1 : i64, descending = true, k = 3 : i64} : tensor<4x5xf32> -> tensor<4x3xi64>
+    """
+
+    name = "graph.argsort"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    descending = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    k = opt_prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+
+    def __init__(
+        self, input: SSAValue | Operation, axis: int = -1, descending: bool = False, k: int | None = None
+    ):
+        self._build(
+            [input],
+            {
+                "axis": int_attr(_axis_value(input, axis)),
+                "descending": BoolAttr.from_bool(descending),
+                "k": None if k is None else int_attr(k),
+            },
+        )
+
+    def count(self) -> int | str:
+        """How many indices the result holds along the axis."""
+        return self.k.value.data if self.k is not None else operand_shape(self.input)[self.axis.value.data]
+
+    def infer_result_type(self) -> TensorType:
+        x = operand_shape(self.input)
+        axis = _check_axis(self.axis.value.data, x)
+        if self.k is not None:
+            k, n = self.k.value.data, x[axis]
+            if isinstance(n, str):
+                raise VerifyException(f"k needs a static axis, axis {axis} is symbolic ({n})")
+            if not 0 <= k <= n:
+                raise VerifyException(f"k = {k} is out of range [0, {n}] for axis {axis} of {format_shape(x)}")
+        shape = tuple(self.count() if d == axis else n for d, n in enumerate(x))
+        return tensor_type(shape, i64)
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        axis = self.axis.value.data
+        order = stable_argsort(x, axis, bool(self.descending.value.data)).astype(np.int64)
+        return np.ascontiguousarray(np.take(order, np.arange(self.count()), axis=axis))
+
+
+# ---------------------------------------------------------------------------
+# flip and pad
+
+
+@irdl_op_definition
+class FlipOp(GraphOp):
+    """Reverse the order of elements along ``axes`` (stored sorted, non-negative).
+
+    Example: ``%f = graph.flip %x {axes = array<i64: 0, 1>} : tensor<4x5xf32>``
+    """
+
+    name = "graph.flip"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    axes = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+    def __init__(self, input: SSAValue | Operation, axes: int | Sequence[int]):
+        axes = [axes] if isinstance(axes, int) else list(axes)
+        normalised = [_axis_value(input, a) for a in axes]
+        if len(set(normalised)) != len(normalised):
+            raise VerifyException(f"graph.flip: axes {axes} name an axis twice")
+        self._build([input], {"axes": ints_attr(sorted(normalised))})
+
+    def infer_result_type(self) -> TensorType:
+        x = operand_shape(self.input)
+        axes = ints(self.axes)
+        if list(axes) != sorted(set(axes)) or any(not 0 <= a < len(x) for a in axes):
+            raise VerifyException(
+                f"axes {list(axes)} must be strictly increasing and in [0, {len(x)}) for shape {format_shape(x)}"
+            )
+        return self.input.type
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.flip(x, ints(self.axes)))
+
+
+@irdl_op_definition
+class PadOp(GraphOp):
+    """Pad every axis with ``low[i]`` elements before and ``high[i]`` after, all equal to
+    ``value`` (a scalar of the element type). A negative pad crops that many elements.
+    Symbolic axes cannot be padded (their pads are 0).
+
+    Example::
+
+        %p = graph.pad %x {low = array<i64: 0, 1>, high = array<i64: 2, -1>, value = 0.000000e+00 : f32} : tensor<4x5xf32> -> tensor<6x5xf32>
+    """
+
+    name = "graph.pad"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    low = prop_def(DenseArrayBase)
+    high = prop_def(DenseArrayBase)
+    value = prop_def(FloatAttr | IntegerAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        low: Sequence[int],
+        high: Sequence[int],
+        value: float | int | bool = 0,
+    ):
+        element = operand_element(SSAValue.get(input))
+        self._build(
+            [input], {"low": ints_attr(low), "high": ints_attr(high), "value": scalar_attr(value, element)}
+        )
+
+    def infer_result_type(self) -> TensorType:
+        x = operand_shape(self.input)
+        low, high = ints(self.low), ints(self.high)
+        if not len(low) == len(high) == len(x):
+            raise VerifyException(
+                f"low ({len(low)}) and high ({len(high)}) must give one pad per axis of {format_shape(x)}"
+            )
+        _check_scalar("value", self.value, operand_element(self.input))
+        shape: list[int | str] = []
+        for axis, (d, lo, hi) in enumerate(zip(x, low, high)):
+            if isinstance(d, str):
+                if lo or hi:
+                    raise VerifyException(f"axis {axis} is symbolic ({d}); only static axes can be padded")
+                shape.append(d)
+            elif max(-lo, 0) + max(-hi, 0) > d:
+                raise VerifyException(
+                    f"axis {axis}: pads {lo} and {hi} crop more than its {d} elements ({format_shape(x)})"
+                )
+            else:
+                shape.append(d + lo + hi)
+        return tensor_type(shape, operand_element(self.input))
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        low, high = ints(self.low), ints(self.high)
+        crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, lo, hi in zip(x.shape, low, high))
+        widths = [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high)]
+        return np.pad(x[crop], widths, constant_values=np.asarray(scalar_value(self.value), x.dtype))
+
+
+# ---------------------------------------------------------------------------
+# constant producers whose shape may be symbolic
+
+
+class _ShapedSourceOp(GraphOp):
+    """A tensor of a given (possibly symbolic) shape computed from indices alone.
+
+    The operands only say the sizes of the symbolic dims: each symbol of ``shape`` must
+    be a dim of some operand (their data is never read). With a static shape there are
+    usually no operands (and the frontends emit a constant instead).
+    """
+
+    sources = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    shape = prop_def(DenseArrayBase)
+    dims = opt_prop_def(DimNamesAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$sources attr-dict `:` `(` type($sources) `)` `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+    def target_shape(self) -> Shape:
+        return _target_shape(self.shape, self.dims)
+
+    def element(self) -> Attribute:
+        raise NotImplementedError
+
+    def infer_result_type(self) -> TensorType:
+        shape = self.target_shape()
+        known = {d for v in self.sources for d in operand_shape(v) if isinstance(d, str)}
+        for d in shape:
+            if isinstance(d, str) and d not in known:
+                raise VerifyException(
+                    f"symbolic dim '{d}' of the result {format_shape(shape)} is a dim of no operand "
+                    "(operands give the sizes of the symbolic dims)"
+                )
+        return tensor_type(shape, self.element())
+
+    def _sizes(self, sources: Sequence[np.ndarray]) -> tuple[int, ...]:
+        known = _symbol_sizes(list(self.sources), sources)
+        return tuple(known[d] if isinstance(d, str) else d for d in self.target_shape())
+
+
+@irdl_op_definition
+class FullOp(_ShapedSourceOp):
+    """A tensor filled with ``value`` (a typed scalar: its type is the element type).
+
+    Example::
+
+        %z = graph.full %x {value = 1.000000e+00 : f32, shape = array<i64: -1, 3>, dims = #graph.dims<n, _>} : (tensor<?x5xf32, #graph.dims<n, _>>) -> tensor<?x3xf32, #graph.dims<n, _>>
+    """
+
+    name = "graph.full"
+    value = prop_def(FloatAttr | IntegerAttr)
+
+    def __init__(
+        self,
+        shape: Sequence[int | str],
+        value: float | int | bool,
+        element: Attribute,
+        sources: Sequence[SSAValue | Operation] = (),
+    ):
+        self._build([list(sources)], {"value": scalar_attr(value, element), **_shape_props(shape)})
+
+    def element(self) -> Attribute:
+        return self.value.type
+
+    def reference(self, *sources: np.ndarray) -> np.ndarray:
+        dtype = numpy_dtype(self.value.type)
+        return np.full(self._sizes(sources), scalar_value(self.value), dtype=dtype)
+
+
+@irdl_op_definition
+class ArangeOp(_ShapedSourceOp):
+    """The 1-d tensor ``start + i * step`` for ``i`` in ``[0, shape[0])`` (computed in
+    float64 for float types, then rounded, as torch does).
+
+    Example::
+
+        %r = graph.arange %x {start = 0 : i64, step = 1 : i64, shape = array<i64: -1>, dims = #graph.dims<n>} : (tensor<?x5xf32, #graph.dims<n, _>>) -> tensor<?xi64, #graph.dims<n>>
+    """
+
+    name = "graph.arange"
+    start = prop_def(FloatAttr | IntegerAttr)
+    step = prop_def(FloatAttr | IntegerAttr)
+
+    def __init__(
+        self,
+        length: int | str,
+        start: float | int,
+        step: float | int,
+        element: Attribute,
+        sources: Sequence[SSAValue | Operation] = (),
+    ):
+        self._build(
+            [list(sources)],
+            {"start": scalar_attr(start, element), "step": scalar_attr(step, element), **_shape_props([length])},
+        )
+
+    def element(self) -> Attribute:
+        return self.start.type
+
+    def infer_result_type(self) -> TensorType:
+        element = self.start.type
+        if is_bool(element):
+            raise VerifyException("arange must have a numeric element type, got i1")
+        _check_scalar("step", self.step, element)
+        if len(self.target_shape()) != 1:
+            raise VerifyException(f"arange is 1-d, got shape {format_shape(self.target_shape())}")
+        return super().infer_result_type()
+
+    def reference(self, *sources: np.ndarray) -> np.ndarray:
+        (n,) = self._sizes(sources)
+        dtype = numpy_dtype(self.start.type)
+        start, step = scalar_value(self.start), scalar_value(self.step)
+        if np.issubdtype(dtype, np.integer):
+            return (start + np.arange(n, dtype=np.int64) * step).astype(dtype)
+        return (start + np.arange(n, dtype=np.float64) * step).astype(dtype)
+
+
+INDEXING_OPS: tuple[type[GraphOp], ...] = (
+    TakeOp, GatherOp, CumsumOp, ArgMaxOp, ArgMinOp, ArgsortOp, FlipOp, PadOp, FullOp, ArangeOp,
+)  # fmt: skip

@@ -1,0 +1,126 @@
+"""Tensor creation ATen ops: arange, full/zeros/ones/empty, the ``*_like`` and ``new_*``
+variants, scalar_tensor, fill.
+
+A static shape becomes a numpy constant (held by reference, foldable). A shape with
+symbolic dims becomes ``graph.full`` / ``graph.arange``, whose operands are tensors that
+carry those dims (the ``*_like`` input, or a function input with the symbol).
+``empty`` gives zeros.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from ....dialects.graph.types import Dim, element_type_of, format_shape, shape_of
+from ..context import ImportContext
+from ..registry import converter
+
+
+def _sources(ctx: ImportContext, shape: Sequence[Dim], candidates: Sequence[SSAValue] = ()) -> list[SSAValue]:
+    """Tensors whose dims give the symbols of ``shape``: ``candidates`` first, then the
+    function's inputs (where every symbol comes from)."""
+    needed = {d for d in shape if isinstance(d, str)}
+    found: list[SSAValue] = []
+    for value in [*candidates, *ctx.b._block.args]:  # noqa: SLF001  (the builder's inputs)
+        dims = {d for d in shape_of(value.type) if isinstance(d, str)}
+        if dims & needed:
+            found.append(value)
+            needed -= dims
+        if not needed:
+            return found
+    raise NotImplementedError(f"the symbolic dims {sorted(needed)} of {format_shape(shape)} are not dims of any input")
+
+
+def _full(ctx: ImportContext, node, value, candidates: Sequence[SSAValue] = ()):
+    shape, dtype = ctx.shape(node), ctx.dtype(node)
+    if isinstance(value, SSAValue | str):
+        raise NotImplementedError(f"a fill value computed in the model ({value}) is not supported")
+    if all(isinstance(d, int) for d in shape):
+        return ctx.constant(np.full(shape, value, dtype=dtype))
+    return ctx.b.full(shape, np.asarray(value).astype(dtype).item(), element_type_of(dtype), _sources(ctx, shape, candidates))
+
+
+@converter("aten.full.default")
+def full(ctx: ImportContext, node, size, fill_value, **kwargs):
+    return _full(ctx, node, fill_value)
+
+
+@converter("aten.zeros.default", "aten.empty.memory_format", "aten.empty.default", "aten.empty_strided.default")
+def zeros(ctx: ImportContext, node, size, *args, **kwargs):
+    return _full(ctx, node, 0)
+
+
+@converter("aten.ones.default")
+def ones(ctx: ImportContext, node, size, **kwargs):
+    return _full(ctx, node, 1)
+
+
+@converter("aten.full_like.default")
+def full_like(ctx: ImportContext, node, x, fill_value, **kwargs):
+    return _full(ctx, node, fill_value, [x])
+
+
+@converter("aten.zeros_like.default", "aten.empty_like.default")
+def zeros_like(ctx: ImportContext, node, x, **kwargs):
+    return _full(ctx, node, 0, [x])
+
+
+@converter("aten.ones_like.default")
+def ones_like(ctx: ImportContext, node, x, **kwargs):
+    return _full(ctx, node, 1, [x])
+
+
+@converter("aten.new_full.default")
+def new_full(ctx: ImportContext, node, x, size, fill_value, **kwargs):
+    return _full(ctx, node, fill_value, [x])
+
+
+@converter("aten.new_zeros.default", "aten.new_empty.default")
+def new_zeros(ctx: ImportContext, node, x, size, **kwargs):
+    return _full(ctx, node, 0, [x])
+
+
+@converter("aten.new_ones.default")
+def new_ones(ctx: ImportContext, node, x, size, **kwargs):
+    return _full(ctx, node, 1, [x])
+
+
+@converter("aten.fill.Scalar")
+def fill(ctx: ImportContext, node, x, value):
+    return _full(ctx, node, value, [x])
+
+
+@converter("aten.scalar_tensor.default")
+def scalar_tensor(ctx: ImportContext, node, value, **kwargs):
+    return _full(ctx, node, value)
+
+
+def _arange(ctx: ImportContext, node, start, end, step):
+    (length,) = ctx.shape(node)
+    dtype = ctx.dtype(node)
+    if isinstance(length, int):
+        if np.issubdtype(dtype, np.integer):
+            return ctx.constant((int(start) + np.arange(length, dtype=np.int64) * int(step)).astype(dtype))
+        # torch computes float aranges in double, then rounds
+        return ctx.constant((start + np.arange(length, dtype=np.float64) * step).astype(dtype))
+    if isinstance(start, str) or isinstance(step, str):
+        raise NotImplementedError(f"arange with a symbolic start or step ({start}, {step})")
+    return ctx.b.arange(length, start, step, element_type_of(dtype), _sources(ctx, (length,)))
+
+
+@converter("aten.arange.default")
+def arange(ctx: ImportContext, node, end, **kwargs):
+    return _arange(ctx, node, 0, end, 1)
+
+
+@converter("aten.arange.start")
+def arange_start(ctx: ImportContext, node, start, end, **kwargs):
+    return _arange(ctx, node, start, end, 1)
+
+
+@converter("aten.arange.start_step")
+def arange_start_step(ctx: ImportContext, node, start, end, step=1, **kwargs):
+    return _arange(ctx, node, start, end, step)

@@ -1,0 +1,359 @@
+"""Indexing and index-producing ATen ops: index_select, embedding, gather, index (x[idx]),
+cumsum, argmax/argmin, max/min with indices, topk, sort; any/all, var/std, constant
+padding, stack, split/chunk/unbind, flip, repeat.
+
+Indices out of range are clamped (torch raises an error; see graph.take), negative
+ones wrap as in torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects.builtin import i1
+
+from ....dialects.graph.types import broadcast_shapes, format_shape, shape_of
+from ..context import ImportContext, numpy_dtype_of_torch
+from ..registry import converter
+
+# ---------------------------------------------------------------------------
+# take / gather
+
+
+def _fit(ctx: ImportContext, node, value):
+    """``value`` reshaped to the node's shape where they differ (a 0-d index, keepdim=None...)."""
+    if shape_of(value.type) != ctx.shape(node):
+        return ctx.b.reshape(value, ctx.shape(node))
+    return value
+
+
+@converter("aten.index_select.default")
+def index_select(ctx: ImportContext, node, x, dim, index):
+    return _fit(ctx, node, ctx.b.take(x, index, dim % ctx.rank(x)))
+
+
+@converter("aten.embedding.default")
+def embedding(ctx: ImportContext, node, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    # padding_idx only changes gradients
+    return ctx.b.take(weight, indices, 0)
+
+
+@converter("aten.gather.default")
+def gather(ctx: ImportContext, node, x, dim, index, sparse_grad=False):
+    return ctx.b.gather(x, index, dim % ctx.rank(x))
+
+
+def _wrap_clamp(ctx: ImportContext, index, size: int):
+    """An i64 index tensor with negative entries wrapped and the rest clamped into [0, size)."""
+    b = ctx.b
+    index = ctx.cast(index, np.int64)
+    wrapped = b.where(b.compare(index, ctx.scalar(0, index), "lt"), b.add(index, ctx.scalar(size, index)), index)
+    return b.min(b.max(wrapped, ctx.scalar(0, index)), ctx.scalar(max(size - 1, 0), index))
+
+
+@converter("aten.index.Tensor")
+def index(ctx: ImportContext, node, x, indices):
+    """``x[i0, i1, ...]`` with integer index tensors (``None`` for whole axes).
+
+    One index tensor is a ``graph.take``. Several are combined into one linear index over
+    the indexed axes (which must be static), as torch's advanced indexing: the index
+    shapes broadcast together, and their shape replaces the indexed axes in place when
+    those are adjacent, or comes first when they are not.
+    """
+    b = ctx.b
+    positions = [(axis, t) for axis, t in enumerate(indices) if t is not None]
+    if not positions:
+        return x
+    for axis, t in positions:
+        if t.type.element_type == i1:
+            raise NotImplementedError(
+                f"boolean mask indexing (axis {axis}) gives a data-dependent shape: not supported "
+                "(use torch.where or masked_fill instead)"
+            )
+    if len(positions) == 1:
+        axis, t = positions[0]
+        return _fit(ctx, node, b.take(x, t, axis))
+    axes = [axis for axis, _ in positions]
+    x_shape = shape_of(x.type)
+    if axes != list(range(axes[0], axes[0] + len(axes))):
+        # not adjacent: the indexed axes go first, as torch puts the index shape first
+        rest = [a for a in range(len(x_shape)) if a not in axes]
+        x = b.transpose(x, axes + rest)
+        x_shape = shape_of(x.type)
+        axes = list(range(len(axes)))
+    sizes = [x_shape[a] for a in axes]
+    if any(isinstance(d, str) for d in sizes):
+        raise NotImplementedError(
+            f"indexing the symbolic axes {axes} of {format_shape(x_shape)} with several index tensors"
+        )
+    broadcast_shapes(*(shape_of(t.type) for _, t in positions))  # a clear error if they do not
+    linear = None
+    stride = 1
+    for size, (_, t) in reversed(list(zip(sizes, positions))):
+        term = _wrap_clamp(ctx, t, size)
+        if stride != 1:
+            term = b.mul(term, ctx.scalar(stride, term))
+        linear = term if linear is None else b.add(term, linear)
+        stride *= size
+    first = axes[0]
+    merged = b.reshape(x, [*x_shape[:first], stride, *x_shape[first + len(axes) :]])
+    return _fit(ctx, node, b.take(merged, linear, first))
+
+
+# ---------------------------------------------------------------------------
+# scans, arg-reductions, sorting
+
+
+@converter("aten.cumsum.default")
+def cumsum(ctx: ImportContext, node, x, dim, *, dtype=None):
+    x = ctx.cast(x, ctx.dtype(node))  # integers and bools accumulate in int64, as torch
+    return ctx.b.cumsum(x, dim % max(ctx.rank(x), 1))
+
+
+def _arg_reduce(method: str):
+    def convert(ctx: ImportContext, node, x, dim=None, keepdim=False):
+        if ctx.rank(x) == 0:
+            return ctx.constant(np.zeros((), np.int64))
+        if dim is None:  # over all elements: of the flattened tensor
+            n = int(np.prod(shape_of(x.type))) if all(isinstance(d, int) for d in shape_of(x.type)) else None
+            if n is None:
+                raise NotImplementedError(f"{method} over all axes of a symbolic shape {format_shape(shape_of(x.type))}")
+            x, dim = ctx.b.reshape(x, [n]), 0
+        return _fit(ctx, node, getattr(ctx.b, method)(x, dim % ctx.rank(x), keepdims=keepdim))
+
+    return convert
+
+
+converter("aten.argmax.default")(_arg_reduce("argmax"))
+converter("aten.argmin.default")(_arg_reduce("argmin"))
+
+
+@converter("aten.max.dim", "aten.min.dim")
+def max_min_dim(ctx: ImportContext, node, x, dim, keepdim=False):
+    kind = "max" if "max" in str(node.target) else "min"
+    dim = dim % max(ctx.rank(x), 1)
+    values = getattr(ctx.b, f"reduce_{kind}")(x, [dim], keepdims=keepdim)
+    indices = getattr(ctx.b, f"arg{kind}")(x, dim, keepdims=keepdim)
+    return values, indices
+
+
+@converter("aten.topk.default")
+def topk(ctx: ImportContext, node, x, k, dim=-1, largest=True, sorted=True):
+    if not isinstance(k, int):
+        raise NotImplementedError(f"topk with a symbolic k ({k}) is not supported (k must be static)")
+    dim = dim % ctx.rank(x)
+    indices = ctx.b.argsort(x, dim, descending=largest, k=k)  # sorted, also when sorted=False
+    return ctx.b.gather(x, indices, dim), indices
+
+
+@converter("aten.sort.default")
+def sort(ctx: ImportContext, node, x, dim=-1, descending=False):
+    dim = dim % ctx.rank(x)
+    indices = ctx.b.argsort(x, dim, descending=descending)  # stable: ties keep index order
+    return ctx.b.gather(x, indices, dim), indices
+
+
+@converter("aten.sort.stable")
+def sort_stable(ctx: ImportContext, node, x, *, stable=None, dim=-1, descending=False):
+    return sort(ctx, node, x, dim, descending)
+
+
+@converter("aten.argsort.default")
+def argsort(ctx: ImportContext, node, x, dim=-1, descending=False):
+    return ctx.b.argsort(x, dim % ctx.rank(x), descending=descending)
+
+
+@converter("aten.argsort.stable")
+def argsort_stable(ctx: ImportContext, node, x, *, stable=False, dim=-1, descending=False):
+    return argsort(ctx, node, x, dim, descending)
+
+
+# ---------------------------------------------------------------------------
+# logical reductions: any, all
+
+
+def _logical_reduce(kind: str):
+    def convert(ctx: ImportContext, node, x, dim=None, keepdim=False):
+        b = ctx.b
+        flags = x if x.type.element_type == i1 else b.compare(x, ctx.scalar(0, x), "ne")
+        as_int = ctx.cast(flags, np.int8)
+        axes = ctx.axes(dim, ctx.rank(x))
+        if ctx.rank(x) == 0:
+            return flags
+        reduced = getattr(b, f"reduce_{kind}")(as_int, axes, keepdims=keepdim)
+        return b.compare(reduced, ctx.scalar(0, reduced), "ne")
+
+    return convert
+
+
+converter("aten.any.dim", "aten.any.dims", "aten.any.default")(_logical_reduce("max"))
+converter("aten.all.dim", "aten.all.dims", "aten.all.default")(_logical_reduce("min"))
+
+
+# ---------------------------------------------------------------------------
+# variance and standard deviation
+
+
+def _var_parts(ctx: ImportContext, node, x, dim, correction, keepdim):
+    """(variance, mean with keepdim) of ``x`` over ``dim`` with Bessel's ``correction``."""
+    b = ctx.b
+    val = node.meta["val"]
+    val = val[0] if isinstance(val, tuple | list) else val  # var_mean: (var, mean)
+    dtype = numpy_dtype_of_torch(val.dtype, f"{node.name}: ")
+    if not np.issubdtype(dtype, np.floating):
+        raise NotImplementedError(f"var/std of a {dtype} tensor (float only, as torch)")
+    x = ctx.cast(x, dtype)
+    axes = ctx.axes(dim, ctx.rank(x))
+    correction = 1 if correction is None else correction
+    mean = b.reduce_mean(x, axes, keepdims=True)
+    deviation = b.sub(x, mean)
+    squares = b.mul(deviation, deviation)
+    dims = [shape_of(x.type)[a] for a in axes]
+    if any(isinstance(d, str) for d in dims):
+        if correction != 0:
+            raise NotImplementedError(
+                f"var/std with correction={correction} over the symbolic dims {dims}: the count is not static"
+            )
+        variance = b.reduce_mean(squares, axes, keepdims=keepdim)
+    else:
+        count = int(np.prod(dims))
+        # torch: a count <= correction gives inf (or nan for 0/0)
+        variance = b.div(b.reduce_sum(squares, axes, keepdims=keepdim), ctx.scalar(max(count - correction, 0), x))
+    if not keepdim:
+        mean = b.reshape(mean, shape_of(variance.type))
+    return variance, mean
+
+
+@converter("aten.var.correction")
+def var(ctx: ImportContext, node, x, dim=None, *, correction=None, keepdim=False):
+    return _var_parts(ctx, node, x, dim, correction, keepdim)[0]
+
+
+@converter("aten.std.correction")
+def std(ctx: ImportContext, node, x, dim=None, *, correction=None, keepdim=False):
+    return ctx.b.sqrt(var(ctx, node, x, dim, correction=correction, keepdim=keepdim))
+
+
+@converter("aten.var.dim")
+def var_dim(ctx: ImportContext, node, x, dim=None, unbiased=True, keepdim=False):
+    return var(ctx, node, x, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+
+
+@converter("aten.std.dim")
+def std_dim(ctx: ImportContext, node, x, dim=None, unbiased=True, keepdim=False):
+    return std(ctx, node, x, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+
+
+@converter("aten.var.default")
+def var_all(ctx: ImportContext, node, x, unbiased=True):
+    return var_dim(ctx, node, x, None, unbiased)
+
+
+@converter("aten.std.default")
+def std_all(ctx: ImportContext, node, x, unbiased=True):
+    return std_dim(ctx, node, x, None, unbiased)
+
+
+@converter("aten.var_mean.correction")
+def var_mean(ctx: ImportContext, node, x, dim=None, *, correction=None, keepdim=False):
+    return _var_parts(ctx, node, x, dim, correction, keepdim)
+
+
+@converter("aten.std_mean.correction")
+def std_mean(ctx: ImportContext, node, x, dim=None, *, correction=None, keepdim=False):
+    variance, mean = _var_parts(ctx, node, x, dim, correction, keepdim)
+    return ctx.b.sqrt(variance), mean
+
+
+# ---------------------------------------------------------------------------
+# padding, stacking, splitting, flipping, repeating
+
+
+@converter("aten.constant_pad_nd.default")
+def constant_pad_nd(ctx: ImportContext, node, x, pad, value=0):
+    rank = ctx.rank(x)
+    if len(pad) % 2 or len(pad) // 2 > rank:
+        raise ValueError(f"pad {list(pad)} must have an even length of at most {2 * rank} for rank {rank}")
+    low, high = [0] * rank, [0] * rank
+    for k in range(len(pad) // 2):  # torch: (left, right) of the last axis first
+        low[rank - 1 - k], high[rank - 1 - k] = int(pad[2 * k]), int(pad[2 * k + 1])
+    dtype = ctx.dtype(node)
+    return ctx.b.pad(x, low, high, np.asarray(value).astype(dtype).item())
+
+
+@converter("aten.stack.default")
+def stack(ctx: ImportContext, node, tensors, dim=0):
+    rank = ctx.rank(tensors[0]) + 1
+    dim = dim % rank
+    pieces = []
+    for t in tensors:
+        shape = list(shape_of(t.type))
+        pieces.append(ctx.b.reshape(ctx.cast(t, ctx.dtype(node)), [*shape[:dim], 1, *shape[dim:]]))
+    return ctx.b.concat(pieces, axis=dim)
+
+
+def _split(ctx: ImportContext, x, sizes, dim):
+    dim = dim % ctx.rank(x)
+    total = shape_of(x.type)[dim]
+    if isinstance(total, str):
+        raise NotImplementedError(f"splitting the symbolic axis {dim} ({total})")
+    if sum(sizes) != total:
+        raise ValueError(f"split sizes {list(sizes)} do not add up to dim {dim} = {total}")
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(ctx.b.slice(x, [start], [start + size], [dim], [1]))
+        start += size
+    return tuple(pieces)
+
+
+@converter("aten.split_with_sizes.default", "aten.split_with_sizes_copy.default")
+def split_with_sizes(ctx: ImportContext, node, x, split_sizes, dim=0):
+    return _split(ctx, x, [int(s) for s in split_sizes], dim)
+
+
+@converter("aten.split.Tensor", "aten.split_copy.Tensor")
+def split(ctx: ImportContext, node, x, split_size, dim=0):
+    total = shape_of(x.type)[dim % ctx.rank(x)]
+    if isinstance(total, str):
+        raise NotImplementedError(f"splitting the symbolic axis {dim} ({total})")
+    sizes = [min(split_size, total - start) for start in range(0, total, split_size)] or [0]
+    return _split(ctx, x, sizes, dim)
+
+
+@converter("aten.chunk.default")
+def chunk(ctx: ImportContext, node, x, chunks, dim=0):
+    total = shape_of(x.type)[dim % ctx.rank(x)]
+    if isinstance(total, str):
+        raise NotImplementedError(f"chunking the symbolic axis {dim} ({total})")
+    return split(ctx, node, x, max(-(-total // chunks), 1), dim)
+
+
+@converter("aten.unbind.int")
+def unbind(ctx: ImportContext, node, x, dim=0):
+    dim = dim % ctx.rank(x)
+    shape = shape_of(x.type)
+    if isinstance(shape[dim], str):
+        raise NotImplementedError(f"unbinding the symbolic axis {dim} ({shape[dim]})")
+    rest = [*shape[:dim], *shape[dim + 1 :]]
+    return tuple(ctx.b.reshape(piece, rest) for piece in _split(ctx, x, [1] * shape[dim], dim))
+
+
+@converter("aten.flip.default")
+def flip(ctx: ImportContext, node, x, dims):
+    if not dims:
+        return x
+    return ctx.b.flip(x, [d % ctx.rank(x) for d in dims])
+
+
+@converter("aten.repeat.default")
+def repeat(ctx: ImportContext, node, x, repeats):
+    """Tile: each axis ``(d,)`` becomes ``(r, d)`` by broadcasting, then ``r * d`` by a reshape."""
+    b = ctx.b
+    shape = list(shape_of(x.type))
+    if len(repeats) < len(shape):
+        raise ValueError(f"repeat: {len(repeats)} repeats for a tensor of rank {len(shape)}")
+    shape = [1] * (len(repeats) - len(shape)) + shape
+    if all(r == 1 for r in repeats):
+        return b.reshape(x, shape) if len(shape) != ctx.rank(x) else x
+    interleaved = [d for size in shape for d in (1, size)]
+    tiled = [d for r, size in zip(repeats, shape) for d in (r, size)]
+    return b.reshape(b.broadcast_to(b.reshape(x, interleaved), tiled), ctx.shape(node))

@@ -1,0 +1,373 @@
+"""Indexing, index-producing and miscellaneous tensor ATen ops, exported from tiny modules,
+compiled with tk.build and compared with torch eager on fresh random inputs: index_select,
+embedding, gather, x[idx], cumsum, argmax/argmin, max/min with indices, topk, sort,
+logical/bitwise ops, masked_fill, where and clamp with scalars or tensors, arange/full/
+zeros/ones/*_like, var/std, constant padding, stack, split/chunk/unbind, flip, repeat.
+
+Several variants of one op share one exported module (its outputs are a tuple), so that
+each test exports and compiles once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the torch frontend tests need torch")
+F = torch.nn.functional
+
+import tensorkiln as tk  # noqa: E402
+from tensorkiln.errors import UnsupportedOperatorError  # noqa: E402
+from tensorkiln.frontends.torch import TorchImportError, from_exported_program  # noqa: E402
+
+
+class Fn(torch.nn.Module):
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def _flat(result) -> list:
+    if isinstance(result, tuple | list):
+        return [t for r in result for t in _flat(r)]
+    return [result]
+
+
+def check(
+    fn: Callable | torch.nn.Module,
+    make_inputs: Callable[[np.random.Generator], tuple],
+    rng: np.random.Generator,
+    *,
+    runs: int = 2,
+    dynamic_shapes=None,
+    rtol: float = 1e-5,
+    atol: float = 1e-5,
+    interpreter: bool = False,
+):
+    """Export ``fn`` on one set of inputs, compile it, and compare with torch eager on
+    ``runs`` fresh sets (``make_inputs(rng)`` gives torch tensors). Returns the module."""
+    model = fn if isinstance(fn, torch.nn.Module) else Fn(fn)
+    example = make_inputs(rng)
+    kwargs = {} if dynamic_shapes is None else {"dynamic_shapes": ((dynamic_shapes,),)}  # forward(*args)
+    module = from_exported_program(torch.export.export(model.eval(), example, **kwargs))
+    executors = [tk.build(module)] + ([tk.create_executor("interpreter", module).evaluate()] if interpreter else [])
+    for _ in range(runs):
+        inputs = make_inputs(rng)
+        with torch.no_grad():
+            expected = [t.numpy() for t in _flat(model(*inputs))]
+        for run in executors:
+            got = run(*[t.numpy() for t in inputs])
+            got = list(got) if isinstance(got, tuple) else [got]
+            assert len(got) == len(expected)
+            for k, (g, e) in enumerate(zip(got, expected)):
+                assert g.shape == e.shape, f"output {k}: shape {g.shape}, torch {e.shape}"
+                assert g.dtype == e.dtype, f"output {k}: dtype {g.dtype}, torch {e.dtype}"
+                if e.dtype.kind == "f":
+                    np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg=f"output {k}")
+                else:
+                    np.testing.assert_array_equal(g, e, err_msg=f"output {k}")
+    return module
+
+
+def randn(rng, *shape):
+    return torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
+
+
+def randint(rng, low, high, shape, dtype=torch.int64):
+    return torch.from_numpy(rng.integers(low, high, shape)).to(dtype)
+
+
+# ---------------------------------------------------------------------------
+# index_select, embedding, gather, x[idx]
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
+def test_index_select(rng, index_dtype):
+    def fn(x, i, j):
+        return torch.index_select(x, 1, i), torch.index_select(x, -1, j), torch.index_select(x, 0, j[0])
+
+    check(fn, lambda r: (randn(r, 4, 5, 7), randint(r, 0, 5, (6,), index_dtype), randint(r, 0, 4, (3,), index_dtype)), rng)
+
+
+def test_embedding(rng):
+    torch.manual_seed(0)
+    model = torch.nn.Embedding(11, 6)
+    check(model, lambda r: (randint(r, 0, 11, (3, 5)),), rng)
+    weight = randn(rng, 9, 4)
+    check(lambda i: F.embedding(i, weight) * 2.0, lambda r: (randint(r, 0, 9, (7,), torch.int32),), rng)
+
+
+def test_embedding_with_positions(rng):
+    """Token embedding plus learned positions, as in a GPT-style model."""
+
+    class Embed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(1)
+            self.tokens = torch.nn.Embedding(13, 8)
+            self.positions = torch.nn.Embedding(10, 8)
+
+        def forward(self, ids):
+            return self.tokens(ids) + self.positions(torch.arange(ids.shape[1]))
+
+    check(Embed(), lambda r: (randint(r, 0, 13, (2, 6)),), rng)
+
+
+def test_gather(rng):
+    def fn(x, i, j):
+        return torch.gather(x, 1, i), torch.gather(x, -1, j), torch.gather(x, 0, j[:3])
+
+    check(fn, lambda r: (randn(r, 4, 5, 6), randint(r, 0, 5, (4, 3, 6)), randint(r, 0, 4, (4, 5, 2))), rng)
+
+
+def test_index_tensor(rng):
+    def fn(x, i, j):
+        return x[i], x[:, i], x[..., j], x[i, j], x[i[:, None], :, j[:2]], x[1:, j, 2:]
+
+    # negative indices wrap, as in torch
+    check(fn, lambda r: (randn(r, 5, 4, 6), randint(r, -4, 4, (3,)), randint(r, -4, 4, (3,), torch.int32)), rng)
+
+
+def test_index_tensor_2d_index(rng):
+    check(lambda x, i: x[i] * 2, lambda r: (randn(r, 7, 3), randint(r, -7, 7, (2, 4))), rng)
+
+
+def test_boolean_mask_indexing_is_a_clear_error():
+    ep = torch.export.export(Fn(lambda x, m: x[m]).eval(), (torch.randn(4, 5), torch.randn(4, 5) > 0))
+    with pytest.raises((UnsupportedOperatorError, TorchImportError)):
+        from_exported_program(ep)
+
+
+# ---------------------------------------------------------------------------
+# cumsum, argmax/argmin, max/min with indices, topk, sort
+
+
+def test_cumsum(rng):
+    def fn(x, i):
+        return torch.cumsum(x, 1), torch.cumsum(x, -1), torch.cumsum(i, 0), torch.cumsum(x > 0, 1), x.cumsum(0, dtype=torch.float64)
+
+    check(fn, lambda r: (randn(r, 3, 7, 5), randint(r, -9, 9, (4, 3), torch.int32)), rng)
+
+
+def test_argmax_argmin(rng):
+    def fn(x, i):
+        return (
+            torch.argmax(x, 1), torch.argmax(x, -1, keepdim=True), torch.argmax(x), torch.argmax(x, keepdim=True),
+            torch.argmin(x, 0), torch.argmin(x, 2, keepdim=True), torch.argmax(i, 1), torch.argmin(i),
+        )  # fmt: skip
+
+    check(fn, lambda r: (randn(r, 4, 5, 3), randint(r, -3, 3, (6, 7), torch.int32)), rng)
+
+
+def test_argmax_first_of_ties(rng):
+    # few distinct values: many ties; torch returns the first maximal index
+    check(
+        lambda x: (torch.argmax(x, 1), torch.argmin(x, 0), x.max(1).indices),
+        lambda r: (torch.from_numpy(r.integers(0, 3, (6, 9)).astype(np.float32)),),
+        rng,
+    )
+
+
+def test_max_min_with_indices(rng):
+    def fn(x):
+        values, indices = torch.max(x, 1)
+        low = torch.min(x, -1, keepdim=True)
+        return values, indices, low.values, low.indices
+
+    check(fn, lambda r: (randn(r, 3, 6, 4),), rng)
+
+
+def test_topk(rng):
+    def fn(x):
+        return torch.topk(x, 3), torch.topk(x, 2, dim=0, largest=False), torch.topk(x, 1, dim=1, sorted=False)
+
+    check(fn, lambda r: (randn(r, 5, 7),), rng)
+
+
+def test_sort(rng):
+    def fn(x):
+        return torch.sort(x, 1), torch.sort(x, 0, descending=True), torch.argsort(x, -1), torch.sort(x, stable=True).indices
+
+    check(fn, lambda r: (randn(r, 4, 6),), rng)
+
+
+# ---------------------------------------------------------------------------
+# logical and bitwise ops, masked_fill, where, clamp
+
+
+def test_logical_ops(rng):
+    def fn(a, b, x, i):
+        return (
+            torch.logical_and(a, b), torch.logical_or(a, b), torch.logical_xor(a, b), torch.logical_not(a),
+            torch.logical_and(x, b), torch.logical_not(x), torch.logical_or(i, a),
+            a & b, a | b, a ^ b, ~a, ~i,
+        )  # fmt: skip
+
+    def inputs(r):
+        x = randn(r, 4, 5)
+        x[0, :2] = 0.0
+        return randn(r, 4, 5) > 0, randn(r, 5) > 0, x, randint(r, -2, 2, (4, 5), torch.int32)
+
+    check(fn, inputs, rng)
+
+
+def test_any_all(rng):
+    def fn(m, x):
+        return m.any(1), m.all(-1, keepdim=True), m.any(), torch.all(m), x.any(0), torch.any(m, (0, 2)), m[0, 0, 0].any()
+
+    def inputs(r):
+        x = torch.from_numpy(r.integers(0, 2, (4, 3, 5)).astype(np.float32))
+        return torch.from_numpy(r.random((3, 4, 2)) < 0.7), x
+
+    check(fn, inputs, rng)
+
+
+def test_masked_fill_and_where_with_scalars(rng):
+    def fn(x, m):
+        return (
+            x.masked_fill(m, -1e9), x.masked_fill(m, torch.tensor(2.0)), x.masked_fill(m[0], float("-inf")),
+            torch.where(m, x, 0.0), torch.where(m, 1.0, x), torch.where(m, 1.0, 0.0), torch.where(m, 2, x),
+        )  # fmt: skip
+
+    check(fn, lambda r: (randn(r, 3, 6), randn(r, 3, 6) > 0), rng)
+
+
+def test_causal_mask(rng):
+    """The causal attention mask as GPT-style blocks build it."""
+
+    def fn(x):
+        t = x.shape[-1]
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        return x.masked_fill(mask, float("-inf")).softmax(-1), torch.tril(x), torch.triu(x, -1)
+
+    check(fn, lambda r: (randn(r, 2, 5, 5),), rng)
+
+
+def test_clamp_variants(rng):
+    def fn(x, low, high):
+        return (
+            torch.clamp(x, low, high), torch.clamp(x, min=low), torch.clamp(x, max=high),
+            torch.clamp_min(x, 0.1), torch.clamp_max(x, high), x.clamp(-0.5, 0.5),
+            torch.clamp(x.int(), -1, 1),
+        )  # fmt: skip
+
+    check(fn, lambda r: (randn(r, 4, 5), randn(r, 5) - 0.5, randn(r, 4, 1) + 0.5), rng)
+
+
+# ---------------------------------------------------------------------------
+# creation
+
+
+def test_arange_full_zeros_ones(rng):
+    def fn(x):
+        return (
+            x + torch.arange(6), torch.arange(0.5, 3.5, 0.5), torch.arange(1, 12, 3), torch.arange(5, dtype=torch.float32),
+            torch.arange(10, 0, -3), torch.full((2, 3), 2.5), torch.zeros(6), torch.ones(2, 6, dtype=torch.int32),
+            torch.scalar_tensor(3.0) * x, torch.full((2,), True), torch.empty(3).fill_(1.0),
+        )  # fmt: skip
+
+    check(fn, lambda r: (randn(r, 4, 6),), rng)
+
+
+def test_like_and_new(rng):
+    def fn(x):
+        return (
+            torch.full_like(x, 3.0), torch.zeros_like(x), torch.ones_like(x, dtype=torch.bool),
+            x.new_zeros(3), x.new_ones((2, 2)), x.new_full((4,), -1.0), torch.zeros_like(x, dtype=torch.int64),
+        )  # fmt: skip
+
+    check(fn, lambda r: (randn(r, 3, 5),), rng)
+
+
+def test_creation_with_a_dynamic_batch(rng):
+    batch = torch.export.Dim("batch", min=2, max=64)
+
+    def fn(x):
+        n = x.shape[0]
+        return torch.zeros_like(x) + x, torch.full((n, 3), 2.0), torch.arange(n) * 2, torch.ones(n, dtype=torch.int32)
+
+    def inputs(r):
+        return (randn(r, int(r.integers(2, 9)), 5),)
+
+    check(fn, inputs, rng, runs=3, dynamic_shapes={0: batch}, interpreter=True)
+
+
+# ---------------------------------------------------------------------------
+# var / std
+
+
+def test_var_std(rng):
+    def fn(x):
+        return (
+            torch.var(x, 1), torch.var(x, 1, keepdim=True), torch.var(x), torch.std(x, (0, 2), correction=0),
+            torch.std(x, -1, keepdim=True, correction=2), *torch.var_mean(x, 1), *torch.std_mean(x, (0, 1), keepdim=True),
+            torch.var(x, 0, unbiased=False), torch.std(x),
+        )  # fmt: skip
+
+    check(fn, lambda r: (randn(r, 4, 5, 3) * 3 + 1,), rng)
+
+
+def test_layer_norm_by_hand(rng):
+    """LayerNorm written with var, as some models do."""
+
+    def fn(x):
+        mean = x.mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + 1e-5)
+
+    check(fn, lambda r: (randn(r, 3, 8),), rng)
+
+
+# ---------------------------------------------------------------------------
+# padding, stack, split, chunk, unbind, flip, repeat, views
+
+
+def test_constant_pad(rng):
+    def fn(x, i):
+        return (
+            F.pad(x, (1, 2, 0, 3), value=1.5), F.pad(x, (-1, 2)), F.pad(x, (0, 0, -2, -1, 1, 1)),
+            F.pad(i, (2, -3, 1, 1), value=7), torch.constant_pad_nd(x, (1, 1)),
+        )  # fmt: skip
+
+    check(fn, lambda r: (randn(r, 2, 5, 6), randint(r, -9, 9, (3, 5), torch.int32)), rng)
+
+
+def test_stack(rng):
+    check(lambda x, y: (torch.stack([x, y], 1), torch.stack([x, y, x], -1), torch.stack([x])), lambda r: (randn(r, 3, 4), randn(r, 3, 4)), rng)
+
+
+def test_split_chunk_unbind(rng):
+    def fn(x):
+        a = torch.split(x, 2, 1)
+        b = torch.split(x, [1, 5], -1)
+        c = torch.chunk(x, 3, -1)  # sizes 2, 2, 2
+        d = torch.chunk(x, 2, 1)  # sizes 3, 2
+        e = torch.unbind(x, 1)
+        return (*a, *b, *c, *d, *e, x.unbind(-1)[-1])
+
+    check(fn, lambda r: (randn(r, 3, 5, 6),), rng)
+
+
+def test_channel_shuffle_with_chunk(rng):
+    """ShuffleNet style: split the channels, work on one half, concatenate, shuffle."""
+
+    def fn(x):
+        left, right = x.chunk(2, dim=1)
+        y = torch.cat([left, torch.relu(right)], 1)
+        n, c, h, w = y.shape
+        return y.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
+
+    check(fn, lambda r: (randn(r, 2, 8, 3, 3),), rng)
+
+
+def test_flip_repeat_views(rng):
+    def fn(x):
+        return (
+            torch.flip(x, (0, -1)), x.flip(1), x.repeat(2, 1, 3), torch.tile(x, (2,)), x.repeat(2, 1, 1, 1),
+            x[:, :1].squeeze(1), x.unsqueeze(-1), x.flatten(1), x[:, -1], x[-2], x[:, ::2, 1::3],
+        )  # fmt: skip
+
+    check(fn, lambda r: (randn(r, 3, 4, 5),), rng)
