@@ -44,14 +44,14 @@ def lower_to_loops(module: ModuleOp, ctx: PassContext | None = None) -> ModuleOp
     check_supported(module)
     module.verify()
     lowered = module.clone()
-    run_pipeline(lowered, TO_LOOPS, ctx or PassContext(opt_level=0, dump_ir=None))
+    run_pipeline(lowered, TO_LOOPS, ctx or PassContext(opt_level=0, dump_ir=False))
     return lowered
 
 
 def lower_to_llvm_dialect(loops: ModuleOp, ctx: PassContext | None = None) -> ModuleOp:
     """Lower a loop-dialect module (from :func:`lower_to_loops`) in place to xDSL's llvm
     dialect: f32 exp/log/tanh/erf/pow expanded to vectorisable arith code, then loop-to-llvm."""
-    run_pipeline(loops, TO_LLVM, ctx or PassContext(opt_level=0, dump_ir=None))
+    run_pipeline(loops, TO_LLVM, ctx or PassContext(opt_level=0, dump_ir=False))
     return loops
 
 
@@ -88,13 +88,12 @@ def build(
     check_supported(module)
     module.verify()
     work = module.clone()
-    optimize_graph(work, ctx)
-    run_pipeline(work, TO_LOOPS, ctx)
+    reports = [optimize_graph(work, ctx), run_pipeline(work, TO_LOOPS, ctx)]
     _, _, weights = entry_layout(find_function(work, function))
-    run_pipeline(work, TO_LLVM, ctx)
+    reports.append(run_pipeline(work, TO_LLVM, ctx))
     jit_start = time.perf_counter()
     jit = jit_compile(work, cpu)
-    timings = [*ctx.timings, ("llvm-jit", time.perf_counter() - jit_start)]
+    timings = [t for report in reports for t in report] + [("llvm-jit", time.perf_counter() - jit_start)]
     lib = CompiledModule(jit.address(function), signature, [weight_array(w) for w in weights], keep_alive=jit)
     lib.pass_timings = timings
     lib.compile_seconds = time.perf_counter() - start
