@@ -91,9 +91,8 @@ def build(
     reports = [optimize_graph(work, ctx), run_pipeline(work, TO_LOOPS, ctx)]
     _, _, weights = entry_layout(find_function(work, function))
     reports.append(run_pipeline(work, TO_LLVM, ctx))
-    jit_start = time.perf_counter()
     jit = jit_compile(work, cpu)
-    timings = [t for report in reports for t in report] + [("llvm-jit", time.perf_counter() - jit_start)]
+    timings = [t for report in reports for t in report] + jit.timings
     lib = CompiledModule(jit.address(function), signature, [weight_array(w) for w in weights], keep_alive=jit)
     lib.pass_timings = timings
     lib.compile_seconds = time.perf_counter() - start

@@ -66,8 +66,9 @@ def _users(op: Operation) -> set[Operation]:
 
 
 class _Fuser:
-    def __init__(self, block_ops: list[Operation]):
+    def __init__(self, block_ops: list[Operation], max_group_size: int):
         self.ops = block_ops
+        self.max_group_size = max_group_size
         self.group_of: dict[Operation, _Group] = {}
 
     def try_join(self, op: GraphOp) -> bool:
@@ -76,6 +77,8 @@ class _Fuser:
         if not users or len(groups) != 1 or any(u not in self.group_of for u in users):
             return False
         group = self.group_of[next(iter(users))]
+        if len(group.members) >= self.max_group_size:
+            return False
         kind = op.PATTERN_KIND
         if any(u.PATTERN_KIND in (OpPatternKind.OUT_ELEMWISE_FUSABLE, OpPatternKind.OPAQUE) for u in users):
             return False
@@ -151,8 +154,12 @@ class FuseOpsPass(ModulePass):
 
     name = "fuse-ops"
 
+    #: the most ops in one group (like TVM's max_fuse_depth): bounds kernel size and the
+    #: depth of producer inlining
+    max_group_size: int = 64
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             block = function.body.block
-            for group in _Fuser(list(block.ops)).groups():
+            for group in _Fuser(list(block.ops), self.max_group_size).groups():
                 _materialize(group)

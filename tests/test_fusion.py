@@ -120,3 +120,10 @@ def test_build_fuses_at_o2_not_at_o0(rng, tmp_path):
     assert "fuse-ops" not in [name for name, _ in plain.pass_timings]
     dumped = sorted(p.name for p in tmp_path.iterdir())
     assert dumped[0] == "00_input.mlir" and any("loop-to-llvm" in name for name in dumped)
+
+
+def test_long_chains_are_cut_into_bounded_groups(rng):
+    module, _ = elementwise_chain(150, shape=(3, 4))
+    after = check_same_numbers(module, [rng.standard_normal((3, 4)).astype("f4")])
+    groups = [op for op in after.walk() if isinstance(op, FusedOp)]
+    assert len(groups) == 3 and all(len(list(g.body.block.ops)) <= 65 for g in groups)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import shlex
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -138,5 +139,19 @@ def _check_external_symbols(module: llvm.ModuleRef) -> None:
 
 
 def jit_compile(module: ModuleOp, target: CPUTarget) -> JITModule:
-    """Compile an llvm-dialect module to native code in this process."""
-    return JITModule(optimize(llvm_ir(module, target), target), target)
+    """Compile an llvm-dialect module to native code in this process.
+
+    ``jit.timings`` holds the seconds spent printing LLVM IR, optimising, and
+    generating machine code."""
+    start = time.perf_counter()
+    text = llvm_ir(module, target)
+    printed = time.perf_counter()
+    optimized = optimize(text, target)
+    done = time.perf_counter()
+    jit = JITModule(optimized, target)
+    jit.timings = [
+        ("llvm-ir-text", printed - start),
+        ("llvm-opt", done - printed),
+        ("llvm-codegen", time.perf_counter() - done),
+    ]
+    return jit

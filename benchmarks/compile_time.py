@@ -1,0 +1,71 @@
+"""Where compile time goes: each stage of tk.build timed for the bundled models and a
+500-op chain (a graph 10x larger than the MLP/CNN). Writes its table to BENCHMARKS.md.
+
+    .venv/bin/python benchmarks/compile_time.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report import machine, table, write_section  # noqa: E402
+
+import tensorkiln as tk  # noqa: E402
+from tensorkiln.examples.models import elementwise_chain, mlp, small_cnn  # noqa: E402
+
+MODELS = {
+    "MLP 784-512-256-10": lambda: mlp(),
+    "CNN (2 conv, pool, dense)": lambda: small_cnn(),
+    "chain of 500 elementwise ops": lambda: elementwise_chain(500),
+}
+
+
+def stage_times(make_model) -> tuple[dict[str, float], int]:
+    """Seconds per stage of one build of the model (a pass run twice is summed), and its
+    number of graph ops."""
+    start = time.perf_counter()
+    module, _ = make_model()
+    times = {"build IR (builder)": time.perf_counter() - start}
+    n_ops = sum(1 for _ in module.walk()) - 2
+    start = time.perf_counter()
+    module.verify()
+    times["verify"] = time.perf_counter() - start
+    lib = tk.build(module)
+    for name, seconds in lib.pass_timings:
+        times[name] = times.get(name, 0.0) + seconds
+    return times, n_ops
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    results = {}
+    for name, make in MODELS.items():
+        runs = [stage_times(make) for _ in range(args.repeat)]
+        stages = runs[0][0].keys()
+        results[name] = ({s: statistics.median(r[0][s] for r in runs) for s in stages}, runs[0][1])
+        total = sum(results[name][0].values())
+        print(f"{name}: {total * 1e3:.0f} ms total, {results[name][1]} graph ops")
+    stages = list(dict.fromkeys(s for r, _ in results.values() for s in r))
+    header = [f"stage (ms, median of {args.repeat})"] + [f"{n} ({ops} ops)" for n, (_, ops) in results.items()]
+    rows = [[s] + [f"{r.get(s, 0.0) * 1e3:.1f}" for r, _ in results.values()] for s in stages]
+    rows.append(["**total**"] + [f"**{sum(r.values()) * 1e3:.0f}**" for r, _ in results.values()])
+    body = [
+        "## Compile time by stage",
+        "",
+        f"`benchmarks/compile_time.py` on {machine()}, one `tk.build` at the default O2 split by",
+        "stage (the graph passes, the lowerings, then LLVM: IR text, O3 optimisation, machine code).",
+        "",
+        table(header, rows),
+    ]
+    write_section("compile-time", "\n".join(body))
+
+
+if __name__ == "__main__":
+    main()
