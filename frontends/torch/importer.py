@@ -40,6 +40,11 @@ KEEP_WHOLE = (
 _STRUCTURAL = {"_operator.getitem", "aten.sym_size.int"}
 
 
+def _is_dead(node: Any) -> bool:
+    """A computation nothing uses (export leaves e.g. symbolic size arithmetic behind)."""
+    return node.op == "call_function" and not node.users
+
+
 class TorchImportError(ValueError):
     """A node could not be converted; says which node, where in the user's code, and why."""
 
@@ -78,7 +83,7 @@ def unsupported_nodes(graph: Any) -> dict[str, list[str]]:
     """ATen overloads without a converter -> the names of the nodes using them."""
     missing: dict[str, list[str]] = {}
     for node in graph.nodes:
-        if node.op == "call_function":
+        if node.op == "call_function" and not _is_dead(node):
             name = target_name(node.target)
             if name not in CONVERTERS and name not in _STRUCTURAL:
                 missing.setdefault(name, []).append(node.name)
@@ -182,7 +187,7 @@ class _Importer:
         self.placeholders()
         outputs: list[SSAValue] = []
         for node in self.ep.graph.nodes:
-            if node.op == "call_function":
+            if node.op == "call_function" and not _is_dead(node):
                 self.call(node)
             elif node.op == "output":
                 outputs = _flatten_outputs(self.arg(node.args[0]))
