@@ -5,61 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from xdsl.context import Context
-from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import ModuleOp, f32, f64, i1, i32
-from xdsl.ir import Block, Region
-from xdsl.parser import Parser
+from xdsl.dialects.builtin import f32, f64, i1, i32
 from xdsl.utils.exceptions import VerifyException
 
 from compare import compile_and_compare
 from tensorkiln.dialects.graph import Graph, OpPatternKind
 from tensorkiln.dialects.graph.base import ints
 from tensorkiln.dialects.graph.nn import Conv2dTransposeOp, Resize2dOp
-from tensorkiln.dialects.graph.types import shape_of, tensor_type
-
-# ---------------------------------------------------------------------------
-# helpers (each graph-op test file has its own copy)
-
-
-def args(*types):
-    """Fresh block arguments of these types."""
-    return Block(arg_types=list(types)).args
-
-
-def t(shape, element=f32):
-    return tensor_type(shape, element)
-
-
-def context() -> Context:
-    ctx = Context()
-    for dialect in (builtin.Builtin, func.Func, Graph):
-        ctx.load_dialect(dialect)
-    return ctx
-
-
-def module_of(ops) -> ModuleOp:
-    """The ops (built on the args of one block) in a func.func returning their results."""
-    block = ops[0].operands[0].owner
-    block.add_ops([*ops, func.ReturnOp(*(op.results[0] for op in ops))])
-    f = func.FuncOp("f", ([a.type for a in block.args], [op.results[0].type for op in ops]), Region(block))
-    module = ModuleOp([f])
-    module.verify()
-    return module
-
-
-def assert_round_trip(ops) -> str:
-    text = str(module_of(ops))
-    parsed = Parser(context(), text).parse_module()
-    parsed.verify()
-    assert str(parsed) == text
-    return text
-
-
-def parse_and_verify(text: str) -> ModuleOp:
-    module = Parser(context(), text).parse_module()
-    module.verify()
-    return module
+from tensorkiln.dialects.graph.types import shape_of
+from graph_op_helpers import args, t, assert_round_trip, parse_and_verify
 
 
 def test_registered_with_pattern_kinds():

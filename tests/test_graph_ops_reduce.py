@@ -3,15 +3,10 @@ result type inference, verifier errors, textual round trip, numpy/torch referenc
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
-from xdsl.context import Context
-from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import ModuleOp, f16, f32, f64, i1, i32, i64
-from xdsl.ir import Block, Region
-from xdsl.parser import Parser
+from xdsl.dialects.builtin import f16, f32, f64, i1, i32, i64
 from xdsl.utils.exceptions import VerifyException
 
 from tensorkiln.dialects.graph import Graph, OpPatternKind
@@ -26,93 +21,8 @@ from tensorkiln.dialects.graph.reduce import (
     ReduceSumOp,
     SoftmaxOp,
 )
-from tensorkiln.dialects.graph.types import shape_of, tensor_type
-
-# ---------------------------------------------------------------------------
-# helpers (each graph-op test file has its own copy)
-
-
-def args(*types):
-    """Fresh block arguments of these types."""
-    return Block(arg_types=list(types)).args
-
-
-def t(shape, element=f32):
-    return tensor_type(shape, element)
-
-
-def context() -> Context:
-    ctx = Context()
-    for dialect in (builtin.Builtin, func.Func, Graph):
-        ctx.load_dialect(dialect)
-    return ctx
-
-
-def module_of(ops) -> ModuleOp:
-    """The ops (built on the args of one block) in a func.func returning their results."""
-    block = ops[0].operands[0].owner
-    block.add_ops([*ops, func.ReturnOp(*(op.results[0] for op in ops))])
-    f = func.FuncOp(
-        "f", ([a.type for a in block.args], [op.results[0].type for op in ops]), Region(block)
-    )
-    module = ModuleOp([f])
-    module.verify()
-    return module
-
-
-def assert_round_trip(ops) -> str:
-    text = str(module_of(ops))
-    parsed = Parser(context(), text).parse_module()
-    parsed.verify()
-    assert str(parsed) == text
-    return text
-
-
-def parse_and_verify(text: str) -> ModuleOp:
-    module = Parser(context(), text).parse_module()
-    module.verify()
-    return module
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for c in text:
-        depth += c in "<([{"
-        depth -= c in ">)]}"
-        if c == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += c
-    return [*parts, cur.strip()] if cur.strip() else parts
-
-
-def doc_examples(module) -> list[str]:
-    """Every ``%x = graph.op ...`` line in the docstrings of a family module and its ops."""
-    docs = [module.__doc__ or ""] + [
-        v.__doc__ or "" for v in vars(module).values() if isinstance(v, type) and v.__module__ == module.__name__
-    ]
-    found = []
-    for doc in docs:
-        found += [m.strip().rstrip("`") for m in re.findall(r"(%\w+ = graph\.\w+ [^\n]*)", doc)]
-    return found
-
-
-def check_doc_example(line: str) -> None:
-    """Parse and verify a docstring example, its operands as function arguments."""
-    body = line.split(" = ", 1)[1]
-    attr_start = body.find("{")
-    colon = body.rfind("} : ") + 1 if attr_start >= 0 else body.find(" : ")
-    head, types = body[:colon], body[colon:].strip()[1:].strip()
-    operands = list(dict.fromkeys(re.findall(r"%\w+", head)))
-    in_types = _split_top(types.split(" -> ")[0])
-    names = re.findall(r"%\w+", head)
-    assert len(names) == len(in_types) or len(in_types) == 1, line
-    typ = {n: ty for n, ty in zip(names, in_types)} if len(in_types) == len(names) else {n: in_types[0] for n in names}
-    sig = ", ".join(f"{n}: {typ[n]}" for n in operands)
-    parse_and_verify(f"builtin.module {{\n func.func @f({sig}) {{\n  {line}\n  func.return\n }}\n}}")
-
-
+from tensorkiln.dialects.graph.types import shape_of
+from graph_op_helpers import args, t, assert_round_trip, parse_and_verify, doc_examples, check_doc_example
 
 # ---------------------------------------------------------------------------
 # docstrings and pattern kinds
