@@ -43,16 +43,19 @@ def check(
     rng: np.random.Generator,
     *,
     runs: int = 2,
-    dynamic_shapes=None,
+    dynamic_shapes: dict | tuple | None = None,
     rtol: float = 1e-5,
     atol: float = 1e-5,
     interpreter: bool = False,
 ):
     """Export ``fn`` on one set of inputs, compile it, and compare with torch eager on
-    ``runs`` fresh sets (``make_inputs(rng)`` gives torch tensors). Returns the module."""
+    ``runs`` fresh sets (``make_inputs(rng)`` gives torch tensors). ``dynamic_shapes``:
+    one spec per input (a dict for a single input). Returns the module."""
     model = fn if isinstance(fn, torch.nn.Module) else Fn(fn)
     example = make_inputs(rng)
-    kwargs = {} if dynamic_shapes is None else {"dynamic_shapes": ((dynamic_shapes,),)}  # forward(*args)
+    if isinstance(dynamic_shapes, dict):  # the one input's
+        dynamic_shapes = (dynamic_shapes,)
+    kwargs = {} if dynamic_shapes is None else {"dynamic_shapes": (tuple(dynamic_shapes),)}  # forward(*args)
     module = from_exported_program(torch.export.export(model.eval(), example, **kwargs))
     executors = [tk.build(module)] + ([tk.create_executor("interpreter", module).evaluate()] if interpreter else [])
     for _ in range(runs):
@@ -371,3 +374,38 @@ def test_flip_repeat_views(rng):
         )  # fmt: skip
 
     check(fn, lambda r: (randn(r, 3, 4, 5),), rng)
+
+
+# ---------------------------------------------------------------------------
+# a dynamic batch: the ops above with a symbolic leading dim, compiled and interpreted
+
+
+def _batch(r) -> int:
+    return int(r.integers(2, 7))
+
+
+def test_index_ops_with_a_dynamic_batch(rng):
+    batch = torch.export.Dim("batch", min=2, max=64)
+    weight = randn(rng, 11, 4)
+
+    def fn(ids, x, i):
+        return F.embedding(ids, weight), x[:, i], torch.index_select(x, 1, ids[:, 0].abs()), x.flip(0), torch.gather(x, 1, ids)
+
+    def inputs(r):
+        n = _batch(r)
+        return randint(r, 0, 6, (n, 3)), randn(r, n, 6), randint(r, -6, 6, (4,))  # x[:, i] wraps negatives
+
+    check(fn, inputs, rng, runs=3, dynamic_shapes=({0: batch}, {0: batch}, None), interpreter=True)
+
+
+def test_reductions_and_shape_ops_with_a_dynamic_batch(rng):
+    batch = torch.export.Dim("batch", min=2, max=64)
+
+    def fn(x):
+        return (
+            x.argmax(1), x.argmin(0, keepdim=True), torch.topk(x, 2, 1), torch.sort(x, 0), x.var(1), x.std(0, correction=0),
+            x.cumsum(0), (x > 0).any(0), F.pad(x, (1, 2)), torch.split(x, [2, 4], 1), torch.stack([x, x], 1),
+            x.masked_fill(x > 0, 0.0), torch.where(x > 0, x, 1.0),
+        )  # fmt: skip
+
+    check(fn, lambda r: (randn(r, _batch(r), 6),), rng, runs=3, dynamic_shapes={0: batch}, interpreter=True)

@@ -431,7 +431,9 @@ class ArgsortOp(GraphOp):
     def reference(self, x: np.ndarray) -> np.ndarray:
         axis = self.axis.value.data
         order = stable_argsort(x, axis, bool(self.descending.value.data)).astype(np.int64)
-        return np.ascontiguousarray(np.take(order, np.arange(self.count()), axis=axis))
+        if self.k is None:
+            return order
+        return np.ascontiguousarray(np.take(order, np.arange(self.k.value.data), axis=axis))
 
 
 # ---------------------------------------------------------------------------
