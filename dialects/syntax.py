@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import IndexType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
@@ -38,3 +38,30 @@ def parse_access(parser: Parser) -> tuple[SSAValue, list[SSAValue], dict[str, At
     resolved = parser.resolve_operand(base, base_type)
     index_values = parser.resolve_operands(indices, [IndexType()] * len(indices), pos)
     return resolved, index_values, attributes
+
+
+def print_isolated_region_op(printer: Printer, op: Operation, inputs: Sequence[SSAValue], result_type: Attribute) -> None:
+    """`` (%a, %b) : (type, type) -> type attributes {...} { region }`` (te.compute, graph.fused)."""
+    printer.print_string("(")
+    printer.print_list(inputs, printer.print_ssa_value)
+    printer.print_string(") : (")
+    printer.print_list([v.type for v in inputs], printer.print_attribute)
+    printer.print_string(") -> ")
+    printer.print_attribute(result_type)
+    printer.print_op_attributes(op.attributes, print_keyword=True)
+    printer.print_string(" ")
+    printer.print_region(op.regions[0], print_entry_block_args=True)
+
+
+def parse_isolated_region_op(parser: Parser) -> tuple[list[SSAValue], Attribute, dict[str, Attribute], Region]:
+    """Parse what :func:`print_isolated_region_op` prints: inputs, result type, attributes, region."""
+    pos = parser.pos
+    operands = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+    parser.parse_punctuation(":")
+    types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
+    parser.parse_punctuation("->")
+    result_type = parser.parse_type()
+    attributes = parser.parse_optional_attr_dict_with_keyword()
+    inputs = parser.resolve_operands(operands, types, pos)
+    region = parser.parse_region()
+    return inputs, result_type, (attributes.data if attributes is not None else {}), region

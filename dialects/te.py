@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -54,7 +54,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from .syntax import parse_access, print_access
+from .syntax import parse_access, parse_isolated_region_op, print_access, print_isolated_region_op
 
 #: combiners of te.reduce
 COMBINERS = ("add", "mul", "max", "min")
@@ -109,30 +109,11 @@ class ComputeOp(IRDLOperation):
             )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string("(")
-        printer.print_list(self.inputs, printer.print_ssa_value)
-        printer.print_string(") : (")
-        printer.print_list(self.inputs.types, printer.print_attribute)
-        printer.print_string(") -> ")
-        printer.print_attribute(self.result.type)
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=True)
+        print_isolated_region_op(printer, self, self.inputs, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> ComputeOp:
-        pos = parser.pos
-        operands = parser.parse_comma_separated_list(
-            Parser.Delimiter.PAREN, parser.parse_unresolved_operand
-        )
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        attributes = parser.parse_optional_attr_dict_with_keyword()
-        attributes = attributes.data if attributes is not None else {}
-        inputs = parser.resolve_operands(operands, types, pos)
-        body = parser.parse_region()
+        inputs, result_type, attributes, body = parse_isolated_region_op(parser)
         if not isinstance(result_type, TensorType):
             parser.raise_error(f"te.compute must produce a tensor, got {result_type}")
         op = cls(inputs, result_type, body)

@@ -33,6 +33,8 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from ..syntax import parse_isolated_region_op, print_isolated_region_op
+
 
 @irdl_op_definition
 class FusedOp(IRDLOperation):
@@ -73,31 +75,15 @@ class FusedOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_string_literal(self.group_name.data)
-        printer.print_string(" (")
-        printer.print_list(self.inputs, printer.print_ssa_value)
-        printer.print_string(") : (")
-        printer.print_list(self.inputs.types, printer.print_attribute)
-        printer.print_string(") -> ")
-        printer.print_attribute(self.result.type)
-        printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=True)
+        print_isolated_region_op(printer, self, self.inputs, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> FusedOp:
         group_name = parser.parse_str_literal()
-        pos = parser.pos
-        operands = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_unresolved_operand)
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        attributes = parser.parse_optional_attr_dict_with_keyword()
-        inputs = parser.resolve_operands(operands, types, pos)
-        body = parser.parse_region()
+        inputs, result_type, attributes, body = parse_isolated_region_op(parser)
         op = cls(group_name, inputs, result_type, body)
-        if attributes is not None:
-            op.attributes |= attributes.data
+        op.attributes |= attributes
         return op
 
 
