@@ -132,9 +132,15 @@ def _materialize(group: _Group) -> None:
     """Move the group's ops into a graph.fused op standing where the root stood."""
     order = {op: k for k, op in enumerate(group.root.parent_block().ops)}
     members = sorted(group.members, key=order.__getitem__)
-    inputs = _external_inputs(members)
+    external = _external_inputs(members)
+    # single-element constants go inside the group: the lowering turns them into literals
+    scalars = [v for v in external if isinstance(v.owner, ConstantOp) and v.owner.array().size == 1]
+    inputs = [v for v in external if v not in scalars]
     body = fused_body([v.type for v in inputs])
     mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
+    for value in scalars:
+        body.add_op(constant := value.owner.clone())
+        mapping[value] = constant.result
     for op in members:
         clone = op.clone(value_mapper=mapping)
         body.add_op(clone)

@@ -9,12 +9,16 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
+from xdsl.ir import Attribute
+from xdsl.rewriter import Rewriter
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from ...dialects import te
 from ...dialects.graph import ConstantOp, FusedOp, GraphOp, YieldOp
+from ...dialects.graph.types import is_float
 from ..te_builder import TEBuilder
 from . import elementwise, indexing, linalg, nn, reduce, shape  # noqa: F401  (register their rules)
 from .registry import COMPUTE_RULES, compute_rule
@@ -51,3 +55,35 @@ class GraphToTEPass(ModulePass):
             graph_op.results[0].replace_all_uses_with(value)
             graph_op.detach()
             graph_op.erase()
+        inline_scalar_constants(op)
+
+
+def _scalar_literal(constant: ConstantOp) -> Attribute:
+    value = constant.array().reshape(()).item()
+    t = constant.result.type.element_type
+    return FloatAttr(value, t) if is_float(t) else IntegerAttr(int(value), t)
+
+
+def inline_scalar_constants(module: ModuleOp) -> None:
+    """Single-element constants read by a te.compute become ``arith.constant`` literals
+    in its body (so LLVM sees the number: x*2.0, pow(x, 3)); constants left unused are
+    removed."""
+    for compute in [o for o in module.walk() if isinstance(o, te.ComputeOp)]:
+        keep = []
+        for value, arg in zip(list(compute.inputs), compute.input_args):
+            owner = value.owner
+            scalar = isinstance(owner, ConstantOp) and owner.array().size == 1
+            if not scalar or any(not isinstance(use.operation, te.ReadOp) for use in arg.uses):
+                keep.append(value)
+                continue
+            for use in list(arg.uses):
+                read = use.operation
+                literal = arith.ConstantOp(_scalar_literal(owner))
+                Rewriter.replace_op(read, literal)
+            compute.body.block.erase_arg(arg)
+        if len(keep) != len(compute.inputs):
+            compute.operands = keep
+    for constant in [o for o in module.walk() if isinstance(o, ConstantOp)]:
+        if not constant.result.uses:
+            constant.detach()
+            constant.erase()
