@@ -110,6 +110,7 @@ UNARY = {
     "sigmoid": (in_f64(lambda x: 1.0 / (1.0 + np.exp(-x))), False, "any", 1e-5, 1e-12),
     "erf": (in_f64(_erf), False, "any", 1e-5, 1e-12),
     "floor": (np.floor, False, "any", 0, 0),
+    "round": (np.rint, False, "any", 0, 0),
 }
 
 UNARY_CASES = [(op, dt) for op, (_, ints, *_) in UNARY.items() for dt in [F32, F64] + ([I32, I64] if ints else [])]

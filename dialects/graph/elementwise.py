@@ -176,8 +176,17 @@ class FloorOp(UnaryOp):
     NUMPY_FN = staticmethod(np.floor)
 
 
+@irdl_op_definition
+class RoundOp(UnaryOp):
+    """Round to the nearest integer, ties to even (like torch.round and numpy.rint).
+    Example: ``%y = graph.round %x : tensor<4xf32>``"""
+
+    name = "graph.round"
+    NUMPY_FN = staticmethod(np.rint)
+
+
 UNARY_OPS: tuple[type[UnaryOp], ...] = (
-    NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ErfOp, FloorOp,
+    NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ErfOp, FloorOp, RoundOp,
 )  # fmt: skip
 
 

@@ -165,7 +165,7 @@ class _Importer:
         before = block.last_op
         try:
             result = CONVERTERS[name](self.ctx, node, *args, **kwargs)
-        except (VerifyException, ValueError, NotImplementedError, TypeError) as e:
+        except (VerifyException, ValueError, NotImplementedError, TypeError, AttributeError, KeyError) as e:
             raise TorchImportError(f"cannot import node '{node.name}' ({name}){_where(node)}: {e}") from e
         self.values[node] = result
         op: Operation | None = before.next_op if before is not None else block.first_op

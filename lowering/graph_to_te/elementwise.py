@@ -37,6 +37,7 @@ UNARY: dict[type[ew.UnaryOp], Callable[[Scalar, SSAValue], SSAValue]] = {
     ew.SigmoidOp: _sigmoid,
     ew.ErfOp: lambda s, x: s.math(math.ErfOp, x),
     ew.FloorOp: lambda s, x: s.math(math.FloorOp, x),
+    ew.RoundOp: lambda s, x: s.math(math.RoundEvenOp, x),
 }
 
 BINARY: dict[type[ew.BinaryOp], Callable[[Scalar, SSAValue, SSAValue], SSAValue]] = {

@@ -69,6 +69,7 @@ def pow_(ctx: ImportContext, node, a, b):
 _UNARY = {
     "neg": "neg", "abs": "abs", "relu": "relu", "exp": "exp", "log": "log", "sqrt": "sqrt",
     "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid", "erf": "erf", "floor": "floor",
+    "round": "round",
 }  # fmt: skip
 
 for _aten, _method in _UNARY.items():
