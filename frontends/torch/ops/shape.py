@@ -58,3 +58,32 @@ def select(ctx: ImportContext, node, x, dim, index):
     index = index + size if index < 0 else index
     piece = ctx.b.slice(x, [index], [index + 1], [dim], [1])
     return ctx.b.reshape(piece, ctx.shape(node))
+
+
+@converter("aten.slice_scatter.default")
+def slice_scatter(ctx: ImportContext, node, base, src, dim=0, start=None, end=None, step=1):
+    """``base`` with ``base[start:end:step]`` along ``dim`` replaced by ``src``: the
+    pieces before and after, concatenated around ``src`` (unit steps)."""
+    if step != 1:
+        raise NotImplementedError(f"slice_scatter with step {step} is not supported (only step 1)")
+    dim = dim % ctx.rank(base)
+    size = base.type.get_shape()[dim]
+    start, end = slice(start, end).indices(size)[:2]
+    end = max(start, end)
+    pieces = []
+    if start > 0:
+        pieces.append(ctx.b.slice(base, [0], [start], [dim], [1]))
+    pieces.append(ctx.cast(src, ctx.dtype(node)))
+    if end < size:
+        pieces.append(ctx.b.slice(base, [end], [size], [dim], [1]))
+    return pieces[0] if len(pieces) == 1 else ctx.b.concat(pieces, axis=dim)
+
+
+@converter("aten.copy.default")
+def copy(ctx: ImportContext, node, dst, src, non_blocking=False):
+    """The value ``dst`` holds after ``dst.copy_(src)``: ``src`` broadcast to ``dst``'s
+    shape in ``dst``'s dtype."""
+    value = ctx.cast(src, ctx.dtype(node))
+    if value.type.get_shape() != dst.type.get_shape():
+        value = ctx.b.broadcast_to(value, ctx.shape(node))
+    return value
