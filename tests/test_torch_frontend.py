@@ -169,12 +169,6 @@ def test_a_single_output_is_an_array_and_a_one_tuple_too(rng):
         np.testing.assert_allclose(got, np.tanh(x.numpy()), rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the max_pool2d_with_indices converter returns None for the indices, and the "
-    "importer drops None outputs, so a model returning (values, indices) silently compiles to "
-    "one output; it should compute the indices or raise",
-)
 def test_max_pool_indices_are_not_silently_dropped():
     class PoolWithIndices(nn.Module):
         def forward(self, x):
@@ -358,22 +352,12 @@ def test_every_converted_op_carries_its_node_name_and_line():
     assert relu.location.location.line.data == _line_of(Small.forward, "torch.relu")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: constants made for parameters and buffers (placeholders) get no location; "
-    "they should carry the placeholder's name (e.g. p_fc_weight)",
-)
 def test_parameter_constants_carry_a_location():
     module, nodes = _imported_with_nodes(Small(), torch.randn(2, 4))
     for op in _body_ops(module):
         assert isinstance(op.location, NameLoc), f"{op.name} has no NameLoc: {op.location}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the location is the innermost frame of the node's stack trace, which for an "
-    "nn.Module call is inside torch (torch/nn/modules/linear.py), not the user's model code",
-)
 def test_a_module_call_is_located_at_the_users_line():
     module, _ = _imported_with_nodes(Small(), torch.randn(2, 4))
     dense = next(op for op in _body_ops(module) if op.name == "graph.dense")

@@ -7,6 +7,7 @@ registered for its ATen overload (``registry.py``; the converters live in ``ops/
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from typing import Any
@@ -62,10 +63,12 @@ def _decompose(ep: Any) -> Any:
 
 
 def _user_frame(node: Any) -> tuple[str, int] | None:
-    """The innermost frame of the user's code that created ``node`` (file, line)."""
+    """The innermost frame of the user's code that created ``node`` (file, line): frames
+    inside torch itself (an nn.Module's forward) are skipped."""
     trace = node.meta.get("stack_trace") or ""
     frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
-    return (frames[-1][0], int(frames[-1][1])) if frames else None
+    own = [f for f in frames if f"{os.sep}torch{os.sep}" not in f[0]] or frames
+    return (own[-1][0], int(own[-1][1])) if own else None
 
 
 def _where(node: Any) -> str:
@@ -117,12 +120,16 @@ class _Importer:
             spec = specs[node.name]
             if spec.kind not in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
                 raise TorchImportError(f"input '{node.name}' of kind {spec.kind.name} is not supported")
-            array = self._tensor_data(spec)
+            try:
+                array = self._tensor_data(spec)
+            except UnsupportedDtypeError as e:
+                raise TorchImportError(str(e)) from None
             if self.keep_params_as_input:
                 self.params[spec.target] = array
                 self.values[node] = self.builder.input(_param_name(spec.target), array.shape, array.dtype)
             else:
                 self.values[node] = self.builder.constant(array, spec.target)
+                self.values[node].owner.location = NameLoc(StringAttr(node.name), NoneAttr())
 
     def _tensor_data(self, spec: Any) -> np.ndarray:
         tensor = self.ep.state_dict.get(spec.target)
@@ -156,7 +163,14 @@ class _Importer:
         args = [self.arg(a) for a in node.args]
         kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
         if name == "_operator.getitem":
-            self.values[node] = args[0][args[1]]
+            value = args[0][args[1]]
+            if value is None:
+                producer = node.args[0]
+                raise TorchImportError(
+                    f"cannot import node '{node.name}'{_where(node)}: result #{args[1]} of "
+                    f"'{producer.name}' ({target_name(producer.target)}) is not computed by tensorkiln"
+                )
+            self.values[node] = value
             return
         if name == "aten.sym_size.int":
             self.values[node] = self.ctx.shape(node.args[0])[args[1]]
