@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from report import machine, median_time, table, write_section  # noqa: E402
+from report import interleaved, machine, median_time, table, write_section  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -43,20 +42,6 @@ def _timed(fn):
     start = time.perf_counter()
     result = fn()
     return result, time.perf_counter() - start
-
-
-def interleaved(fns: list, repeat: int) -> list[float]:
-    """Median seconds of each of ``fns``, called alternately ``repeat`` times (after one
-    warm-up call each), so that machine noise hits all of them alike."""
-    for fn in fns:
-        fn()
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeat):
-        for k, fn in enumerate(fns):
-            start = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - start)
-    return [statistics.median(t) for t in times]
 
 
 def _relative_error(got, expected) -> float:

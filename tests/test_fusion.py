@@ -128,3 +128,37 @@ def test_long_chains_are_cut_into_bounded_groups(rng):
     groups = [op for op in after.walk() if isinstance(op, FusedOp)]
     members = [[op for op in g.body.block.ops if not isinstance(op, ConstantOp | YieldOp)] for g in groups]
     assert len(groups) == 3 and all(len(m) <= 64 for m in members)
+
+
+def test_torch_resnet_block_and_encoder_layer_kernel_counts(rng):
+    """Batch norm folds into the convs and each conv fuses with its epilogue: a ResNet basic
+    block is 2 kernels; a transformer encoder layer drops from ~56 kernels to at most 21."""
+    torch = pytest.importorskip("torch")
+    from tensorkiln.examples.torch_zoo import BasicBlock
+    from tensorkiln.frontends.torch import from_exported_program
+    from tensorkiln.passes.pipeline import PassContext, optimize_graph
+
+    def kernels(module, opt_level):
+        work = module.clone()
+        optimize_graph(work, PassContext(opt_level=opt_level, dump_ir=False))
+        return len(kernel_names(work))
+
+    torch.manual_seed(0)
+    block = BasicBlock(8, 8).eval()
+    with torch.no_grad():
+        for m in block.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.normal_(0, 0.1)
+                m.running_var.uniform_(0.5, 1.5)
+    x = torch.randn(1, 8, 9, 9)
+    module = from_exported_program(torch.export.export(block, (x,)))
+    assert kernels(module, 2) == 2 < kernels(module, 0)
+    with torch.no_grad():
+        np.testing.assert_allclose(tk.build(module)(x.numpy()), block(x).numpy(), rtol=1e-4, atol=1e-5)
+
+    layer = torch.nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, batch_first=True, dropout=0.0).eval()
+    x = torch.randn(1, 10, 32)
+    module = from_exported_program(torch.export.export(layer, (x,)))
+    assert kernels(module, 2) <= 21 < kernels(module, 0)
+    with torch.no_grad():
+        np.testing.assert_allclose(tk.build(module)(x.numpy()), layer(x).numpy(), rtol=1e-4, atol=1e-5)
