@@ -184,21 +184,9 @@ def _static_spatial(what: str, shape: Shape) -> tuple[int, int]:
 # conv2d
 
 
-@irdl_op_definition
-class Conv2dOp(GraphOp):
-    """2-D convolution (cross-correlation, as in torch), NCHW input and OIHW weight.
+class _ConvBase(GraphOp):
+    """Operands and properties shared by conv2d and conv2d_transpose."""
 
-    ``input (N, C, H, W) * weight (O, C/groups, KH, KW) [+ bias (O,)] -> (N, O, OH, OW)``
-    with ``OH = floor((H + top + bottom - dilation_h*(KH-1) - 1) / stride_h) + 1`` (OW alike).
-    Properties: ``strides`` (h, w), ``padding`` (top, left, bottom, right), ``dilation``
-    (h, w), ``groups``; defaults 1, 0, 1, 1 are not printed.
-
-    Example::
-
-        %y = graph.conv2d %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64} : tensor<1x8x9x7xf32>, tensor<6x4x3x3xf32>, tensor<6xf32> -> tensor<1x6x5x4xf32>
-    """
-
-    name = "graph.conv2d"
     input = operand_def(TensorType)
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
@@ -214,6 +202,23 @@ class Conv2dOp(GraphOp):
         "(`,` type($bias)^)? `->` type($result)"
     )
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OUT_ELEMWISE_FUSABLE
+
+
+@irdl_op_definition
+class Conv2dOp(_ConvBase):
+    """2-D convolution (cross-correlation, as in torch), NCHW input and OIHW weight.
+
+    ``input (N, C, H, W) * weight (O, C/groups, KH, KW) [+ bias (O,)] -> (N, O, OH, OW)``
+    with ``OH = floor((H + top + bottom - dilation_h*(KH-1) - 1) / stride_h) + 1`` (OW alike).
+    Properties: ``strides`` (h, w), ``padding`` (top, left, bottom, right), ``dilation``
+    (h, w), ``groups``; defaults 1, 0, 1, 1 are not printed.
+
+    Example::
+
+        %y = graph.conv2d %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64} : tensor<1x8x9x7xf32>, tensor<6x4x3x3xf32>, tensor<6xf32> -> tensor<1x6x5x4xf32>
+    """
+
+    name = "graph.conv2d"
 
     def __init__(
         self,
@@ -557,7 +562,7 @@ def transposed_output_size(
 
 
 @irdl_op_definition
-class Conv2dTransposeOp(GraphOp):
+class Conv2dTransposeOp(_ConvBase):
     """2-D transposed convolution (torch's ConvTranspose2d), NCHW input and IOHW weight.
 
     ``input (N, C, H, W) * weight (C, O/groups, KH, KW) [+ bias (O,)] -> (N, O, OH, OW)``
@@ -574,22 +579,7 @@ class Conv2dTransposeOp(GraphOp):
     """
 
     name = "graph.conv2d_transpose"
-    input = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    bias = opt_operand_def(TensorType)
-    result = result_def(TensorType)
-    strides = prop_def(DenseArrayBase, default_value=ints_attr((1, 1)))
-    padding = prop_def(DenseArrayBase, default_value=ints_attr((0, 0, 0, 0)))
     output_padding = prop_def(DenseArrayBase, default_value=ints_attr((0, 0)))
-    dilation = prop_def(DenseArrayBase, default_value=ints_attr((1, 1)))
-    groups = prop_def(IntegerAttr, default_value=int_attr(1))
-    traits = traits_def(Pure())
-    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
-    assembly_format = (
-        "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) "
-        "(`,` type($bias)^)? `->` type($result)"
-    )
-    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OUT_ELEMWISE_FUSABLE
 
     def __init__(
         self,
