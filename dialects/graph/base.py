@@ -18,6 +18,8 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    ArrayAttr,
+    StringAttr,
     DenseArrayBase,
     IntegerAttr,
     TensorType,
@@ -27,7 +29,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.utils.exceptions import VerifyException
 
-from .types import Shape, element_type, numpy_dtype, shape_of
+from .types import DimNamesAttr, Shape, element_type, numpy_dtype, shape_of
 
 
 class OpPatternKind(IntEnum):
@@ -133,3 +135,48 @@ def expect_same_element(what: str, *types: Attribute) -> Attribute:
     if len(elements) != 1:
         raise VerifyException(f"{what} must have one element type, got " + ", ".join(n for n, _ in elements))
     return elements[0][1]
+
+
+# ---------------------------------------------------------------------------
+# target shapes with symbolic dims, as properties: shape = array<i64: -1, 12>, dims = #graph.dims<n, _>
+
+#: how a symbolic dim is stored in a ``shape`` property (its name is in ``dims``)
+SYMBOLIC_DIM = -1
+
+
+def shape_props(shape: Sequence[int | str]) -> dict[str, Attribute | None]:
+    """``shape`` (and ``dims`` when a dim is a symbol) properties for a target shape."""
+    stored = [SYMBOLIC_DIM if isinstance(d, str) else int(d) for d in shape]
+    if not any(isinstance(d, str) for d in shape):
+        return {"shape": ints_attr(stored), "dims": None}
+    names = ArrayAttr([StringAttr(d if isinstance(d, str) else "") for d in shape])
+    return {"shape": ints_attr(stored), "dims": DimNamesAttr(names)}
+
+
+def target_shape(shape_attr: DenseArrayBase, dims_attr: DimNamesAttr | None) -> Shape:
+    """The target shape as ints and symbol names, checking the -1 / dims pairing."""
+    shape = ints(shape_attr)
+    names = [n.data for n in dims_attr.names.data] if dims_attr is not None else [""] * len(shape)
+    if len(names) != len(shape):
+        raise VerifyException(
+            f"dims names {len(names)} dims but shape has {len(shape)} ({list(shape)})"
+        )
+    result: list[int | str] = []
+    for i, (d, name) in enumerate(zip(shape, names)):
+        if d == SYMBOLIC_DIM:
+            if not name:
+                raise VerifyException(
+                    f"shape[{i}] is -1 (a symbolic dim) but dims gives it no name; "
+                    f"-1 is not inferred in stored IR, write the size"
+                )
+            result.append(name)
+        elif d < 0:
+            raise VerifyException(f"shape[{i}] = {d} is negative (shape {list(shape)})")
+        else:
+            if name:
+                raise VerifyException(
+                    f"dims names shape[{i}] '{name}' but the shape gives it the static size {d} "
+                    "(symbolic dims are -1 in shape)"
+                )
+            result.append(d)
+    return tuple(result)

@@ -29,12 +29,10 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     BoolAttr,
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
-    StringAttr,
     TensorType,
     i1,
     i64,
@@ -55,7 +53,17 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from .base import GraphOp, OpPatternKind, int_attr, ints, ints_attr, operand_element, operand_shape
+from .base import (
+    GraphOp,
+    OpPatternKind,
+    int_attr,
+    ints,
+    ints_attr,
+    operand_element,
+    operand_shape,
+    shape_props,
+    target_shape,
+)
 from .types import (
     DimNamesAttr,
     Shape,
@@ -124,42 +132,6 @@ def scalar_value(attr: FloatAttr | IntegerAttr) -> float | int | bool:
 def _check_scalar(what: str, attr: FloatAttr | IntegerAttr, element: Attribute) -> None:
     if attr.type != element:
         raise VerifyException(f"{what} {attr} must have the element type {element}")
-
-
-# target shapes with symbolic dims, stored as in graph.reshape: -1 marks a symbol named by dims
-
-_SYMBOLIC = -1
-
-
-def _shape_props(shape: Sequence[int | str]) -> dict[str, Attribute | None]:
-    stored = [_SYMBOLIC if isinstance(d, str) else int(d) for d in shape]
-    if not any(isinstance(d, str) for d in shape):
-        return {"shape": ints_attr(stored), "dims": None}
-    names = ArrayAttr([StringAttr(d if isinstance(d, str) else "") for d in shape])
-    return {"shape": ints_attr(stored), "dims": DimNamesAttr(names)}
-
-
-def _target_shape(shape_attr: DenseArrayBase, dims_attr: DimNamesAttr | None) -> Shape:
-    shape = ints(shape_attr)
-    names = [n.data for n in dims_attr.names.data] if dims_attr is not None else [""] * len(shape)
-    if len(names) != len(shape):
-        raise VerifyException(f"dims names {len(names)} dims but shape has {len(shape)} ({list(shape)})")
-    result: list[int | str] = []
-    for i, (d, name) in enumerate(zip(shape, names)):
-        if d == _SYMBOLIC and name:
-            result.append(name)
-        elif d == _SYMBOLIC:
-            raise VerifyException(f"shape[{i}] is -1 (a symbolic dim) but dims gives it no name")
-        elif d < 0:
-            raise VerifyException(f"shape[{i}] = {d} is negative (shape {list(shape)})")
-        elif name:
-            raise VerifyException(
-                f"dims names shape[{i}] '{name}' but the shape gives it the static size {d} "
-                "(symbolic dims are -1 in shape)"
-            )
-        else:
-            result.append(d)
-    return tuple(result)
 
 
 def _symbol_sizes(sources: Sequence[SSAValue], arrays: Sequence[np.ndarray]) -> dict[str, int]:
@@ -562,7 +534,7 @@ class _ShapedSourceOp(GraphOp):
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
 
     def target_shape(self) -> Shape:
-        return _target_shape(self.shape, self.dims)
+        return target_shape(self.shape, self.dims)
 
     def element(self) -> Attribute:
         raise NotImplementedError
@@ -602,7 +574,7 @@ class FullOp(_ShapedSourceOp):
         element: Attribute,
         sources: Sequence[SSAValue | Operation] = (),
     ):
-        self._build([list(sources)], {"value": scalar_attr(value, element), **_shape_props(shape)})
+        self._build([list(sources)], {"value": scalar_attr(value, element), **shape_props(shape)})
 
     def element(self) -> Attribute:
         return self.value.type
@@ -636,7 +608,7 @@ class ArangeOp(_ShapedSourceOp):
     ):
         self._build(
             [list(sources)],
-            {"start": scalar_attr(start, element), "step": scalar_attr(step, element), **_shape_props([length])},
+            {"start": scalar_attr(start, element), "step": scalar_attr(step, element), **shape_props([length])},
         )
 
     def element(self) -> Attribute:

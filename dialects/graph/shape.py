@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, StringAttr, TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType
+from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import (
     ParsePropInAttrDict,
     irdl_op_definition,
@@ -47,59 +47,16 @@ from .base import (
     ints_attr,
     operand_element,
     operand_shape,
+    shape_props,
+    target_shape,
 )
 from .types import (
     DimNamesAttr,
     Shape,
     format_shape,
     normalize_axis,
-    num_elements,
     tensor_type,
 )
-
-# ---------------------------------------------------------------------------
-# target shapes with symbolic dims: shape = array<i64: -1, 12>, dims = #graph.dims<n, _>
-
-_SYMBOLIC = -1
-
-
-def _shape_props(shape: Sequence[int | str]) -> dict[str, Attribute | None]:
-    """``shape`` (and ``dims`` when a dim is a symbol) properties for a target shape."""
-    stored = [_SYMBOLIC if isinstance(d, str) else int(d) for d in shape]
-    if not any(isinstance(d, str) for d in shape):
-        return {"shape": ints_attr(stored), "dims": None}
-    names = ArrayAttr([StringAttr(d if isinstance(d, str) else "") for d in shape])
-    return {"shape": ints_attr(stored), "dims": DimNamesAttr(names)}
-
-
-def _target_shape(shape_attr: DenseArrayBase, dims_attr: DimNamesAttr | None) -> Shape:
-    """The target shape as ints and symbol names, checking the -1 / dims pairing."""
-    shape = ints(shape_attr)
-    names = [n.data for n in dims_attr.names.data] if dims_attr is not None else [""] * len(shape)
-    if len(names) != len(shape):
-        raise VerifyException(
-            f"dims names {len(names)} dims but shape has {len(shape)} ({list(shape)})"
-        )
-    result: list[int | str] = []
-    for i, (d, name) in enumerate(zip(shape, names)):
-        if d == _SYMBOLIC:
-            if not name:
-                raise VerifyException(
-                    f"shape[{i}] is -1 (a symbolic dim) but dims gives it no name; "
-                    f"-1 is not inferred in stored IR, write the size"
-                )
-            result.append(name)
-        elif d < 0:
-            raise VerifyException(f"shape[{i}] = {d} is negative (shape {list(shape)})")
-        else:
-            if name:
-                raise VerifyException(
-                    f"dims names shape[{i}] '{name}' but the shape gives it the static size {d} "
-                    "(symbolic dims are -1 in shape)"
-                )
-            result.append(d)
-    return tuple(result)
-
 
 def _static_product(shape: Shape) -> int:
     return int(np.prod([d for d in shape if isinstance(d, int)], dtype=np.int64))
@@ -142,7 +99,7 @@ class ReshapeOp(GraphOp):
 
     def __init__(self, input: SSAValue | Operation, shape: Sequence[int | str]):
         x = operand_shape(SSAValue.get(input))
-        self._build([input], _shape_props(self._infer_minus_one(x, list(shape))))
+        self._build([input], shape_props(self._infer_minus_one(x, list(shape))))
 
     @staticmethod
     def _infer_minus_one(x: Shape, shape: list[int | str]) -> list[int | str]:
@@ -162,7 +119,7 @@ class ReshapeOp(GraphOp):
 
     def target_shape(self) -> Shape:
         """The new shape as ints and symbol names."""
-        return _target_shape(self.shape, self.dims)
+        return target_shape(self.shape, self.dims)
 
     def infer_result_type(self) -> TensorType:
         x = operand_shape(self.input)
@@ -272,11 +229,11 @@ class BroadcastToOp(GraphOp):
                         f"(input {format_shape(x)}): nothing to keep"
                     )
                 target[i] = x[i - offset]
-        self._build([input], _shape_props(target))
+        self._build([input], shape_props(target))
 
     def target_shape(self) -> Shape:
         """The target shape as ints and symbol names."""
-        return _target_shape(self.shape, self.dims)
+        return target_shape(self.shape, self.dims)
 
     def infer_result_type(self) -> TensorType:
         x = operand_shape(self.input)
