@@ -5,15 +5,31 @@ blanket type conversion, which are slow in pure Python; see the xDSL notes):
 
 * a memref argument becomes a pointer followed by one ``i64`` per dynamic dim
   (the calling convention of every generated function: "bare pointer + sizes");
-* ``loop.for`` becomes header/body/exit blocks with the induction variable as a
-  block argument (a phi); ``loop.load``/``loop.store`` become ``getelementptr inbounds``
+* a ``serial`` ``loop.for`` becomes header/body/exit blocks with the induction variable
+  as a block argument (a phi); the other kinds:
+
+  - ``parallel``: the loop is outlined and run by the OpenMP runtime (libgomp's
+    ``GOMP_parallel``), each thread taking a static chunk of the iterations
+    (:mod:`.parallel_to_llvm`; a parallel loop inside one runs serially);
+  - ``vectorized``: explicit SIMD code, a main loop over ``W`` lanes (LLVM vector
+    types, ``W = vector_bits / widest element``) then a scalar remainder loop
+    (:mod:`.vectorize`; a body it cannot vectorize is lowered serially, see there);
+  - ``unrolled``: with constant lower bound and step and at most ``MAX_UNROLL``
+    iterations (the upper bound a constant, or bounded by one: the inner loop of a
+    split, then each copy is guarded), the body is emitted once per iteration with the
+    induction variable a constant; otherwise the loop is lowered serially (LLVM may
+    still unroll it);
+  - GPU bindings (``blockIdx.x``...) are serial loops here (the GPU lowering binds them);
+
+* ``loop.load``/``loop.store`` become ``getelementptr inbounds``
   + load/store on the row-major linear offset (inbounds GEPs, not inttoptr arithmetic,
   so LLVM can vectorise);
 * ``loop.alloc`` is an entry-block ``alloca`` (local scope) or ``aligned_alloc``
   (global scope), ``loop.free`` calls ``free``;
 * scalar ``arith``/``math`` ops go through :mod:`.scalar_to_llvm`.
 
-Example (``tensorkiln-opt f.mlir -p loop-to-llvm``)::
+Example (``tensorkiln-opt f.mlir -p loop-to-llvm``, or ``-p 'loop-to-llvm{vector_bits=256}'``
+for an AVX2 target)::
 
     func.func @k(%A: memref<?x8xf32>)  ->  llvm.func @k(%A: !llvm.ptr {llvm.noalias}, %A_d0: i64)
 """
@@ -21,11 +37,11 @@ Example (``tensorkiln-opt f.mlir -p loop-to-llvm``)::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
-from xdsl.dialects import func, llvm
+from xdsl.dialects import arith, func, llvm
 from xdsl.dialects.builtin import (
     DictionaryAttr,
     IntegerAttr,
@@ -40,10 +56,15 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects import loop
+from .parallel_to_llvm import convert_parallel
 from .scalar_to_llvm import SCALAR_CONVERTERS, int_constant, llvm_type
+from .vectorize import convert_vectorized
 
 #: alignment of heap buffers, in bytes (a cache line; what AVX-512 loads like)
 HEAP_ALIGNMENT = 64
+
+#: an ``unrolled`` loop with more iterations than this is lowered as a serial loop
+MAX_UNROLL = 64
 
 
 def element_size(t: Attribute) -> int:
@@ -68,9 +89,36 @@ class Buffer:
     element: Attribute
 
 
+@dataclass
+class ConversionState:
+    """What the conversion of one module shares between its functions."""
+
+    #: SIMD register width in bits (512 for AVX-512, 256 for AVX2)
+    vector_bits: int = 512
+    #: functions made by the conversion (outlined parallel loops), added to the module
+    new_functions: list[llvm.FuncOp] = field(default_factory=list)
+    #: globals the generated code reads (``tk_num_threads``)
+    new_globals: dict[str, llvm.GlobalOp] = field(default_factory=dict)
+    #: symbol names in use (new functions get fresh ones)
+    names: set[str] = field(default_factory=set)
+
+    def unique_name(self, stem: str) -> str:
+        """``stem`` + the first number that makes an unused symbol name."""
+        k = 0
+        while f"{stem}{k}" in self.names:
+            k += 1
+        self.names.add(f"{stem}{k}")
+        return f"{stem}{k}"
+
+
 class _FunctionConverter:
-    def __init__(self, function: func.FuncOp):
-        self.function = function
+    """Converts one function (or one outlined loop body) into one ``llvm.func``."""
+
+    def __init__(self, name: str, state: ConversionState | None = None, *, in_parallel: bool = False):
+        self.name = name
+        self.state = state or ConversionState()
+        #: inside an outlined parallel loop: nested parallel loops run serially
+        self.in_parallel = in_parallel
         self.values: dict[SSAValue, SSAValue] = {}
         self.buffers: dict[SSAValue, Buffer] = {}
         # The entry block holds the arguments and every alloca (so LLVM promotes them to
@@ -88,21 +136,27 @@ class _FunctionConverter:
         self.block.add_op(op)
         return op.results[0] if op.results else None
 
+    def add_argument(self, t: Attribute) -> SSAValue:
+        return self.entry.insert_arg(t, len(self.entry.args))
+
+    def finish(self, arg_attrs: list[DictionaryAttr], result: Attribute | None = None) -> llvm.FuncOp:
+        """Close the entry block and wrap the region into ``llvm.func @name``."""
+        self.entry.add_op(llvm.BrOp(self.region.blocks[1]))
+        function_type = llvm.LLVMFunctionType([a.type for a in self.entry.args], result)
+        out = llvm.FuncOp(self.name, function_type, linkage=llvm.LinkageAttr("external"), body=self.region)
+        out.arg_attrs = llvm.ArrayAttr(arg_attrs)
+        return out
+
     # -- functions -----------------------------------------------------------------
 
-    def convert(self) -> llvm.FuncOp:
-        f = self.function
-        arg_types: list[Attribute] = []
+    def convert_function(self, f: func.FuncOp) -> llvm.FuncOp:
+        self.function = f
         arg_attrs: list[DictionaryAttr] = []
         for arg in f.body.block.args:
             types = abi_types(arg.type)
-            first = len(arg_types)
-            for t in types:
-                self.entry.insert_arg(t, len(self.entry.args))
-            arg_types += types
-            new_args = self.entry.args[first:]
+            new_args = [self.add_argument(t) for t in types]
             if isinstance(arg.type, MemRefType):
-                self.entry.args[first].name_hint = arg.name_hint
+                new_args[0].name_hint = arg.name_hint
                 sizes = []
                 dynamic = iter(new_args[1:])
                 for d in arg.type.get_shape():
@@ -117,13 +171,8 @@ class _FunctionConverter:
         results = [llvm_type(t) for t in f.function_type.outputs.data]
         if len(results) > 1:
             raise PassFailedException(f"loop-to-llvm: '{f.sym_name.data}' returns several values")
-        code = self.block
         self.convert_block_ops(f.body.block)
-        self.entry.add_op(llvm.BrOp(code))
-        function_type = llvm.LLVMFunctionType(arg_types, results[0] if results else None)
-        out = llvm.FuncOp(f.sym_name.data, function_type, linkage=llvm.LinkageAttr("external"), body=self.region)
-        out.arg_attrs = llvm.ArrayAttr(arg_attrs)
-        return out
+        return self.finish(arg_attrs, results[0] if results else None)
 
     def convert_block_ops(self, block: Block) -> None:
         for op in block.ops:
@@ -165,15 +214,37 @@ class _FunctionConverter:
                 converter = SCALAR_CONVERTERS.get(type(op))
                 if converter is None:
                     raise PassFailedException(
-                        f"loop-to-llvm: no conversion for '{op.name}' in '{self.function.sym_name.data}'"
+                        f"loop-to-llvm: no conversion for '{op.name}' in '{self.name}'"
                     )
                 self.values[op.results[0]] = converter(self.b, op, [self.values[v] for v in op.operands])
 
     # -- loops ---------------------------------------------------------------------
 
     def convert_for(self, op: loop.ForOp) -> None:
-        """``for iv in [lb, ub) step s``: header(iv) -> body -> latch -> header | exit."""
-        lb, ub, step = (self.values[v] for v in (op.lb, op.ub, op.step))
+        kind = op.kind.data
+        if kind == "parallel" and not self.in_parallel:
+            convert_parallel(self, op)
+        elif kind == "vectorized":
+            if not convert_vectorized(self, op):
+                self.serial_loop(op)
+        elif kind == "unrolled":
+            self.convert_unrolled(op)
+        else:
+            self.serial_loop(op)
+
+    def serial_loop(
+        self,
+        op: loop.ForOp,
+        lb: SSAValue | None = None,
+        ub: SSAValue | None = None,
+        step: SSAValue | None = None,
+    ) -> None:
+        """``for iv in [lb, ub) step s``: header(iv) -> body -> latch -> header | exit.
+
+        The bounds default to the loop's own (converted) operands."""
+        lb = self.values[op.lb] if lb is None else lb
+        ub = self.values[op.ub] if ub is None else ub
+        step = self.values[op.step] if step is None else step
         header = Block(arg_types=[i64])
         body = Block()
         exit_block = Block()
@@ -193,15 +264,52 @@ class _FunctionConverter:
         self.region.add_block(exit_block)
         self.block = exit_block
 
+    def convert_unrolled(self, op: loop.ForOp) -> None:
+        """The body once per iteration, the induction variable a constant, when the
+        lower bound and step are constants and the trip count is at most ``MAX_UNROLL``.
+
+        With a constant upper bound the copies are straight-line code; with an upper
+        bound only bounded at compile time (``arith.minsi %c4, %rest``: the inner loop
+        of a split), each copy is guarded by ``iv < ub`` and the first failing guard
+        leaves. Otherwise the loop is lowered serially."""
+        lb, step = constant_int(op.lb), constant_int(op.step)
+        bound = static_upper_bound(op.ub)
+        if lb is None or step is None or step <= 0 or bound is None:
+            self.serial_loop(op)
+            return
+        iterations = range(lb, bound, step)
+        if len(iterations) > MAX_UNROLL:
+            self.serial_loop(op)
+            return
+        guarded = constant_int(op.ub) is None
+        exit_block = Block()
+        for k in iterations:
+            iv = int_constant(self.b, k)
+            if guarded:
+                copy = Block()
+                self.region.add_block(copy)
+                runs = self._ins(llvm.ICmpOp(iv, self.values[op.ub], _icmp("slt")))
+                self._ins(llvm.CondBrOp(runs, copy, [], exit_block, []))
+                self.block = copy
+            self.values[op.induction_var] = iv
+            self.convert_block_ops(op.body.block)
+        if guarded:
+            self._ins(llvm.BrOp(exit_block))
+            self.region.add_block(exit_block)
+            self.block = exit_block
+
     # -- memory ----------------------------------------------------------------------
 
     def address(self, memref: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
         """The element's pointer: base + row-major linear offset (inbounds GEP)."""
-        buf = self.buffers[memref]
+        return self.address_of(self.buffers[memref], [self.values[i] for i in indices])
+
+    def address_of(self, buf: Buffer, indices: Sequence[SSAValue]) -> SSAValue:
+        """The pointer to ``buf[indices]``, the indices being converted (i64) values."""
         offset: SSAValue | None = None
         stride: int | SSAValue = 1
         for axis in reversed(range(len(indices))):
-            idx = self.values[indices[axis]]
+            idx = indices[axis]
             term = idx if _is_one(stride) else self._mul(idx, stride)
             offset = term if offset is None else self._ins(llvm.AddOp(offset, term))
             if axis:
@@ -255,6 +363,30 @@ def _is_one(v: int | SSAValue) -> bool:
     return isinstance(v, int) and v == 1
 
 
+def constant_int(value: SSAValue) -> int | None:
+    """The value of an ``arith.constant`` integer/index (loop level), else None."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def static_upper_bound(value: SSAValue) -> int | None:
+    """A compile-time bound ``value`` never exceeds: a constant, or a ``minsi`` with a
+    bounded operand (the inner loop bound of a split); else None."""
+    if (c := constant_int(value)) is not None:
+        return c
+    owner = value.owner
+    if isinstance(owner, arith.MinSIOp):
+        bounds = [b for v in owner.operands if (b := static_upper_bound(v)) is not None]
+        return min(bounds) if bounds else None
+    return None
+
+
+def _icmp(name: str) -> IntegerAttr:
+    return IntegerAttr(llvm.ICmpPredicateFlag(name).to_int(), i64)
+
+
 def _declare_external_calls(module: ModuleOp) -> None:
     """Declare the C functions the code calls (malloc family, libm) from their call sites."""
     defined = {op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp)}
@@ -273,15 +405,37 @@ def _declare_external_calls(module: ModuleOp) -> None:
 
 @dataclass(frozen=True)
 class LoopToLLVMPass(ModulePass):
-    """Convert buffer-level functions (loop, arith, math, func) to the llvm dialect."""
+    """Convert buffer-level functions (loop, arith, math, func) to the llvm dialect.
+
+    ``vector_bits``: the SIMD width ``vectorized`` loops are lowered for (512: AVX-512;
+    256: AVX2; a wider width than the target has is still correct, LLVM splits the
+    vectors)."""
 
     name = "loop-to-llvm"
 
+    vector_bits: int = 512
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.vector_bits < 64 or self.vector_bits & (self.vector_bits - 1):
+            raise PassFailedException(f"loop-to-llvm: vector_bits must be a power of two >= 64, got {self.vector_bits}")
+        state = ConversionState(vector_bits=self.vector_bits)
+        state.names |= {f.sym_name.data for f in op.ops if isinstance(f, func.FuncOp | llvm.FuncOp)}
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
-            converted = _FunctionConverter(function).convert()
+            converted = _FunctionConverter(function.sym_name.data, state).convert_function(function)
             Rewriter.replace_op(function, converted)
+        for g in state.new_globals.values():
+            op.body.block.add_op(g)
+        for f in state.new_functions:
+            op.body.block.add_op(f)
         _declare_external_calls(op)
 
 
-__all__ = ["LoopToLLVMPass", "abi_types"]
+__all__ = [
+    "MAX_UNROLL",
+    "Buffer",
+    "ConversionState",
+    "LoopToLLVMPass",
+    "abi_types",
+    "constant_int",
+    "static_upper_bound",
+]

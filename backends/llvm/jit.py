@@ -2,11 +2,17 @@
 
 Targets are strings like TVM's: ``"llvm"`` (the host CPU, its real name and features),
 ``"llvm -mcpu=skylake-avx512"``, ``"llvm -mattr=+avx2,-avx512f"``.
+
+Code with ``parallel`` loops calls the OpenMP runtime (``GOMP_parallel``...) and reads
+the thread count from ``tk_num_threads``: before such a module is loaded, libgomp is
+loaded into the process and the symbol is bound to the runtime's variable
+(:mod:`tensorkiln.runtime.threads`).
 """
 
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -15,6 +21,8 @@ from functools import lru_cache
 import llvmlite.binding as llvm
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects.builtin import ModuleOp
+
+from ...runtime import threads
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,17 @@ class CPUTarget:
 
     def describe(self) -> str:
         return f"llvm -mcpu={self.cpu}"
+
+    @property
+    def vector_bits(self) -> int:
+        """The SIMD register width ``vectorized`` loops should use (loop-to-llvm's
+        ``vector_bits``): 512 with AVX-512, 256 with AVX, else 128."""
+        features = set(self.features.split(","))
+        if "+avx512f" in features:
+            return 512
+        if "+avx" in features or "+avx2" in features:
+            return 256
+        return 128
 
 
 @lru_cache(maxsize=1)
@@ -108,6 +127,7 @@ class JITModule:
         self._module = module
         # The engine owns and frees the target machine it is given: give it its own, never
         # the cached one (freeing that one left later builds with a dangling pointer).
+        link_runtime(module)
         _check_external_symbols(module)
         self._engine = llvm.create_mcjit_compiler(module, new_target_machine(target))
         self._engine.finalize_object()
@@ -123,6 +143,39 @@ class JITModule:
 
     def optimized_ir(self) -> str:
         return str(self._module)
+
+
+#: prefixes of the OpenMP runtime functions generated code calls (parallel loops)
+_OPENMP_PREFIXES = ("GOMP_", "omp_")
+
+
+@lru_cache(maxsize=1)
+def load_openmp_runtime() -> str:
+    """Load libgomp into the process for good (MCJIT then resolves ``GOMP_parallel``,
+    ``omp_get_thread_num``...); returns the library's name."""
+    name = ctypes.util.find_library("gomp") or "libgomp.so.1"
+    try:
+        llvm.load_library_permanently(name)
+    except RuntimeError as e:
+        raise RuntimeError(
+            f"parallel loops need the OpenMP runtime libgomp, which could not be loaded ({name}: {e}); "
+            "install it (e.g. apt-get install libgomp1) or schedule the loops serial"
+        ) from e
+    return name
+
+
+@lru_cache(maxsize=1)
+def _bind_thread_count() -> None:
+    llvm.add_symbol(threads.NUM_THREADS_SYMBOL, threads.native_address())
+
+
+def link_runtime(module: llvm.ModuleRef) -> None:
+    """Make the native symbols ``module`` needs from tensorkiln's runtime resolvable:
+    libgomp for parallel loops, the thread-count variable."""
+    if any(f.is_declaration and f.name.startswith(_OPENMP_PREFIXES) for f in module.functions):
+        load_openmp_runtime()
+    if any(g.name == threads.NUM_THREADS_SYMBOL for g in module.global_variables):
+        _bind_thread_count()
 
 
 def _check_external_symbols(module: llvm.ModuleRef) -> None:

@@ -1,0 +1,203 @@
+"""``parallel`` loops -> the OpenMP runtime (libgomp), as C compilers do.
+
+A parallel loop ``loop.for %i = %lb to %ub step %s parallel { body }`` in ``@f``
+becomes two functions and a call:
+
+* ``@f_parallel<k>_body(captures..., %begin: i64, %end: i64, %step: i64)``: the loop
+  over ``[begin, end)`` with the body converted as usual. The captures are every value
+  the body uses and ``@f`` defines (buffers as pointer + dynamic sizes, scalars), in
+  first-use order; buffer pointers keep their ``noalias`` attribute (LLVM inlines the
+  body into the thread function and keeps the alias facts as scopes, so the body still
+  vectorises). Integer constants are re-made inside instead of captured.
+* ``@f_parallel<k>(%data: !llvm.ptr)``, the thread function: reads the captures from
+  ``data``, an array of 8-byte slots (slot ``j`` holds the ``j``-th flattened capture:
+  a pointer, or an i64 holding the value's bits, zero-extended; the last three slots
+  hold ``lb``, ``ub`` and ``step``),
+  computes the static chunk of thread ``omp_get_thread_num()`` of
+  ``omp_get_num_threads()`` (the iterations split as evenly as possible, the first
+  ``trips % threads`` threads taking one more) and calls the body function;
+* in ``@f``: the slots are a stack array (entry-block ``alloca``) filled in place of
+  the loop, then ``GOMP_parallel(@f_parallel<k>, data, tk_num_threads, 0)``; it returns
+  when every thread is done.
+
+Thread count: the generated code reads the 32-bit global ``tk_num_threads`` (an
+external symbol) at each launch and passes it to ``GOMP_parallel``; 0 means libgomp's
+default (``OMP_NUM_THREADS``, else every core). The runtime owns the variable
+(``tensorkiln.runtime.threads``: ``TK_NUM_THREADS``, ``set_num_threads``), and the JIT
+binds the symbol to it. A global rather than ``omp_set_num_threads``: that one sets a
+per-thread OpenMP variable, so it would not reach code called from other Python threads.
+
+Each iteration runs exactly once, on some thread, with the same arithmetic as the
+serial loop: results do not depend on the thread count (a schedule must not mark a
+loop parallel whose iterations write the same element). Buffers allocated outside the
+loop are shared by the threads; ``local`` buffers allocated inside are private.
+Parallel loops nested in a parallel loop run serially.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import arith, llvm
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, IntegerType, UnitAttr, i32, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from ..dialects import loop
+from .scalar_to_llvm import int_constant
+
+if TYPE_CHECKING:
+    from .loop_to_llvm import _FunctionConverter
+
+#: the 32-bit global the generated code reads the thread count from (0: libgomp's default)
+NUM_THREADS_SYMBOL = "tk_num_threads"
+
+_NSW = llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,))
+
+
+def free_values(op: Operation) -> list[SSAValue]:
+    """Values used inside ``op``'s regions and defined outside ``op``, in first-use order."""
+    seen: dict[SSAValue, None] = {}
+    for inner in op.walk():
+        if inner is op:
+            continue
+        for v in inner.operands:
+            if v not in seen and not op.is_ancestor(v.owner):
+                seen[v] = None
+    return list(seen)
+
+
+def _slot_type(t: Attribute) -> Attribute:
+    return llvm.LLVMPointerType() if isinstance(t, llvm.LLVMPointerType) else i64
+
+
+def _bits(t: Attribute) -> int:
+    return t.bitwidth if hasattr(t, "bitwidth") else t.width.data
+
+
+def _to_slot(ins: Callable[[Operation], SSAValue], v: SSAValue) -> SSAValue:
+    """``v`` as the 8-byte slot value that stores it (a pointer, or an i64 holding its bits)."""
+    t = v.type
+    if isinstance(t, llvm.LLVMPointerType) or t == i64:
+        return v
+    if not isinstance(t, IntegerType):  # a float: its bits
+        v = ins(llvm.BitcastOp(v, IntegerType(_bits(t))))
+    if _bits(v.type) == 64:
+        return v
+    return ins(llvm.ZExtOp(v, i64))
+
+
+def _from_slot(ins: Callable[[Operation], SSAValue], raw: SSAValue, t: Attribute) -> SSAValue:
+    """The inverse of :func:`_to_slot`: the value of type ``t`` held in ``raw``."""
+    if isinstance(t, llvm.LLVMPointerType) or t == i64:
+        return raw
+    bits = _bits(t)
+    if bits < 64:
+        raw = ins(llvm.TruncOp(raw, IntegerType(bits)))
+    if not isinstance(t, IntegerType):
+        raw = ins(llvm.BitcastOp(raw, t))
+    return raw
+
+
+def _icmp(name: str) -> IntegerAttr:
+    return IntegerAttr(llvm.ICmpPredicateFlag(name).to_int(), i64)
+
+
+def convert_parallel(conv: _FunctionConverter, op: loop.ForOp) -> None:
+    """Replace the parallel loop ``op`` by a ``GOMP_parallel`` launch (see the module doc)."""
+    from .loop_to_llvm import Buffer, _FunctionConverter
+
+    state = conv.state
+    stem = state.unique_name(f"{conv.name}_parallel")
+
+    # -- the body function: captures + (begin, end, step) -> the loop over [begin, end)
+    body = _FunctionConverter(f"{stem}_body", state, in_parallel=True)
+    slots: list[SSAValue] = []  # the caller's values, in slot order
+    arg_attrs: list[DictionaryAttr] = []
+    constants: list[Operation] = []
+    for v in free_values(op):
+        if v in conv.buffers:
+            buf = conv.buffers[v]
+            pointer = body.add_argument(llvm.LLVMPointerType())
+            pointer.name_hint = buf.pointer.name_hint
+            arg_attrs.append(DictionaryAttr({"llvm.noalias": UnitAttr()}))
+            slots.append(buf.pointer)
+            sizes: list[int | SSAValue] = []
+            for s in buf.sizes:
+                if isinstance(s, SSAValue):
+                    sizes.append(body.add_argument(i64))
+                    arg_attrs.append(DictionaryAttr({}))
+                    slots.append(s)
+                else:
+                    sizes.append(s)
+            body.buffers[v] = Buffer(pointer, sizes, buf.element)
+        elif isinstance(v.owner, arith.ConstantOp):
+            constants.append(v.owner)
+        else:
+            value = conv.values[v]
+            body.values[v] = body.add_argument(value.type)
+            body.values[v].name_hint = v.name_hint or value.name_hint
+            arg_attrs.append(DictionaryAttr({}))
+            slots.append(value)
+    begin, end, step = (body.add_argument(i64) for _ in range(3))
+    arg_attrs += [DictionaryAttr({})] * 3
+    for c in constants:
+        body.convert_op(c)
+    body.serial_loop(op, begin, end, step)
+    body._ins(llvm.ReturnOp())
+    state.new_functions.append(body.finish(arg_attrs))
+
+    # -- the thread function: unpack the slots, take this thread's chunk, call the body
+    thread = _FunctionConverter(stem, state)
+    data = thread.add_argument(llvm.LLVMPointerType())
+    data.name_hint = "data"
+    ins = thread._ins
+
+    def slot(k: int, t: Attribute = i64) -> SSAValue:
+        return ins(llvm.GEPOp.from_mixed_indices(data, [k], pointee_type=t, inbounds=True))
+
+    unpacked = []
+    for k, v in enumerate(slots):
+        t = _slot_type(v.type)
+        unpacked.append(_from_slot(ins, ins(llvm.LoadOp(slot(k, t), t)), v.type))
+    n = len(slots)
+    lb, ub, st = (ins(llvm.LoadOp(slot(n + j), i64)) for j in range(3))
+    tid = ins(llvm.SExtOp(ins(llvm.CallOp("omp_get_thread_num", return_type=i32)), i64))
+    nth = ins(llvm.SExtOp(ins(llvm.CallOp("omp_get_num_threads", return_type=i32)), i64))
+    one = int_constant(thread.b, 1)
+    zero = int_constant(thread.b, 0)
+    # trips = max(0, ceil((ub - lb) / step)); step > 0
+    span = ins(llvm.SubOp(ins(llvm.AddOp(ins(llvm.SubOp(ub, lb)), st)), one))
+    trips = ins(llvm.SDivOp(span, st))
+    trips = ins(llvm.SelectOp(ins(llvm.ICmpOp(trips, zero, _icmp("sgt"))), trips, zero))
+    chunk = ins(llvm.SDivOp(trips, nth))
+    extra = ins(llvm.SRemOp(trips, nth))
+    takes_extra = ins(llvm.ICmpOp(tid, extra, _icmp("slt")))
+    first = ins(llvm.AddOp(ins(llvm.MulOp(tid, chunk)), ins(llvm.SelectOp(takes_extra, tid, extra))))
+    count = ins(llvm.AddOp(chunk, ins(llvm.ZExtOp(takes_extra, i64))))
+    begin_v = ins(llvm.AddOp(lb, ins(llvm.MulOp(first, st)), overflow=_NSW))
+    end_v = ins(llvm.AddOp(begin_v, ins(llvm.MulOp(count, st)), overflow=_NSW))
+    ins(llvm.CallOp(f"{stem}_body", *unpacked, begin_v, end_v, st))
+    ins(llvm.ReturnOp())
+    state.new_functions.append(thread.finish([DictionaryAttr({})]))
+
+    # -- in the caller: fill the slots, launch
+    slots += [conv.values[op.lb], conv.values[op.ub], conv.values[op.step]]
+    # (slots typed as pointers: llvmlite then types the array as an opaque pointer, into
+    # which both pointers and i64s can be stored)
+    array = llvm.AllocaOp(int_constant(conv.alloca_builder, len(slots)), llvm.LLVMPointerType(), alignment=8)
+    conv.alloca_builder.insert(array)
+    for k, v in enumerate(slots):
+        raw = _to_slot(conv._ins, v)
+        address = conv._ins(llvm.GEPOp.from_mixed_indices(array.res, [k], pointee_type=raw.type, inbounds=True))
+        conv._ins(llvm.StoreOp(raw, address))
+    if NUM_THREADS_SYMBOL not in state.new_globals:
+        state.new_globals[NUM_THREADS_SYMBOL] = llvm.GlobalOp(i32, NUM_THREADS_SYMBOL, "external")
+    threads = conv._ins(
+        llvm.LoadOp(conv._ins(llvm.AddressOfOp(NUM_THREADS_SYMBOL, llvm.LLVMPointerType())), i32)
+    )
+    function = conv._ins(llvm.AddressOfOp(stem, llvm.LLVMPointerType()))
+    conv._ins(llvm.CallOp("GOMP_parallel", function, array.res, threads, int_constant(conv.b, 0, i32)))
+
+
+__all__ = ["NUM_THREADS_SYMBOL", "convert_parallel", "free_values"]
