@@ -101,6 +101,7 @@ def silu(ctx: ImportContext, node, x):
 
 @converter("aten.hardtanh.default", "aten.clamp.default")
 def clamp(ctx: ImportContext, node, x, low=None, high=None):
+    x = ctx.cast(x, ctx.dtype(node))  # an integer tensor clamped to float bounds gives floats
     if low is not None:
         x = ctx.b.max(x, _operand(ctx, node, low, x))
     if high is not None:
