@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..context import ImportContext
+from ..context import ImportContext, numpy_dtype_of_torch
 from ..registry import converter
 
 
@@ -119,13 +119,12 @@ _COMPARE = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "g
 for _aten, _predicate in _COMPARE.items():
 
     def _compare(ctx, node, a, b, predicate=_predicate):
-        from ....dialects.graph.types import numpy_dtype
+        import torch
 
-        # compare in the operands' promoted type (the result is bool)
-        like = a if not isinstance(a, bool | int | float) else b
-        dtype = numpy_dtype(like.type.element_type)
-        if isinstance(b, float) and not np.issubdtype(dtype, np.floating):
-            dtype = np.dtype(np.float32)
+        # compare in the operands' promoted type (the result is bool): int64 < float32 compares
+        # floats, float32 == float64 compares doubles, as torch does
+        operands = [v.meta["val"] if isinstance(v, torch.fx.Node) else v for v in node.args[:2]]
+        dtype = numpy_dtype_of_torch(torch.result_type(*operands), f"{node.name}: ")
         a = ctx.b.constant(np.asarray(a, dtype)) if isinstance(a, bool | int | float) else ctx.cast(a, dtype)
         b = ctx.b.constant(np.asarray(b, dtype)) if isinstance(b, bool | int | float) else ctx.cast(b, dtype)
         return ctx.b.compare(a, b, predicate)
