@@ -38,10 +38,10 @@ def _conv2d(ctx: ImportContext, x, weight, bias, stride, padding, dilation, tran
 
 @converter("aten.max_pool2d_with_indices.default")
 def max_pool2d_with_indices(ctx: ImportContext, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
-    values = ctx.b.max_pool2d(
+    values = _batched(ctx, x, lambda x: ctx.b.max_pool2d(
         x, kernel=tuple(kernel), strides=tuple(stride) or None, padding=_pair(padding), dilation=_pair(dilation),
         ceil_mode=ceil_mode,
-    )
+    ))  # fmt: skip
     return (values, None)  # the indices are not computed; nothing may use them
 
 
@@ -49,15 +49,23 @@ def max_pool2d_with_indices(ctx: ImportContext, node, x, kernel, stride=(), padd
 def avg_pool2d(ctx: ImportContext, node, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
     if divisor_override is not None:
         raise NotImplementedError("avg_pool2d with divisor_override is not supported")
-    return ctx.b.avg_pool2d(
+    return _batched(ctx, x, lambda x: ctx.b.avg_pool2d(
         x, kernel=tuple(kernel), strides=tuple(stride) or None, padding=_pair(padding), ceil_mode=ceil_mode,
         count_include_pad=count_include_pad,
-    )
+    ))  # fmt: skip
 
 
 @converter("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default")
 def adaptive_avg_pool2d(ctx: ImportContext, node, x, output_size):
-    return ctx.b.adaptive_avg_pool2d(x, output_size=tuple(output_size))
+    return _batched(ctx, x, lambda x: ctx.b.adaptive_avg_pool2d(x, output_size=tuple(output_size)))
+
+
+def _batched(ctx: ImportContext, x, pool):
+    """``pool`` of an unbatched ``(C, H, W)`` input as of a batch of one ``(1, C, H, W)``."""
+    if ctx.rank(x) != 3:
+        return pool(x)
+    y = pool(ctx.b.reshape(x, (1, *shape_of(x.type))))
+    return ctx.b.reshape(y, shape_of(y.type)[1:])
 
 
 def _pair(v):
