@@ -60,10 +60,30 @@ def rsub(ctx: ImportContext, node, a, b, alpha=1):
 
 @converter("aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.pow.Scalar")
 def pow_(ctx: ImportContext, node, a, b):
+    if np.issubdtype(ctx.dtype(node), np.integer):
+        return _integer_pow(ctx, node, a, b)
     if isinstance(b, int | float) and b == 2:
         a = _operand(ctx, node, a, None)
         return ctx.b.mul(a, a)
     return ctx.b.pow(_operand(ctx, node, a, b), _operand(ctx, node, b, a))
+
+
+def _integer_pow(ctx: ImportContext, node, a, b):
+    """Integer powers (graph.pow is float only): a non-negative integer constant exponent by
+    repeated squaring (wrapping on overflow as torch does); otherwise through float64, rounded
+    (exact while the result is below 2**53)."""
+    if isinstance(b, int) and not isinstance(b, bool) and b >= 0:
+        base, result = _operand(ctx, node, a, None), None
+        while b:
+            if b & 1:
+                result = base if result is None else ctx.b.mul(result, base)
+            b >>= 1
+            if b:
+                base = ctx.b.mul(base, base)
+        return result if result is not None else ctx.b.broadcast_to(ctx.scalar(1, base), ctx.shape(node))
+    f64 = np.dtype(np.float64)
+    a, b = (ctx.b.constant(np.asarray(v, f64)) if isinstance(v, int | float) else ctx.cast(v, f64) for v in (a, b))
+    return ctx.cast(ctx.b.round(ctx.b.pow(a, b)), ctx.dtype(node))
 
 
 _UNARY = {
