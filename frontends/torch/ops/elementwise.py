@@ -49,7 +49,13 @@ def div_mode(ctx: ImportContext, node, a, b, rounding_mode=None):
         negative = ctx.b.compare(q, ctx.scalar(0, q), "lt")
         return ctx.b.where(negative, ctx.b.neg(ctx.b.floor(ctx.b.neg(q))), ctx.b.floor(q))
     if rounding_mode == "floor":
-        raise NotImplementedError("integer floor division is not supported yet")
+        # integers: q truncates; floor is one less where the remainder is nonzero and its sign
+        # (the dividend's) differs from the divisor's
+        remainder = ctx.b.sub(a, ctx.b.mul(q, b))
+        zero = ctx.scalar(0, q)
+        inexact = ctx.b.compare(remainder, zero, "ne")
+        signs_differ = ctx.b.compare(ctx.b.compare(remainder, zero, "lt"), ctx.b.compare(b, zero, "lt"), "ne")
+        return ctx.b.where(ctx.b.where(inexact, signs_differ, inexact), ctx.b.sub(q, ctx.scalar(1, q)), q)
     return q
 
 
