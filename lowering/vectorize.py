@@ -4,7 +4,9 @@ A loop ``loop.for %i = %lb to %ub step 1 vectorized { body }`` whose body is str
 line (loads, stores, ``loop.dim``, scalar arith/math) becomes
 
 * a main loop that runs while ``i + W <= ub``, ``W`` lanes per iteration, ``i`` stepping
-  by ``W``: ``W = vector_bits / (widest element type)`` (16 f32 lanes for AVX-512);
+  by ``W``: ``W = vector_bits / (widest element type)`` (16 f32 lanes for AVX-512), or
+  the largest power of two within the trip count when that is bounded at compile time
+  (constant bounds, or the inner loop of a split);
 * then the scalar loop from where it stopped to ``ub`` (the remainder: any trip count).
 
 Each value of the body is classified, per vector iteration:
@@ -409,7 +411,7 @@ def _affine_stride(op: Operation, plan: _Plan) -> int | None:
 
 def analyze(op: loop.ForOp, vector_bits: int) -> _Plan:
     """How to vectorise ``op``; raises NotVectorizable (with the reason) if it cannot."""
-    from .loop_to_llvm import constant_int
+    from .loop_to_llvm import constant_int, static_upper_bound
 
     if constant_int(op.step) != 1:
         raise NotVectorizable("its step is not the constant 1")
@@ -468,6 +470,12 @@ def analyze(op: loop.ForOp, vector_bits: int) -> _Plan:
     lanes = vector_bits // widest
     if lanes < 2:
         raise NotVectorizable(f"its {widest}-bit elements do not fit twice in {vector_bits}-bit vectors")
+    # no wider than the trip count when it is bounded at compile time (8 lanes for 8 iterations)
+    lb, bound = constant_int(op.lb), static_upper_bound(op.ub)
+    if lb is not None and bound is not None and bound - lb < lanes:
+        if bound - lb < 2:
+            raise NotVectorizable(f"it runs at most {max(0, bound - lb)} iteration(s)")
+        lanes = 1 << ((bound - lb).bit_length() - 1)
     plan.lanes = lanes
     return plan
 

@@ -436,6 +436,17 @@ def test_unrolled_small_loops_are_straight_line_code(rng):
     np.testing.assert_array_equal(C, A + 10 * np.arange(4, dtype=np.float32)[:, None])
 
 
+@pytest.mark.parametrize("kind", ["vectorized", "parallel"])
+def test_small_constant_loops(kind, rng):
+    A = rng.standard_normal((4, 3)).astype(np.float32)
+    k = kernel(SMALL, kind=kind)
+    if kind == "vectorized":  # the inner loop: 3 iterations, 2 lanes + a remainder of 1
+        assert "vector<2xf32>" in k.llvm_dialect
+    C = np.empty_like(A)
+    k(A, C)
+    np.testing.assert_array_equal(C, A + 10 * np.arange(4, dtype=np.float32)[:, None])
+
+
 def test_unrolled_with_dynamic_bounds_is_a_serial_loop(rng):
     a, b = rng.standard_normal(33).astype(np.float32), rng.standard_normal(33).astype(np.float32)
     k = kernel(ELEMENTWISE, kind="unrolled")
@@ -596,6 +607,8 @@ def test_split_loops(n, f, outer, inner, rng):
     k = kernel(SPLIT, f=f, outer=outer, inner=inner)
     if inner == "unrolled":
         assert k.llvm_dialect.count("llvm.fmul") == f  # guarded copies, no inner loop
+    if (f, inner) == (5, "vectorized"):
+        assert "vector<4xf32>" in k.llvm_dialect  # at most 5 iterations: 4 lanes
     for t in THREADS:
         B = np.full(n, np.nan, np.float32)
         with threads.num_threads(t):
