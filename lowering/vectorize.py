@@ -522,7 +522,7 @@ class _Vectorizer:
         self.plan = plan
         self.lanes = plan.lanes
         self.vectors: dict[SSAValue, SSAValue] = {}
-        self.accumulators = dict(zip([r.combine for r in plan.reductions if not r.ordered], accumulators))
+        self.accumulators = dict(zip([r.combine for r in plan.reductions if not r.ordered], accumulators, strict=True))
         self.new_accumulators: dict[Operation, SSAValue] = {}
         self.skip: set[Operation] = {r.load for r in plan.reductions} | {r.store for r in plan.reductions}
         self.reductions = {r.combine: r for r in plan.reductions}
@@ -711,7 +711,7 @@ def convert_vectorized(conv: _FunctionConverter, op: loop.ForOp) -> bool:
     conv._ins(llvm.BrOp(header, nxt, *[vectorizer.new_accumulators[r.combine] for r in accumulated]))
     conv.region.add_block(exit_block)
     conv.block = exit_block
-    for r, acc in zip(accumulated, header.args[1:]):
+    for r, acc in zip(accumulated, header.args[1:], strict=True):
         _finish_reduction(conv, r, acc)
     # the remainder, from where the main loop stopped
     conv.serial_loop(op, lb=iv)
