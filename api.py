@@ -55,4 +55,4 @@ def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") 
     from .build import lower_to_llvm_dialect, lower_to_loops
 
     cpu = CPUTarget.parse(target)
-    return llvm_ir(lower_to_llvm_dialect(lower_to_loops(module)), cpu)
+    return llvm_ir(lower_to_llvm_dialect(lower_to_loops(module), target=target), cpu)

@@ -35,7 +35,11 @@ def check_supported(module: ModuleOp) -> None:
 
 #: lowering pipelines after the graph-level optimization (``passes/pipeline.py``)
 TO_LOOPS = ("graph-to-te", "te-to-loop")
-TO_LLVM = ("expand-math", "loop-to-llvm")
+
+
+def to_llvm(target: CPUTarget) -> tuple[str, ...]:
+    """The loop -> llvm pipeline for ``target`` (vectorized loops use its SIMD width)."""
+    return ("expand-math", f"loop-to-llvm{{vector_bits={target.vector_bits}}}")
 
 
 def lower_to_loops(module: ModuleOp, ctx: PassContext | None = None) -> ModuleOp:
@@ -48,10 +52,12 @@ def lower_to_loops(module: ModuleOp, ctx: PassContext | None = None) -> ModuleOp
     return lowered
 
 
-def lower_to_llvm_dialect(loops: ModuleOp, ctx: PassContext | None = None) -> ModuleOp:
+def lower_to_llvm_dialect(
+    loops: ModuleOp, ctx: PassContext | None = None, target: str = "llvm"
+) -> ModuleOp:
     """Lower a loop-dialect module (from :func:`lower_to_loops`) in place to xDSL's llvm
     dialect: f32 exp/log/tanh/erf/pow expanded to vectorisable arith code, then loop-to-llvm."""
-    run_pipeline(loops, TO_LLVM, ctx or PassContext(opt_level=0, dump_ir=False))
+    run_pipeline(loops, to_llvm(CPUTarget.parse(target)), ctx or PassContext(opt_level=0, dump_ir=False))
     return loops
 
 
@@ -90,7 +96,7 @@ def build(
     work = module.clone()
     reports = [optimize_graph(work, ctx), run_pipeline(work, TO_LOOPS, ctx)]
     _, _, weights = entry_layout(find_function(work, function))
-    reports.append(run_pipeline(work, TO_LLVM, ctx))
+    reports.append(run_pipeline(work, to_llvm(cpu), ctx))
     jit = jit_compile(work, cpu)
     timings = [t for report in reports for t in report] + jit.timings
     lib = CompiledModule(jit.address(function), signature, [weight_array(w) for w in weights], keep_alive=jit)
