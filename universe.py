@@ -58,6 +58,7 @@ PASSES = {
     "expand-math": ("lowering.expand_math", "ExpandMathPass"),
     "loop-to-llvm": ("lowering.loop_to_llvm", "LoopToLLVMPass"),
     "fuse-ops": ("passes.fuse_ops", "FuseOpsPass"),
+    "apply-schedule": ("schedule.apply_pass", "ApplySchedulePass"),
 }
 
 TENSORKILN_UNIVERSE = Universe(
