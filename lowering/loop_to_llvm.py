@@ -340,9 +340,11 @@ class _FunctionConverter:
             count = self._mul_sizes(count, s)
         if op.scope.data == "local":
             one = int_constant(self.alloca_builder, int(count))
-            pointer = llvm.AllocaOp(one, t.element_type, alignment=HEAP_ALIGNMENT)
-            self.alloca_builder.insert(pointer)
-            pointer = pointer.results[0]
+            alloca = llvm.AllocaOp(one, t.element_type, alignment=HEAP_ALIGNMENT)
+            self.alloca_builder.insert(alloca)
+            # llvmlite types an alloca's pointer by its element (float*), which refuses
+            # vector stores; a no-op cast makes it an opaque ptr like every other buffer
+            pointer = self.alloca_builder.insert(llvm.BitcastOp(alloca.results[0], llvm.LLVMPointerType())).results[0]
         else:
             nbytes = self._mul_sizes(count, element_size(t.element_type))
             if isinstance(nbytes, int):

@@ -121,12 +121,6 @@ def test_matmul(name: str, shape: tuple[int, int, int], rng: np.random.Generator
     check(matmul_module(m, k, n), MATMUL_SCHEDULES[name], [x, w], x @ w)
 
 
-@pytest.mark.xfail(
-    raises=TypeError,
-    strict=False,
-    reason="loop-to-llvm's vectorizer (in progress) emits vector stores to local (alloca) buffers "
-    "that xDSL's LLVM IR printer rejects: 'cannot store <16 x float> to float*'",
-)
 def test_register_tile_vectorized(rng: np.random.Generator) -> None:
     """The micro-kernel shape strategies want: a 4x16 tile in registers, the inner tile
     loop vectorized (16 f32 lanes: 31 columns leave a remainder)."""

@@ -27,7 +27,8 @@ func.func @scale(%A: memref<?x8xf32>, %B: memref<?x8xf32>) {
 
 // CHECK-LABEL: llvm.func @scale(
 // CHECK-SAME:      %A: !llvm.ptr {llvm.noalias}, %[[N:.*]]: i64, %B: !llvm.ptr {llvm.noalias}, %{{.*}}: i64) {
-// CHECK:         llvm.alloca %{{.*}} x f32 {alignment = 64 : i64}
+// CHECK:         %[[A:.*]] = llvm.alloca %{{.*}} x f32 {alignment = 64 : i64}
+// CHECK-NEXT:    llvm.bitcast %[[A]] : !llvm.ptr to !llvm.ptr
 // CHECK-NEXT:    llvm.br ^[[CODE:.*]]
 // CHECK:       ^[[CODE]]:
 // CHECK:         %[[HEAP:.*]] = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) : (i64, i64) -> !llvm.ptr
