@@ -31,9 +31,10 @@ def context() -> Context:
     return ctx
 
 
-def module_of(ops) -> ModuleOp:
-    """The ops (built on the args of one block) in a func.func returning their results."""
-    block = ops[0].operands[0].owner
+def module_of(ops, block: Block | None = None) -> ModuleOp:
+    """The ops (built on the args of ``block``, by default the block of the first op's
+    first operand) in a func.func returning their results."""
+    block = block if block is not None else ops[0].operands[0].owner
     block.add_ops([*ops, func.ReturnOp(*(op.results[0] for op in ops))])
     f = func.FuncOp(
         "f", ([a.type for a in block.args], [op.results[0].type for op in ops]), Region(block)
@@ -43,8 +44,8 @@ def module_of(ops) -> ModuleOp:
     return module
 
 
-def assert_round_trip(ops) -> str:
-    text = str(module_of(ops))
+def assert_round_trip(ops, block: Block | None = None) -> str:
+    text = str(module_of(ops, block))
     parsed = Parser(context(), text).parse_module()
     parsed.verify()
     assert str(parsed) == text
@@ -78,7 +79,7 @@ def doc_examples(module) -> list[str]:
     found = []
     for doc in docs:
         found += [m.strip().rstrip("`") for m in re.findall(r"(%\w+ = graph\.\w+ [^\n]*)", doc)]
-    return found
+    return list(dict.fromkeys(found))
 
 
 def check_doc_example(line: str) -> None:
@@ -88,10 +89,8 @@ def check_doc_example(line: str) -> None:
     colon = body.rfind("} : ") + 1 if attr_start >= 0 else body.find(" : ")
     head, types = body[:colon], body[colon:].strip()[1:].strip()
     operands = list(dict.fromkeys(re.findall(r"%\w+", head)))
-    in_types = _split_top(types.split(" -> ")[0])
+    in_types = _split_top(types.split(" -> ")[0].strip().removeprefix("(").removesuffix(")"))
     names = re.findall(r"%\w+", head)
-    assert len(names) == len(in_types) or len(in_types) == 1, line
     typ = {n: ty for n, ty in zip(names, in_types)} if len(in_types) == len(names) else {n: in_types[0] for n in names}
     sig = ", ".join(f"{n}: {typ[n]}" for n in operands)
     parse_and_verify(f"builtin.module {{\n func.func @f({sig}) {{\n  {line}\n  func.return\n }}\n}}")
-
