@@ -30,7 +30,7 @@ from tensorkiln.dialects.graph.indexing import (
 )
 from tensorkiln.dialects.graph.types import shape_of
 
-from graph_op_helpers import args, assert_round_trip, check_doc_example, context, doc_examples, parse_and_verify, t  # noqa: E402,F401
+from graph_op_helpers import args, assert_round_trip, check_doc_example, doc_examples, parse_and_verify, t
 
 
 def rand(shape, dtype=np.float32, seed=0):
