@@ -37,6 +37,11 @@ def check_supported(module: ModuleOp) -> None:
 TO_LOOPS = ("graph-to-te", "te-to-loop")
 
 
+def schedule_pipeline(target: CPUTarget) -> tuple[str, ...]:
+    """The default schedules of every kernel, for ``target``'s SIMD width."""
+    return (f"default-schedule{{vector_bits={target.vector_bits}}}",)
+
+
 def to_llvm(target: CPUTarget) -> tuple[str, ...]:
     """The loop -> llvm pipeline for ``target`` (vectorized loops use its SIMD width)."""
     return ("expand-math", f"loop-to-llvm{{vector_bits={target.vector_bits}}}")
@@ -94,7 +99,7 @@ def build(
     check_supported(module)
     module.verify()
     work = module.clone()
-    reports = [optimize_graph(work, ctx), run_pipeline(work, TO_LOOPS, ctx)]
+    reports = [optimize_graph(work, ctx), run_pipeline(work, TO_LOOPS + schedule_pipeline(cpu), ctx)]
     _, _, weights = entry_layout(find_function(work, function))
     reports.append(run_pipeline(work, to_llvm(cpu), ctx))
     jit = jit_compile(work, cpu)

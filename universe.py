@@ -58,6 +58,7 @@ PASSES = {
     "expand-math": ("lowering.expand_math", "ExpandMathPass"),
     "loop-to-llvm": ("lowering.loop_to_llvm", "LoopToLLVMPass"),
     "fuse-ops": ("passes.fuse_ops", "FuseOpsPass"),
+    "default-schedule": ("schedule.strategies", "DefaultSchedulePass"),
     "apply-schedule": ("schedule.apply_pass", "ApplySchedulePass"),
 }
 
