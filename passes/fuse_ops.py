@@ -10,7 +10,8 @@ group when every one of its uses is in that group (so no intermediate escapes) a
 * or it is the group's one *anchor* -- a reduction (COMM_REDUCE) or an op with an
   elementwise-fusable output (OUT_ELEMWISE_FUSABLE: conv2d, dense, matmul) -- and each of
   its elements is computed once in the fused kernel (the ops between it and the group's
-  output read each element at most once).
+  output read each element at most once); an OUT_ELEMWISE_FUSABLE anchor only takes
+  elementwise/broadcast consumers.
 
 OPAQUE ops (softmax, whose rule emits several computes) and constants never join.
 The lowering (te-to-loop) inlines every producer of a group into the group's output
@@ -89,6 +90,13 @@ class _Fuser:
             pass
         elif kind in _ANCHORS:
             if group.anchor is not None or not once:
+                return False
+            # as in TVM, conv/dense/matmul take elementwise epilogues only: after an
+            # injective op (transpose, reshape) the kernel's loops would be that op's,
+            # not the product's, and the product's schedule could not apply
+            if kind == OpPatternKind.OUT_ELEMWISE_FUSABLE and any(
+                m.PATTERN_KIND not in (OpPatternKind.ELEMWISE, OpPatternKind.BROADCAST) for m in group.members
+            ):
                 return False
             group.anchor = op
         else:
