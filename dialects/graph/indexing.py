@@ -147,8 +147,22 @@ def _symbol_sizes(sources: Sequence[SSAValue], arrays: Sequence[np.ndarray]) -> 
 # take and gather
 
 
+class _IndexedOp(GraphOp):
+    """Operands, property and syntax shared by take and gather: data, an integer index
+    tensor, and the axis the indices select along."""
+
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+
 @irdl_op_definition
-class TakeOp(GraphOp):
+class TakeOp(_IndexedOp):
     """Pick slices of ``input`` along ``axis`` by an integer index tensor of any rank.
 
     ``result.shape = input.shape[:axis] + indices.shape + input.shape[axis+1:]`` and
@@ -162,14 +176,6 @@ class TakeOp(GraphOp):
     """
 
     name = "graph.take"
-    input = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
-    traits = traits_def(Pure())
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($result)"
-    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
 
     def __init__(self, input: SSAValue | Operation, indices: SSAValue | Operation, axis: int = 0):
         self._build([input, indices], {"axis": int_attr(_axis_value(input, axis))})
@@ -193,7 +199,7 @@ class TakeOp(GraphOp):
 
 
 @irdl_op_definition
-class GatherOp(GraphOp):
+class GatherOp(_IndexedOp):
     """torch.gather: ``result[i][j][k] = input[i][indices[i][j][k]][k]`` for ``axis = 1``.
 
     ``indices`` has the rank of ``input``, and on every other axis a size no larger than
@@ -206,14 +212,6 @@ class GatherOp(GraphOp):
     """
 
     name = "graph.gather"
-    input = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
-    traits = traits_def(Pure())
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($result)"
-    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
 
     def __init__(self, input: SSAValue | Operation, indices: SSAValue | Operation, axis: int):
         self._build([input, indices], {"axis": int_attr(_axis_value(input, axis))})
