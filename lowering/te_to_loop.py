@@ -248,9 +248,8 @@ def copy_kernel(t: MemRefType, name: str) -> func.FuncOp:
 class _HostLowering:
     """Rewrites one tensor-level function into a buffer-level host function + kernels."""
 
-    def __init__(self, function: func.FuncOp, module: ModuleOp):
+    def __init__(self, function: func.FuncOp):
         self.function = function
-        self.module = module
         self.kernels: list[func.FuncOp] = []
         self.names: dict[str, int] = {}
 
@@ -349,7 +348,7 @@ class TEToLoopPass(ModulePass):
             if any(isinstance(t, TensorType) for t in function.function_type.inputs.data) or any(
                 isinstance(o, te.ComputeOp) for o in function.body.walk()
             ):
-                _HostLowering(function, op).lower()
+                _HostLowering(function).lower()
 
 
 def entry_layout(function: func.FuncOp) -> tuple[int, int, list[Attribute]]:
