@@ -15,7 +15,7 @@ constant moves into the bias, which is created if the conv/dense had none. A cha
 ``* s + t`` (batch norm) thus folds completely, as do a lone scale or shift.
 
 "Per channel" means: the constant broadcasts along every axis but the channel axis
-(1 for conv2d's NCHW result, the last for dense), where it has the channel count or 1,
+(1 for conv2d's NCHW result, 3 for NHWC, the last for dense), where it has the channel count or 1,
 and the op's result has exactly the conv/dense's type (no broadcasting to a larger shape).
 Accepted scale/shift shapes for a conv: ``(1, C, 1, 1)``, ``(C, 1, 1)``, ``()``, ``(1,)``, ...;
 for a dense with ``N`` features: ``(N,)``, ``(1, N)``, ``()``.
@@ -48,6 +48,7 @@ from ..dialects.graph import ConstantOp
 from ..dialects.graph.base import ints
 from ..dialects.graph.elementwise import AddOp, MulOp, SubOp
 from ..dialects.graph.linalg import DenseOp
+from ..dialects.graph.layout import channel_axis, weight_from_oihw
 from ..dialects.graph.nn import Conv2dOp
 from ..dialects.graph.types import WeightAttr, is_float
 from .fold_constants import constant_array
@@ -87,11 +88,20 @@ def _rebuild(producer: Conv2dOp | DenseOp, weight: SSAValue, bias: SSAValue | No
             padding=ints(producer.padding),
             dilation=ints(producer.dilation),
             groups=producer.groups.value.data,
+            layout=producer.data_layout(),
         )
     else:
         new = DenseOp(producer.input, weight, bias)
     new.attributes |= producer.attributes
     return new
+
+
+def _channel_axes(producer: Conv2dOp | DenseOp, rank: int) -> tuple[int, int]:
+    """(channel axis of the producer's result, output-channel axis of its weight)."""
+    if isinstance(producer, DenseOp):
+        return rank - 1, 0
+    layout = producer.data_layout()
+    return channel_axis(layout), weight_from_oihw(range(4), layout).index(0)
 
 
 class FoldAffineIntoProducer(RewritePattern):
@@ -118,12 +128,11 @@ class FoldAffineIntoProducer(RewritePattern):
             if c is None or w is None or (producer.bias is not None and b is None):
                 continue
             rank = len(y.type.get_shape())
-            axis = 1 if isinstance(producer, Conv2dOp) else rank - 1
-            channels = w.shape[0]
-            vector = per_channel(c, rank, axis, channels)
+            axis, weight_axis = _channel_axes(producer, rank)
+            vector = per_channel(c, rank, axis, w.shape[weight_axis])
             if vector is None:
                 continue
-            self._fold(op, producer, w, b, vector.astype(np.float64), rewriter)
+            self._fold(op, producer, w, weight_axis, b, vector.astype(np.float64), rewriter)
             return
 
     @staticmethod
@@ -131,6 +140,7 @@ class FoldAffineIntoProducer(RewritePattern):
         op: Operation,
         producer: Conv2dOp | DenseOp,
         w: np.ndarray,
+        weight_axis: int,
         b: np.ndarray | None,
         vector: np.ndarray,
         rewriter: PatternRewriter,
@@ -138,7 +148,7 @@ class FoldAffineIntoProducer(RewritePattern):
         dtype = w.dtype
         new_w = None
         if isinstance(op, MulOp):
-            scale = vector.reshape((-1,) + (1,) * (w.ndim - 1))
+            scale = np.expand_dims(vector, [k for k in range(w.ndim) if k != weight_axis])
             new_w = (w.astype(np.float64) * scale).astype(dtype)
             new_b = (b.astype(np.float64) * vector).astype(dtype) if b is not None else None
         else:

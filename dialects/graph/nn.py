@@ -1,4 +1,5 @@
-"""Neural-network window ops on NCHW tensors: conv2d, max/avg pooling, adaptive average pooling,
+"""Neural-network window ops on NCHW tensors (conv2d and pooling also NHWC: ``layout.py``): conv2d,
+max/avg pooling, adaptive average pooling,
 conv2d_transpose, resize2d.
 
 Window properties are ``array<i64: ...>`` lists: ``strides`` and ``dilation`` are
@@ -52,6 +53,7 @@ from .base import (
     operand_element,
     operand_shape,
 )
+from .layout import check_layout, spatial_axes, to_layout, to_nchw, weight_to_oihw
 from .types import Dim, Shape, format_shape, is_bool, is_float, tensor_type
 
 # ---------------------------------------------------------------------------
@@ -173,6 +175,38 @@ def _windows(
     return win[:, :, : out_hw[0], : out_hw[1]]
 
 
+def _layout_prop() -> StringAttr:
+    return StringAttr("NCHW")
+
+
+class _LayoutMixin:
+    """Window ops whose data is NCHW or NHWC (``layout`` property, see ``layout.py``). Shape
+    rules and numpy references are written once, for NCHW: these convert around them."""
+
+    def data_layout(self) -> str:
+        layout = self.layout.data
+        check_layout(layout)
+        return layout
+
+    def input_nchw(self) -> Shape:
+        return to_nchw(operand_shape(self.input), self.data_layout())
+
+    def result_type_from_nchw(self, nchw: Sequence[Dim], element: Attribute) -> TensorType:
+        return tensor_type(to_layout(nchw, self.data_layout()), element)
+
+    def result_hw(self) -> tuple[int, int]:
+        """The result's static (OH, OW); negative where symbolic."""
+        shape = self.result.type.get_shape()
+        h, w = spatial_axes(self.data_layout())
+        return shape[h], shape[w]
+
+    def nchw_reference(self, x: np.ndarray, compute) -> np.ndarray:
+        """``compute(x in NCHW)`` -> NCHW result, in this op's layout."""
+        layout = self.data_layout()
+        y = compute(x.transpose(to_nchw(range(4), layout)))
+        return np.ascontiguousarray(y.transpose(to_layout(range(4), layout)))
+
+
 def _static_spatial(what: str, shape: Shape) -> tuple[int, int]:
     h, w = shape[2], shape[3]
     if not isinstance(h, int) or not isinstance(w, int):
@@ -205,13 +239,14 @@ class _ConvBase(GraphOp):
 
 
 @irdl_op_definition
-class Conv2dOp(_ConvBase):
+class Conv2dOp(_LayoutMixin, _ConvBase):
     """2-D convolution (cross-correlation, as in torch), NCHW input and OIHW weight.
 
     ``input (N, C, H, W) * weight (O, C/groups, KH, KW) [+ bias (O,)] -> (N, O, OH, OW)``
     with ``OH = floor((H + top + bottom - dilation_h*(KH-1) - 1) / stride_h) + 1`` (OW alike).
     Properties: ``strides`` (h, w), ``padding`` (top, left, bottom, right), ``dilation``
-    (h, w), ``groups``; defaults 1, 0, 1, 1 are not printed.
+    (h, w), ``groups``, ``layout`` (``"NCHW"``, or ``"NHWC"`` with an HWIO weight: the
+    channels-last form ``convert-layout`` makes); defaults 1, 0, 1, 1, NCHW are not printed.
 
     Example::
 
@@ -219,6 +254,7 @@ class Conv2dOp(_ConvBase):
     """
 
     name = "graph.conv2d"
+    layout = prop_def(StringAttr, default_value=_layout_prop())
 
     def __init__(
         self,
@@ -229,8 +265,10 @@ class Conv2dOp(_ConvBase):
         padding: int | Sequence[int] = (0, 0, 0, 0),
         dilation: int | Sequence[int] = (1, 1),
         groups: int = 1,
+        layout: str = "NCHW",
     ):
-        """``padding``: an int, ``(pad_h, pad_w)`` (symmetric) or ``(top, left, bottom, right)``."""
+        """``padding``: an int, ``(pad_h, pad_w)`` (symmetric) or ``(top, left, bottom, right)``;
+        ``layout``: of the data, ``"NCHW"`` (weight OIHW) or ``"NHWC"`` (weight HWIO)."""
         self._build(
             [input, weight, [bias] if bias is not None else []],
             {
@@ -238,13 +276,14 @@ class Conv2dOp(_ConvBase):
                 "padding": ints_attr(_padding4(padding)),
                 "dilation": ints_attr(_pair(dilation)),
                 "groups": int_attr(groups),
+                "layout": StringAttr(layout),
             },
         )
 
     def infer_result_type(self) -> TensorType:
-        x, w = operand_shape(self.input), operand_shape(self.weight)
-        expect_rank("input", x, 4)
-        expect_rank("weight", w, 4)
+        expect_rank("input", operand_shape(self.input), 4)
+        expect_rank("weight", operand_shape(self.weight), 4)
+        x, w = self.input_nchw(), weight_to_oihw(operand_shape(self.weight), self.data_layout())
         strides, padding, dilation = ints(self.strides), ints(self.padding), ints(self.dilation)
         groups = self.groups.value.data
         if groups < 1:
@@ -281,10 +320,14 @@ class Conv2dOp(_ConvBase):
         top, left, bottom, right = padding
         oh = window_output_size(0, x[2], kh, strides[0], top, bottom, dilation[0])
         ow = window_output_size(1, x[3], kw, strides[1], left, right, dilation[1])
-        return tensor_type((x[0], out_channels, oh, ow), element)
+        return self.result_type_from_nchw((x[0], out_channels, oh, ow), element)
 
     def reference(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
-        oh, ow = self.result.type.get_shape()[2:]
+        w = w.transpose(weight_to_oihw(range(4), self.data_layout()))
+        return self.nchw_reference(x, lambda x: self._nchw_reference(x, w, bias))
+
+    def _nchw_reference(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+        oh, ow = self.result_hw()
         if oh < 0 or ow < 0:  # symbolic spatial dims ("same" padding): take them from x
             oh, ow = x.shape[2], x.shape[3]
         groups = self.groups.value.data
@@ -309,11 +352,12 @@ class Conv2dOp(_ConvBase):
 # pooling
 
 
-class _Pool2dOp(GraphOp):
-    """A 2-D pooling window over NCHW: ``(N, C, H, W) -> (N, C, OH, OW)``."""
+class _Pool2dOp(_LayoutMixin, GraphOp):
+    """A 2-D pooling window over NCHW ``(N, C, H, W) -> (N, C, OH, OW)`` or NHWC (``layout``)."""
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
+    layout = prop_def(StringAttr, default_value=_layout_prop())
     kernel = prop_def(DenseArrayBase)
     strides = prop_def(DenseArrayBase)
     padding = prop_def(DenseArrayBase, default_value=ints_attr((0, 0, 0, 0)))
@@ -333,8 +377,8 @@ class _Pool2dOp(GraphOp):
         return ints(self.kernel), ints(self.strides), ints(self.padding), self._dilation()
 
     def infer_result_type(self) -> TensorType:
-        x = operand_shape(self.input)
-        expect_rank("input", x, 4)
+        expect_rank("input", operand_shape(self.input), 4)
+        x = self.input_nchw()
         element = operand_element(self.input)
         if self.FLOAT_ONLY and not is_float(element):
             raise VerifyException(f"input must be a float tensor, got {self.input.type}")
@@ -354,11 +398,15 @@ class _Pool2dOp(GraphOp):
         top, left, bottom, right = padding
         oh = window_output_size(0, x[2], kernel[0], strides[0], top, bottom, dilation[0], ceil_mode)
         ow = window_output_size(1, x[3], kernel[1], strides[1], left, right, dilation[1], ceil_mode)
-        return tensor_type((x[0], x[1], oh, ow), element)
+        return self.result_type_from_nchw((x[0], x[1], oh, ow), element)
 
     def _out_hw(self, x: np.ndarray) -> tuple[int, int]:
-        oh, ow = self.result.type.get_shape()[2:]
+        """(OH, OW) of an NCHW input ``x``."""
+        oh, ow = self.result_hw()
         return (x.shape[2] if oh < 0 else oh, x.shape[3] if ow < 0 else ow)
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        return self.nchw_reference(x, self._nchw_reference)
 
 
 def _pool_props(
@@ -366,9 +414,11 @@ def _pool_props(
     strides: int | Sequence[int] | None,
     padding: int | Sequence[int],
     ceil_mode: bool,
+    layout: str,
 ) -> dict[str, Attribute]:
     kernel = _pair(kernel)
     return {
+        "layout": StringAttr(layout),
         "kernel": ints_attr(kernel),
         "strides": ints_attr(kernel if strides is None else _pair(strides)),
         "padding": ints_attr(_padding4(padding)),
@@ -401,15 +451,16 @@ class MaxPool2dOp(_Pool2dOp):
         padding: int | Sequence[int] = (0, 0, 0, 0),
         dilation: int | Sequence[int] = (1, 1),
         ceil_mode: bool = False,
+        layout: str = "NCHW",
     ):
-        props = _pool_props(kernel, strides, padding, ceil_mode)
+        props = _pool_props(kernel, strides, padding, ceil_mode, layout)
         props["dilation"] = ints_attr(_pair(dilation))
         self._build([input], props)
 
     def _dilation(self) -> tuple[int, ...]:
         return ints(self.dilation)
 
-    def reference(self, x: np.ndarray) -> np.ndarray:
+    def _nchw_reference(self, x: np.ndarray) -> np.ndarray:
         kernel, strides, padding, dilation = self.window()
         if np.issubdtype(x.dtype, np.floating):
             fill = -np.inf
@@ -443,12 +494,13 @@ class AvgPool2dOp(_Pool2dOp):
         padding: int | Sequence[int] = (0, 0, 0, 0),
         ceil_mode: bool = False,
         count_include_pad: bool = True,
+        layout: str = "NCHW",
     ):
-        props = _pool_props(kernel, strides, padding, ceil_mode)
+        props = _pool_props(kernel, strides, padding, ceil_mode, layout)
         props["count_include_pad"] = BoolAttr.from_bool(count_include_pad)
         self._build([input], props)
 
-    def reference(self, x: np.ndarray) -> np.ndarray:
+    def _nchw_reference(self, x: np.ndarray) -> np.ndarray:
         kernel, strides, padding, dilation = self.window()
         out_hw = self._out_hw(x)
         win = _windows(x, out_hw, kernel, strides, padding, dilation, 0)
@@ -469,7 +521,7 @@ class AvgPool2dOp(_Pool2dOp):
 
 
 @irdl_op_definition
-class AdaptiveAvgPool2dOp(GraphOp):
+class AdaptiveAvgPool2dOp(_LayoutMixin, GraphOp):
     """Average pooling to a fixed ``output_size`` (OH, OW), float only (torch semantics).
 
     Output row ``i`` averages input rows ``floor(i*H/OH)`` to ``ceil((i+1)*H/OH)``
@@ -484,26 +536,30 @@ class AdaptiveAvgPool2dOp(GraphOp):
     input = operand_def(TensorType)
     result = result_def(TensorType)
     output_size = prop_def(DenseArrayBase)
+    layout = prop_def(StringAttr, default_value=_layout_prop())
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OUT_ELEMWISE_FUSABLE
 
-    def __init__(self, input: SSAValue | Operation, output_size: int | Sequence[int]):
-        self._build([input], {"output_size": ints_attr(_pair(output_size))})
+    def __init__(self, input: SSAValue | Operation, output_size: int | Sequence[int], layout: str = "NCHW"):
+        self._build([input], {"output_size": ints_attr(_pair(output_size)), "layout": StringAttr(layout)})
 
     def infer_result_type(self) -> TensorType:
-        x = operand_shape(self.input)
-        expect_rank("input", x, 4)
+        expect_rank("input", operand_shape(self.input), 4)
+        x = self.input_nchw()
         if not is_float(operand_element(self.input)):
             raise VerifyException(f"input must be a float tensor, got {self.input.type}")
         size = ints(self.output_size)
         _expect_len("output_size", size, 2, "oh, ow")
         _expect_at_least("output_size", size, 1)
         _static_spatial("adaptive_avg_pool2d", x)
-        return tensor_type((x[0], x[1], *size), operand_element(self.input))
+        return self.result_type_from_nchw((x[0], x[1], *size), operand_element(self.input))
 
     def reference(self, x: np.ndarray) -> np.ndarray:
+        return self.nchw_reference(x, self._nchw_reference)
+
+    def _nchw_reference(self, x: np.ndarray) -> np.ndarray:
         oh, ow = ints(self.output_size)
         h, w = x.shape[2:]
 

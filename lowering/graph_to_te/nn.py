@@ -1,4 +1,5 @@
-"""TE rules of convolution, transposed convolution, pooling and resizing (NCHW). Padding reads
+"""TE rules of convolution, transposed convolution, pooling and resizing (NCHW; conv2d and
+pooling also NHWC, written once over NCHW indices mapped by ``layout.py``). Padding reads
 are bounds-checked (``Scalar.read_padded``): out-of-range taps read the pad value, never outside
 the buffer; computed source indices are clamped to the input."""
 
@@ -10,6 +11,7 @@ from xdsl.ir import SSAValue
 
 from ...dialects.graph import nn
 from ...dialects.graph.base import ints
+from ...dialects.graph.layout import spatial_axes, to_layout, to_nchw, weight_from_oihw, weight_to_oihw
 from ..te_builder import Scalar, TEBuilder, lowest_value
 from .registry import compute_rule
 
@@ -19,27 +21,42 @@ def _tap(s: Scalar, out: SSAValue, k: SSAValue, stride: int, pad: int, dilation:
     return s.add(s.sub(s.mul(out, s.index(stride)), s.index(pad)), s.mul(k, s.index(dilation)))
 
 
+def _input_channel(s: Scalar, o: SSAValue, c: SSAValue, groups: int, per_group: int, in_per_group: int):
+    """Input channel of reduction channel ``c`` for output channel ``o``: plain ``c`` without
+    groups and ``o`` for depthwise, so the index stays affine (vectorizable)."""
+    if groups == 1:
+        return c
+    if per_group == 1 and in_per_group == 1:
+        return o
+    return s.add(s.mul(s.floordiv(o, s.index(per_group)), s.index(in_per_group)), c)
+
+
 @compute_rule(nn.Conv2dOp)
 def conv2d(t: TEBuilder, op: nn.Conv2dOp) -> SSAValue:
+    """The reduction runs over (c, ky, kx) in NCHW and (ky, kx, c) in NHWC: innermost is the
+    axis contiguous in memory in both data and weight."""
     (sh, sw), (top, left, _, _), (dh, dw) = ints(op.strides), ints(op.padding), ints(op.dilation)
+    layout = op.data_layout()
     groups = op.groups.value.data
-    out_channels, in_per_group, kh, kw = op.weight.type.get_shape()
+    out_channels, in_per_group, kh, kw = weight_to_oihw(op.weight.type.get_shape(), layout)
     per_group = out_channels // groups
+    channels_last = layout == "NHWC"
     inputs = [op.input, op.weight] + ([op.bias] if op.bias is not None else [])
 
     def element(s: Scalar, idx, ins):
-        n, o, y, x = idx
+        n, o, y, x = to_nchw(idx, layout)
         data, weight, *bias = ins
-        first_channel = s.mul(s.floordiv(o, s.index(per_group)), s.index(in_per_group))
         zero = s.const(0, data.type.element_type)
 
         def term(r: Scalar, axes):
-            c, ky, kx = axes
+            ky, kx, c = axes if channels_last else (axes[1], axes[2], axes[0])
             iy, ix = _tap(r, y, ky, sh, top, dh), _tap(r, x, kx, sw, left, dw)
-            pixel = r.read_padded(data, [n, r.add(first_channel, c), iy, ix], [2, 3], zero)
-            return r.mul(pixel, r.read(weight, [o, c, ky, kx]))
+            channel = _input_channel(r, o, c, groups, per_group, in_per_group)
+            pixel = r.read_padded(data, to_layout([n, channel, iy, ix], layout), spatial_axes(layout), zero)
+            return r.mul(pixel, r.read(weight, weight_from_oihw([o, c, ky, kx], layout)))
 
-        acc = s.reduce("add", [in_per_group, kh, kw], 0, term, data.type.element_type)
+        extents = [kh, kw, in_per_group] if channels_last else [in_per_group, kh, kw]
+        acc = s.reduce("add", extents, 0, term, data.type.element_type)
         return s.add(acc, s.read(bias[0], [o])) if bias else acc
 
     return t.compute("conv2d", op.result.type, inputs, element)
@@ -50,14 +67,16 @@ def max_pool2d(t: TEBuilder, op: nn.MaxPool2dOp) -> SSAValue:
     (kh, kw), (sh, sw), (top, left, _, _), (dh, dw) = op.window()
     element_type = op.input.type.element_type
 
+    layout = op.data_layout()
+
     def element(s: Scalar, idx, ins):
-        n, c, y, x = idx
+        n, c, y, x = to_nchw(idx, layout)
         low = s.lowest(element_type)
 
         def term(r: Scalar, axes):
             ky, kx = axes
             iy, ix = _tap(r, y, ky, sh, top, dh), _tap(r, x, kx, sw, left, dw)
-            return r.read_padded(ins[0], [n, c, iy, ix], [2, 3], low)
+            return r.read_padded(ins[0], to_layout([n, c, iy, ix], layout), spatial_axes(layout), low)
 
         return s.reduce("max", [kh, kw], lowest_value(element_type), term, element_type)
 
@@ -69,16 +88,18 @@ def avg_pool2d(t: TEBuilder, op: nn.AvgPool2dOp) -> SSAValue:
     (kh, kw), (sh, sw), (top, left, bottom, right), _ = op.window()
     include_pad = bool(op.count_include_pad.value.data)
     element_type = op.input.type.element_type
+    layout = op.data_layout()
+    h_axis, w_axis = spatial_axes(layout)
 
     def element(s: Scalar, idx, ins):
-        n, c, y, x = idx
+        n, c, y, x = to_nchw(idx, layout)
         data = ins[0]
         zero = s.const(0, element_type)
 
         def term(r: Scalar, axes):
             ky, kx = axes
             iy, ix = _tap(r, y, ky, sh, top, 1), _tap(r, x, kx, sw, left, 1)
-            return r.read_padded(data, [n, c, iy, ix], [2, 3], zero)
+            return r.read_padded(data, to_layout([n, c, iy, ix], layout), (h_axis, w_axis), zero)
 
         total = s.reduce("add", [kh, kw], 0, term, element_type)
 
@@ -91,7 +112,9 @@ def avg_pool2d(t: TEBuilder, op: nn.AvgPool2dOp) -> SSAValue:
                 start, end = s.max(start, s.index(0)), s.min(end, size)
             return s.sub(end, start)
 
-        count = s.mul(window_length(y, sh, top, bottom, kh, 2), window_length(x, sw, left, right, kw, 3))
+        count = s.mul(
+            window_length(y, sh, top, bottom, kh, h_axis), window_length(x, sw, left, right, kw, w_axis)
+        )
         return s.div(total, s.index_to(count, element_type))
 
     return t.compute("avg_pool2d", op.result.type, [op.input], element)
@@ -100,11 +123,12 @@ def avg_pool2d(t: TEBuilder, op: nn.AvgPool2dOp) -> SSAValue:
 @compute_rule(nn.AdaptiveAvgPool2dOp)
 def adaptive_avg_pool2d(t: TEBuilder, op: nn.AdaptiveAvgPool2dOp) -> SSAValue:
     out_h, out_w = ints(op.output_size)
-    height, width = op.input.type.get_shape()[2:]
+    layout = op.data_layout()
+    height, width = to_nchw(op.input.type.get_shape(), layout)[2:]
     element_type = op.input.type.element_type
 
     def element(s: Scalar, idx, ins):
-        n, c, y, x = idx
+        n, c, y, x = to_nchw(idx, layout)
 
         def bin_(i, size, out):
             """[floor(i*size/out), ceil((i+1)*size/out))"""
@@ -116,7 +140,7 @@ def adaptive_avg_pool2d(t: TEBuilder, op: nn.AdaptiveAvgPool2dOp) -> SSAValue:
         x0, cols = bin_(x, width, out_w)
 
         def term(r: Scalar, axes):
-            return r.read(ins[0], [n, c, r.add(y0, axes[0]), r.add(x0, axes[1])])
+            return r.read(ins[0], to_layout([n, c, r.add(y0, axes[0]), r.add(x0, axes[1])], layout))
 
         total = s.reduce("add", [rows, cols], 0, term, element_type)
         return s.div(total, s.index_to(s.mul(rows, cols), element_type))
