@@ -1,0 +1,165 @@
+"""Build and time ONE kernel alone: the work a measurement worker does.
+
+A request is a plain dict (it crosses process and machine boundaries by pickle)::
+
+    {"module": text of a module holding the scheduled ``@kernel`` (and any micro-kernels),
+     "target": "llvm", "args": [[shape, dtype], ...], "outputs": [indices],
+     "seed": 0, "expected": [ndarray per output] or None,
+     "number": 0 (auto), "repeat": 3, "min_repeat_ms": 50, "warmup": 1, "flush_cache": False}
+
+and the answer is ``{"error": code, "message": str, "costs": [seconds per call, one per
+repeat], "compile_s": float}``. Inputs are random (seeded, so every process makes the
+same ones); outputs start from the same random values, so a candidate that skips an
+element differs from the reference there. Nothing here catches a crash or a hang: the
+executor running this (``tuning/executor.py``) is the isolation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .record import ErrorCode
+
+_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64, "i32": np.int32,
+           "i8": np.int8, "i1": np.bool_, "i16": np.int16}
+
+#: per process: (module text, target) -> compiled kernel, a few only
+_COMPILED: dict[tuple[str, str], Any] = {}
+
+
+def random_arguments(args: Sequence[tuple[Sequence[int], str]], seed: int) -> list[np.ndarray]:
+    """One array per kernel argument: floats standard normal, integers zero (index
+    inputs must stay in bounds), all from ``seed``."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for shape, dtype in args:
+        if dtype not in _DTYPES:
+            raise ValueError(f"kernel argument of element type {dtype} is not supported by the measurer")
+        np_type = _DTYPES[dtype]
+        if np.issubdtype(np_type, np.floating):
+            arrays.append(rng.standard_normal(tuple(shape)).astype(np_type))
+        else:
+            arrays.append(np.zeros(tuple(shape), np_type))
+    return arrays
+
+
+def compile_kernel(module_text: str, target: str) -> tuple[Any, Any]:
+    """JIT the ``@kernel`` of a module text alone; returns (ctypes function, owner)."""
+    key = (module_text, target)
+    if key in _COMPILED:
+        return _COMPILED[key]
+    from ..backends.llvm.jit import CPUTarget, jit_compile
+    from ..build import lower_to_llvm_dialect
+    from .task import KERNEL_SYMBOL, parse_kernel_module
+
+    module, kernel = parse_kernel_module(module_text)
+    n_args = len(kernel.function_type.inputs.data)
+    lower_to_llvm_dialect(module, target=target)
+    jit = jit_compile(module, CPUTarget.parse(target))
+    function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args)(jit.address(KERNEL_SYMBOL))
+    if len(_COMPILED) >= 4:
+        _COMPILED.pop(next(iter(_COMPILED)))
+    _COMPILED[key] = (function, jit)
+    return function, jit
+
+
+def _flush_cache(scratch: np.ndarray) -> None:
+    scratch += 1.0
+
+
+def time_calls(call, number: int, repeat: int, min_repeat_ms: float, warmup: int, flush_cache: bool) -> list[float]:
+    """Seconds per call, one figure per repeat (each the mean over ``number`` calls).
+
+    ``number=0`` picks it: enough calls that one repeat lasts ``min_repeat_ms``."""
+    for _ in range(max(0, warmup)):
+        call()
+    if number <= 0:
+        start = time.perf_counter()
+        call()
+        once = max(time.perf_counter() - start, 1e-7)
+        number = max(1, int(np.ceil(min_repeat_ms / 1e3 / once)))
+    scratch = np.zeros(8 * 1024 * 1024, np.float32) if flush_cache else None  # 32 MiB > L3
+    costs = []
+    for _ in range(max(1, repeat)):
+        if scratch is not None:
+            _flush_cache(scratch)
+        start = time.perf_counter()
+        for _ in range(number):
+            call()
+        costs.append((time.perf_counter() - start) / number)
+    return costs
+
+
+def run_kernel(module_text: str, target: str, args, outputs: Sequence[int], seed: int) -> tuple[list[np.ndarray], Any]:
+    """Run the kernel once on the seeded inputs; returns its output arrays and a closure
+    calling it again on the same buffers."""
+    function, _ = compile_kernel(module_text, target)
+    arrays = random_arguments(args, seed)
+    pointers = [a.ctypes.data for a in arrays]
+
+    def call() -> None:
+        function(*pointers)
+
+    call()
+    return [arrays[k] for k in outputs], call
+
+
+def matches(got: np.ndarray, expected: np.ndarray) -> bool:
+    """Equal up to float reassociation (reductions may be summed in another order)."""
+    if not np.issubdtype(expected.dtype, np.floating):
+        return bool(np.array_equal(got, expected))
+    scale = float(np.max(np.abs(expected[np.isfinite(expected)]), initial=1.0))
+    return bool(np.allclose(got, expected, rtol=1e-3, atol=1e-4 * scale, equal_nan=True))
+
+
+def reference_outputs(request: dict[str, Any]) -> list[np.ndarray]:
+    """The outputs of the unscheduled kernel (``request["module"]``) on the seeded inputs."""
+    outputs, _ = run_kernel(request["module"], request["target"], request["args"], request["outputs"], request["seed"])
+    return [o.copy() for o in outputs]
+
+
+def measure_candidate(request: dict[str, Any]) -> dict[str, Any]:
+    """Compile, check and time one scheduled kernel (see the module docstring)."""
+    start = time.perf_counter()
+    try:
+        compile_kernel(request["module"], request["target"])
+    except Exception as error:  # noqa: BLE001 - any failure to lower/JIT is this candidate's error
+        return {"error": ErrorCode.COMPILE_ERROR.value, "message": _short(error), "costs": [], "compile_s": 0.0}
+    compile_s = time.perf_counter() - start
+    try:
+        outputs, call = run_kernel(request["module"], request["target"], request["args"], request["outputs"], request["seed"])
+    except Exception as error:  # noqa: BLE001
+        return {"error": ErrorCode.RUNTIME_ERROR.value, "message": _short(error), "costs": [], "compile_s": compile_s}
+    expected = request.get("expected")
+    if expected is not None:
+        for k, (got, want) in enumerate(zip(outputs, expected)):
+            if not matches(got, want):
+                worst = float(np.nanmax(np.abs(got.astype(np.float64) - want))) if got.size else 0.0
+                return {
+                    "error": ErrorCode.WRONG_RESULT.value,
+                    "message": f"output {k} differs from the reference (max abs diff {worst:.3g})",
+                    "costs": [],
+                    "compile_s": compile_s,
+                }
+    costs = time_calls(
+        call,
+        int(request.get("number", 0)),
+        int(request.get("repeat", 3)),
+        float(request.get("min_repeat_ms", 50.0)),
+        int(request.get("warmup", 1)),
+        bool(request.get("flush_cache", False)),
+    )
+    return {"error": ErrorCode.NO_ERROR.value, "message": "", "costs": costs, "compile_s": compile_s}
+
+
+def _short(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}"
+    if len(text) > 500:
+        text = text[:500] + "..."
+    return text or traceback.format_exc(limit=2)
