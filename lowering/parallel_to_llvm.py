@@ -12,13 +12,17 @@ becomes two functions and a call:
 * ``@f_parallel<k>(%data: !llvm.ptr)``, the thread function: reads the captures from
   ``data``, an array of 8-byte slots (slot ``j`` holds the ``j``-th flattened capture:
   a pointer, or an i64 holding the value's bits, zero-extended; the last three slots
-  hold ``lb``, ``ub`` and ``step``),
-  computes the static chunk of thread ``omp_get_thread_num()`` of
-  ``omp_get_num_threads()`` (the iterations split as evenly as possible, the first
-  ``trips % threads`` threads taking one more) and calls the body function;
+  hold ``lb``, ``ub`` and ``step``), then takes chunks of iterations
+  (``GOMP_loop_nonmonotonic_dynamic_next``) and calls the body function on each until
+  none is left (``GOMP_loop_end_nowait``);
 * in ``@f``: the slots are a stack array (entry-block ``alloca``) filled in place of
-  the loop, then ``GOMP_parallel(@f_parallel<k>, data, tk_num_threads, 0)``; it returns
-  when every thread is done.
+  the loop, then ``GOMP_parallel_loop_nonmonotonic_dynamic(@f_parallel<k>, data,
+  tk_num_threads, lb, ub, step, chunk, 0)``; it returns when every thread is done.
+
+Dynamic scheduling (OpenMP's ``schedule(nonmonotonic:dynamic, chunk)``), not static
+chunks: the iterations are cut into about ``CHUNKS_PER_THREAD`` chunks per thread
+that the threads take from a shared counter, so when another process holds one core
+the thread running there takes fewer chunks instead of stalling the whole loop.
 
 Thread count: the generated code reads the 32-bit global ``tk_num_threads`` (an
 external symbol) at each launch and passes it to ``GOMP_parallel``; 0 means libgomp's
@@ -40,8 +44,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, llvm
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, IntegerType, UnitAttr, i32, i64
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, IntegerType, UnitAttr, i8, i32, i64
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ..dialects import loop
 from .scalar_to_llvm import int_constant
@@ -52,7 +56,9 @@ if TYPE_CHECKING:
 #: the 32-bit global the generated code reads the thread count from (0: libgomp's default)
 NUM_THREADS_SYMBOL = "tk_num_threads"
 
-_NSW = llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,))
+#: chunks per thread of a parallel loop's iterations: threads take chunks from a shared
+#: counter, so one slowed down (by another process on its core) takes fewer of them
+CHUNKS_PER_THREAD = 4
 
 
 def free_values(op: Operation) -> list[SSAValue]:
@@ -161,23 +167,25 @@ def convert_parallel(conv: _FunctionConverter, op: loop.ForOp) -> None:
         t = _slot_type(v.type)
         unpacked.append(_from_slot(ins, ins(llvm.LoadOp(slot(k, t), t)), v.type))
     n = len(slots)
-    lb, ub, st = (ins(llvm.LoadOp(slot(n + j), i64)) for j in range(3))
-    tid = ins(llvm.SExtOp(ins(llvm.CallOp("omp_get_thread_num", return_type=i32)), i64))
-    nth = ins(llvm.SExtOp(ins(llvm.CallOp("omp_get_num_threads", return_type=i32)), i64))
-    one = int_constant(thread.b, 1)
-    zero = int_constant(thread.b, 0)
-    # trips = max(0, ceil((ub - lb) / step)); step > 0
-    span = ins(llvm.SubOp(ins(llvm.AddOp(ins(llvm.SubOp(ub, lb)), st)), one))
-    trips = ins(llvm.SDivOp(span, st))
-    trips = ins(llvm.SelectOp(ins(llvm.ICmpOp(trips, zero, _icmp("sgt"))), trips, zero))
-    chunk = ins(llvm.SDivOp(trips, nth))
-    extra = ins(llvm.SRemOp(trips, nth))
-    takes_extra = ins(llvm.ICmpOp(tid, extra, _icmp("slt")))
-    first = ins(llvm.AddOp(ins(llvm.MulOp(tid, chunk)), ins(llvm.SelectOp(takes_extra, tid, extra))))
-    count = ins(llvm.AddOp(chunk, ins(llvm.ZExtOp(takes_extra, i64))))
-    begin_v = ins(llvm.AddOp(lb, ins(llvm.MulOp(first, st)), overflow=_NSW))
-    end_v = ins(llvm.AddOp(begin_v, ins(llvm.MulOp(count, st)), overflow=_NSW))
+    st = ins(llvm.LoadOp(slot(n + 2), i64))
+    # take chunks from libgomp's shared iteration counter until none is left
+    one = int_constant(thread.alloca_builder, 1)
+    begin_p = thread.alloca_builder.insert(llvm.AllocaOp(one, i64, alignment=8)).res
+    end_p = thread.alloca_builder.insert(llvm.AllocaOp(one, i64, alignment=8)).res
+    header, chunk_block, exit_block = Block(), Block(), Block()
+    thread.region.add_block([header, chunk_block, exit_block])
+    ins(llvm.BrOp(header))
+    thread.block = header
+    more = ins(llvm.CallOp("GOMP_loop_nonmonotonic_dynamic_next", begin_p, end_p, return_type=i8))
+    zero8 = int_constant(thread.b, 0, i8)
+    ins(llvm.CondBrOp(ins(llvm.ICmpOp(more, zero8, _icmp("ne"))), chunk_block, [], exit_block, []))
+    thread.block = chunk_block
+    begin_v = ins(llvm.LoadOp(begin_p, i64))
+    end_v = ins(llvm.LoadOp(end_p, i64))
     ins(llvm.CallOp(f"{stem}_body", *unpacked, begin_v, end_v, st))
+    ins(llvm.BrOp(header))
+    thread.block = exit_block
+    ins(llvm.CallOp("GOMP_loop_end_nowait"))
     ins(llvm.ReturnOp())
     state.new_functions.append(thread.finish([DictionaryAttr({})]))
 
@@ -197,7 +205,29 @@ def convert_parallel(conv: _FunctionConverter, op: loop.ForOp) -> None:
         llvm.LoadOp(conv._ins(llvm.AddressOfOp(NUM_THREADS_SYMBOL, llvm.LLVMPointerType())), i32)
     )
     function = conv._ins(llvm.AddressOfOp(stem, llvm.LLVMPointerType()))
-    conv._ins(llvm.CallOp("GOMP_parallel", function, array.res, threads, int_constant(conv.b, 0, i32)))
+    lb, ub, st = (conv.values[v] for v in (op.lb, op.ub, op.step))
+    chunk = _chunk_size(conv, lb, ub, st, threads)
+    conv._ins(
+        llvm.CallOp(
+            "GOMP_parallel_loop_nonmonotonic_dynamic",
+            function, array.res, threads, lb, ub, st, chunk, int_constant(conv.b, 0, i32),
+        )
+    )
+
+
+def _chunk_size(conv: _FunctionConverter, lb: SSAValue, ub: SSAValue, step: SSAValue, threads: SSAValue) -> SSAValue:
+    """Iterations per chunk: ``max(1, trips / (CHUNKS_PER_THREAD * threads))``, with
+    ``threads`` the requested count or, for 0, ``omp_get_max_threads()``."""
+    ins = conv._ins
+    zero32 = int_constant(conv.b, 0, i32)
+    default = ins(llvm.CallOp("omp_get_max_threads", return_type=i32))
+    count = ins(llvm.SelectOp(ins(llvm.ICmpOp(threads, zero32, _icmp("eq"))), default, threads))
+    one = int_constant(conv.b, 1)
+    span = ins(llvm.SubOp(ins(llvm.AddOp(ins(llvm.SubOp(ub, lb)), step)), one))
+    trips = ins(llvm.SDivOp(span, step))
+    pieces = ins(llvm.MulOp(ins(llvm.SExtOp(count, i64)), int_constant(conv.b, CHUNKS_PER_THREAD)))
+    chunk = ins(llvm.SDivOp(trips, pieces))
+    return ins(llvm.SelectOp(ins(llvm.ICmpOp(chunk, one, _icmp("slt"))), one, chunk))
 
 
 __all__ = ["NUM_THREADS_SYMBOL", "convert_parallel", "free_values"]
