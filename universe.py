@@ -60,6 +60,10 @@ PASSES = {
     "fuse-ops": ("passes.fuse_ops", "FuseOpsPass"),
     "default-schedule": ("schedule.strategies", "DefaultSchedulePass"),
     "apply-schedule": ("schedule.apply_pass", "ApplySchedulePass"),
+    # GPU path (lowering/loop_to_gpu.py, backends/cuda)
+    "gpu-default-schedule": ("schedule.gpu_strategies", "GPUDefaultSchedulePass"),
+    "loop-to-gpu": ("lowering.loop_to_gpu", "LoopToGPUPass"),
+    "emulate-gpu": ("lowering.emulate_gpu", "EmulateGPUPass"),
 }
 
 TENSORKILN_UNIVERSE = Universe(

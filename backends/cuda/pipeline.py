@@ -1,0 +1,84 @@
+"""The CUDA compilation pipeline: graph -> loops -> GPU schedules -> gpu dialect, then
+CUDA C (for NVRTC/nvcc) or a CPU emulation of the same kernels (for tests).
+
+    gpu = lower_to_gpu(module)            # builtin.module {gpu.container_module}
+    src = emit_cuda(gpu)                  # one CUDA C translation unit
+    lib = build_emulated(module)          # the gpu-dialect kernels run on the CPU
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from xdsl.dialects.builtin import ModuleOp
+
+from ...passes.pipeline import PassContext, optimize_graph, run_pipeline
+
+#: loop-level kernels -> gpu dialect
+GPU_LOWERING = ("gpu-default-schedule", "loop-to-gpu")
+
+
+def _context(opt_level: int | None) -> PassContext:
+    ctx = PassContext.current()
+    if opt_level is not None:
+        ctx = dataclasses.replace(ctx, opt_level=opt_level)
+    return ctx
+
+
+def lower_to_gpu(
+    module: ModuleOp, *, opt_level: int | None = None, ctx: PassContext | None = None
+) -> tuple[ModuleOp, list[tuple[str, float]]]:
+    """A copy of a graph module optimized and lowered to the gpu dialect (host function +
+    ``gpu.module @kernels``), with the pass timings."""
+    from ...build import TO_LOOPS, check_supported
+
+    ctx = ctx or _context(opt_level)
+    check_supported(module)
+    module.verify()
+    work = module.clone()
+    timings = list(optimize_graph(work, ctx))
+    timings += run_pipeline(work, TO_LOOPS + GPU_LOWERING, ctx)
+    return work, timings
+
+
+def emit_cuda(gpu_level: ModuleOp) -> str:
+    """The CUDA C of every kernel of a gpu-level module (from :func:`lower_to_gpu`)."""
+    from ...lowering.loop_to_gpu import gpu_module_of
+    from .printer import print_cuda
+
+    return print_cuda(gpu_module_of(gpu_level))
+
+
+def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int | None = None):
+    """Compile ``module`` for the GPU down to the gpu dialect, then run those kernels on
+    the CPU (``emulate-gpu``: every block and thread, barriers honoured) through the
+    LLVM JIT. Returns a CPU :class:`CompiledModule`, called like ``tk.build``'s.
+
+    Example::
+
+        lib = build_emulated(module)
+        np.testing.assert_allclose(lib(x), reference(x), rtol=1e-5)
+    """
+    from ...backends.llvm.jit import CPUTarget, jit_compile
+    from ...build import to_llvm, weight_array
+    from ...interpreter import find_function
+    from ...lowering.te_to_loop import entry_layout
+    from ...runtime.module import CompiledModule
+    from ...signature import signature_of
+
+    start = time.perf_counter()
+    ctx = _context(opt_level)
+    signature = signature_of(find_function(module, function))
+    work, timings = lower_to_gpu(module, ctx=ctx)
+    _, _, weights = entry_layout(find_function(work, function))
+    cpu = CPUTarget.parse("llvm")
+    timings += run_pipeline(work, ("emulate-gpu",) + to_llvm(cpu), ctx)
+    jit = jit_compile(work, cpu)
+    lib = CompiledModule(jit.address(function), signature, [weight_array(w) for w in weights], keep_alive=jit)
+    lib.pass_timings = timings + jit.timings
+    lib.compile_seconds = time.perf_counter() - start
+    return lib
+
+
+__all__ = ["GPU_LOWERING", "build_emulated", "emit_cuda", "lower_to_gpu"]

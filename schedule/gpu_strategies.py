@@ -1,0 +1,157 @@
+"""Default GPU schedules per kernel kind, applied after te-to-loop for ``target="cuda"``.
+
+Like ``strategies.py`` for the CPU, a strategy is chosen by the kernel's ``tk.kernel``
+tag and written with the schedule primitives (``split``, ``fuse``, ``bind``, ...), so
+its trace is data a tuner can replace. Every kernel must end up bound to GPU axes (a
+kernel with no bound loop would run in one GPU thread), so when a kernel's own
+strategy does not fit it (a primitive raises ScheduleError), the simple mapping is
+used: one thread per output element.
+
+* ``one_thread_per_element`` (every kernel): the output loops fused into one,
+  split by ``BLOCK_THREADS``, the outer part bound to ``blockIdx.x``, the inner to
+  ``threadIdx.x``; reductions stay serial loops inside each thread.
+* ``gemm`` (matmul, batch_matmul, dense and their elementwise epilogues): a 2-D grid
+  of ``GEMM_TILE x GEMM_TILE`` output tiles, ``GEMM_THREADS x GEMM_THREADS`` threads
+  per block, each thread accumulating a register tile of ``GEMM_TILE / GEMM_THREADS``
+  squared outputs (``cache_write``); batch dims are fused into ``blockIdx.z``.
+
+Example::
+
+    s = Schedule(kernel)
+    one_thread_per_element(s)     # i0, i1 -> i0.i1.fused.outer (blockIdx.x), .inner (threadIdx.x)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from .schedule import Schedule, ScheduleError, kernels
+
+log = logging.getLogger("tensorkiln.schedule")
+
+#: threads per block of the one-thread-per-element mapping
+BLOCK_THREADS = 256
+#: output tile of a GEMM block (rows = columns) and its threads per side
+GEMM_TILE = 64
+GEMM_THREADS = 16
+
+
+def output_loops(schedule: Schedule) -> list[str]:
+    """The kernel's output loops ``i0, i1, ...`` (te-to-loop's names), outermost first."""
+    return [name for name in schedule.loops() if name.startswith("i") and name[1:].isdigit()]
+
+
+def _fuse_all(schedule: Schedule, loops: list[str]) -> str:
+    fused = loops[0]
+    for name in loops[1:]:
+        fused = schedule.fuse(fused, name)
+    return fused
+
+
+def one_thread_per_element(schedule: Schedule) -> None:
+    """Fuse the output loops, split by ``BLOCK_THREADS``, bind to blocks and threads."""
+    loops = output_loops(schedule)
+    if not loops:
+        return  # a 0-d output: one thread computes it
+    fused = _fuse_all(schedule, loops)
+    outer, inner = schedule.split(fused, BLOCK_THREADS)
+    schedule.bind(outer, "blockIdx.x")
+    schedule.bind(inner, "threadIdx.x")
+
+
+def gemm(schedule: Schedule) -> None:
+    """A 2-D tiled matrix product: blocks of ``GEMM_TILE`` squared outputs, each thread
+    a register tile accumulated over the whole reduction."""
+    loops = output_loops(schedule)
+    if len(loops) < 2:
+        raise ScheduleError("gemm", "needs at least two output loops")
+    *batch, rows, cols = loops
+    per_thread = GEMM_TILE // GEMM_THREADS
+    ro, co, ri, ci = schedule.tile(rows, cols, GEMM_TILE, GEMM_TILE)
+    # ri -> (threads, per-thread rows): thread t owns rows t, t + GEMM_THREADS, ... would
+    # coalesce better; contiguous per-thread rows keep the register tile a plain tile
+    rt, rr = schedule.split(ri, per_thread)
+    ct, cr = schedule.split(ci, per_thread)
+    schedule.reorder(rt, ct, rr, cr)
+    schedule.cache_write(ct)
+    schedule.bind(ro, "blockIdx.y")
+    schedule.bind(co, "blockIdx.x")
+    schedule.bind(rt, "threadIdx.y")
+    schedule.bind(ct, "threadIdx.x")
+    for name in (rr, cr):
+        for suffix in ("", ".init", ".write"):
+            if f"{name}{suffix}" in schedule.loops():
+                schedule.unroll(f"{name}{suffix}")
+    if batch:
+        schedule.bind(_fuse_all(schedule, batch), "blockIdx.z")
+
+
+Strategy = Callable[[Schedule], None]
+
+#: (op name in the kernel tag, strategy), most specific first
+GPU_STRATEGIES: tuple[tuple[str, Strategy], ...] = (
+    ("batch_matmul", gemm),
+    ("matmul", gemm),
+    ("dense", gemm),
+)
+
+
+def gpu_strategy_for(tag: str) -> Strategy | None:
+    """The strategy for a kernel whose anchor op (first op of its tag) has one."""
+    for op_name, strategy in GPU_STRATEGIES:
+        if tag == op_name or tag.startswith(op_name + "_"):
+            return strategy
+    return None
+
+
+def _try(kernel: func.FuncOp, strategy: Strategy) -> func.FuncOp | None:
+    trial = kernel.clone()
+    try:
+        strategy(Schedule(trial))
+    except ScheduleError as e:
+        log.debug("GPU strategy %s does not fit %s: %s", strategy.__name__, kernel.sym_name.data, e)
+        return None
+    return trial
+
+
+def apply_gpu_schedule(kernel: func.FuncOp) -> str:
+    """Schedule ``kernel`` in place for the GPU; returns the strategy's name
+    (``"none"`` if even the simple mapping did not fit: the kernel runs in one thread)."""
+    chosen = gpu_strategy_for(kernel.attributes["tk.kernel"].data)
+    for strategy in ([chosen] if chosen else []) + [one_thread_per_element]:
+        trial = _try(kernel, strategy)
+        if trial is not None:
+            Rewriter.replace_op(kernel, trial)
+            return strategy.__name__
+    log.warning("kernel %s has no GPU mapping: it runs in one thread", kernel.sym_name.data)
+    return "none"
+
+
+@dataclass(frozen=True)
+class GPUDefaultSchedulePass(ModulePass):
+    """Bind every kernel's loops to GPU blocks and threads (its default GPU strategy)."""
+
+    name = "gpu-default-schedule"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in kernels(op):
+            apply_gpu_schedule(kernel)
+
+
+__all__ = [
+    "BLOCK_THREADS",
+    "GPU_STRATEGIES",
+    "GPUDefaultSchedulePass",
+    "apply_gpu_schedule",
+    "gemm",
+    "gpu_strategy_for",
+    "one_thread_per_element",
+]
