@@ -18,19 +18,65 @@ lowered graph -> te -> loop -> llvm and JIT-compiled to native code::
 
 from __future__ import annotations
 
-from .api import create_executor, emit_source, parse_module
-from .build import UnsupportedOperatorError, build
-from .frontends.builder import GraphBuilder
-from .passes.pipeline import PassContext
+import importlib
+import sys
+import types
+from typing import Any
 
 __version__ = "0.1.0"
+
+# The compiler (xDSL, llvmlite) is imported on first use of a name below, so that a
+# deployed model's process can import ``tensorkiln.runtime`` alone (numpy + ctypes).
+_LAZY = {
+    "GraphBuilder": "frontends.builder",
+    "PassContext": "passes.pipeline",
+    "UnsupportedOperatorError": "build",
+    "build": "build",
+    "create_executor": "api",
+    "emit_source": "api",
+    "parse_module": "api",
+    "cache_info": "executors.compile_cache",
+    "clear_cache_info": "executors.compile_cache",
+    "set_cache_dir": "executors.compile_cache",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if name == "runtime":
+        return importlib.import_module(".runtime", __name__)
+    raise AttributeError(f"module 'tensorkiln' has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """``tensorkiln.build`` is the function even after ``import tensorkiln.build`` (the
+    import system sets a package's attribute to each submodule it loads)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "build" and isinstance(value, types.ModuleType):
+            value = value.build
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY, "runtime"])
+
 
 __all__ = [
     "GraphBuilder",
     "PassContext",
     "UnsupportedOperatorError",
     "build",
+    "cache_info",
+    "clear_cache_info",
     "create_executor",
     "emit_source",
     "parse_module",
+    "set_cache_dir",
 ]

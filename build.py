@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 import numpy as np
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 
-from .backends.llvm.jit import CPUTarget, jit_compile
+from .backends.llvm.jit import CPUTarget
 from .dialects.graph import ConstantOp
 from .dialects.graph.types import WeightAttr
 from .errors import UnsupportedOperatorError
+from .executors.export import export_library
+from .executors.native_build import compile_loops
 from .interpreter import find_function
 from .lowering.graph_to_te import unsupported_ops
-from .lowering.te_to_loop import entry_layout
 from .passes.pipeline import PassContext, optimize_graph, run_pipeline
 from .runtime.module import CompiledModule
 from .signature import signature_of
@@ -100,11 +102,17 @@ def build(
     module.verify()
     work = module.clone()
     reports = [optimize_graph(work, ctx), run_pipeline(work, TO_LOOPS + schedule_pipeline(cpu), ctx)]
-    _, _, weights = entry_layout(find_function(work, function))
-    reports.append(run_pipeline(work, to_llvm(cpu), ctx))
-    jit = jit_compile(work, cpu)
-    timings = [t for report in reports for t in report] + jit.timings
-    lib = CompiledModule(jit.address(function), signature, [weight_array(w) for w in weights], keep_alive=jit)
+    # dumps and instruments want every pass to run: no disk cache for those builds
+    use_cache = not ctx.dump_ir and not ctx.instruments
+    native = compile_loops(
+        work, cpu, function, signature, lambda m: list(run_pipeline(m, to_llvm(cpu), ctx)), use_disk_cache=use_cache
+    )
+    timings = [t for report in reports for t in report] + native.timings
+    weights = [weight_array(w) for w in native.weight_data]
+    lib = CompiledModule(native.module.address(function), signature, weights, keep_alive=native.module)
+    lib.graph_program = native.program
+    lib.cache_hit = native.cache_hit
+    lib._exporter = functools.partial(export_library, native=native, weights=lib._weights)
     lib.pass_timings = timings
     lib.compile_seconds = time.perf_counter() - start
     return lib

@@ -7,11 +7,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
+# cold builds: the disk compile cache would serve the repeats (benchmarks/executors.py
+# measures warm builds)
+os.environ.setdefault("TK_CACHE", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import machine, table, write_section  # noqa: E402
 

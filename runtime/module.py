@@ -9,11 +9,15 @@ inputs.
 from __future__ import annotations
 
 import ctypes
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .graph_executor import GraphExecutor
+from .graph_program import GraphProgram
+from .profiler import BenchmarkResult, ProfileReport, benchmark, profile_kernels
 from .signature import Signature
 
 
@@ -43,8 +47,24 @@ class CompiledModule:
         self._input_dynamic = [_dynamic_dims(s.shape) for s in signature.inputs]
         self._output_dynamic = [_dynamic_dims(s.shape) for s in signature.outputs]
         self._static_outputs = signature.output_shapes({}) if signature.is_static else None
+        #: the graph executor's program over the same native code (set by ``tk.build``)
+        self.graph_program: GraphProgram | None = None
+        self.compile_seconds: float | None = None
+        self.pass_timings: list[tuple[str, float]] = []
+        #: the latency of the first call (None until it is made)
+        self.first_run_seconds: float | None = None
+        self._graph_executor: GraphExecutor | None = None
+        self._exporter: Any = None
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
+        if self.first_run_seconds is None:
+            start = time.perf_counter()
+            result = self._run(*args)
+            self.first_run_seconds = time.perf_counter() - start
+            return result
+        return self._run(*args)
+
+    def _run(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
         arrays, symbols = self.signature.bind(args)
         shapes = self._static_outputs or self.signature.output_shapes(symbols)
         outputs = [np.empty(shape, spec.dtype) for shape, spec in zip(shapes, self.signature.outputs)]
@@ -68,3 +88,59 @@ class CompiledModule:
         if emit is None:
             raise RuntimeError("this module keeps no compiler object that can show its assembly")
         return emit()
+
+    # -- executors, profiling, export ------------------------------------------------
+
+    def graph_executor(self) -> GraphExecutor:
+        """The graph executor over this module's kernels (one Python call per kernel).
+
+        Example: ``y = lib.graph_executor()(x)``
+        """
+        if self._graph_executor is None:
+            lookup = getattr(self._keep_alive, "address", None)
+            if self.graph_program is None or lookup is None:
+                raise RuntimeError("this module has no graph program (build it with tk.build)")
+            self._graph_executor = GraphExecutor(self.graph_program, lookup, self._weights, keep_alive=self._keep_alive)
+        return self._graph_executor
+
+    def benchmark(self, *inputs: Any, number: int = 10, repeat: int = 5, executor: str = "aot") -> BenchmarkResult:
+        """Seconds per call like TVM's ``time_evaluator``: ``repeat`` means of ``number``
+        calls each; ``.median``, ``.mean``, ``.min``, ``.max``, ``.results``.
+
+        Example: ``print(lib.benchmark(x, number=100, repeat=5).median)``
+        """
+        run = self._runner(executor)
+        return benchmark(lambda: run(*inputs), number=number, repeat=repeat)
+
+    def profile(self, *inputs: Any, runs: int = 10) -> ProfileReport:
+        """Per-kernel calls, total and mean time and share (slowest first), plus the compile
+        time, the first-run latency and the steady-state latency (median, AOT executor).
+
+        Example: ``print(lib.profile(x))``
+        """
+        if self.first_run_seconds is None:
+            self(*inputs)
+        graph = self.graph_executor()
+        names = [node.kernel for node in graph.program.nodes]
+        graph.run_timed(*inputs)  # warm the binding (storages, argument lists)
+        kernels, total = profile_kernels(graph.run_timed, names, inputs, runs)
+        steady = self.benchmark(*inputs, number=max(1, runs), repeat=5).median
+        return ProfileReport(kernels, self.compile_seconds, self.first_run_seconds, steady, total, runs)
+
+    def _runner(self, executor: str) -> Any:
+        if executor == "aot":
+            return self._run
+        if executor == "graph":
+            return self.graph_executor()
+        raise ValueError(f"unknown executor {executor!r} (expected 'aot' or 'graph')")
+
+    def export_library(self, path: str) -> None:
+        """Write a deployable artifact (a directory): the native code as a shared library,
+        the graph program and entry signature as JSON, the weights as ``.npz``. Load it
+        with ``tensorkiln.runtime.load_module(path)`` (numpy and ctypes only).
+
+        Example: ``lib.export_library("model.tk")``
+        """
+        if self._exporter is None:
+            raise RuntimeError("this module cannot be exported (it was not built by tk.build)")
+        self._exporter(path)

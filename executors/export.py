@@ -1,0 +1,97 @@
+"""``lib.export_library(path)``: a built model as a deployable artifact directory.
+
+::
+
+    path/
+      meta.json     format, entry function, signature, target, file names, the library's
+                    SHA-256, the weights' names, shapes and dtypes
+      graph.json    the graph executor's program (runtime/graph_program.py documents it)
+      model.so      the native code: the object code of the build linked by the system
+                    C compiler (``cc -shared``), every kernel and the AOT entry exported
+      weights.npz   the weights, ``w0``, ``w1``... (numpy's format; read with
+                    ``allow_pickle=False``), replaceable by others of the same shapes
+
+``tensorkiln.runtime.load_module(path)`` loads it with numpy and ctypes only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..runtime.artifact import ARTIFACT_FORMAT, LIBRARY, META, PROGRAM, WEIGHTS
+from .native_build import NativeBuild
+
+#: defines the thread-count variable the code of parallel loops reads (the JIT binds it
+#: to the runtime's; a shared library owns one, which the runtime keeps in step)
+_THREAD_COUNT_C = "int tk_num_threads = 0;\n"
+
+
+class ExportError(RuntimeError):
+    """The artifact could not be written (no C compiler, linker error...)."""
+
+
+def c_compiler() -> str:
+    """The system C compiler driver used as linker: ``$CC``, else ``cc``/``gcc``/``clang``."""
+    for candidate in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if candidate and shutil.which(candidate):
+            return candidate
+    raise ExportError("export_library needs a C compiler to link the shared library (cc, gcc or clang; or set CC)")
+
+
+def link_shared_library(native: NativeBuild, out: Path) -> None:
+    """Link the build's object code into the shared library ``out``."""
+    with tempfile.TemporaryDirectory(prefix="tk-export-") as tmp:
+        obj = Path(tmp) / "model.o"
+        obj.write_bytes(native.code.object)
+        command = [c_compiler(), "-shared", "-o", str(out), str(obj)]
+        if native.code.reads_thread_count:
+            stub = Path(tmp) / "threads.c"
+            stub.write_text(_THREAD_COUNT_C)
+            command.insert(-1, str(stub))
+            command[1:1] = ["-fPIC"]
+        if native.code.uses_openmp:
+            command.append("-lgomp")
+        command.append("-lm")
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ExportError(f"linking {out.name} failed ({' '.join(command)}):\n{done.stderr.strip()}")
+
+
+def export_library(path: str | os.PathLike[str], native: NativeBuild, weights: Sequence[np.ndarray]) -> None:
+    """Write ``native`` (with its ``weights``) as an artifact directory at ``path``."""
+    root = Path(path)
+    if root.exists() and not root.is_dir():
+        raise ExportError(f"export_library: {root} exists and is not a directory")
+    root.mkdir(parents=True, exist_ok=True)
+    library = root / LIBRARY
+    link_shared_library(native, library)
+    arrays = {f"w{k}": np.ascontiguousarray(w) for k, w in enumerate(weights)}
+    with open(root / WEIGHTS, "wb") as f:
+        np.savez(f, **arrays)
+    (root / PROGRAM).write_text(native.program.dumps())
+    meta = {
+        "format": ARTIFACT_FORMAT,
+        "entry": native.function,
+        "signature": native.program.signature.to_json(),
+        "target": native.target.describe(),
+        "library": LIBRARY,
+        "library_sha256": hashlib.sha256(library.read_bytes()).hexdigest(),
+        "program": PROGRAM,
+        "weights": WEIGHTS,
+        "weight_specs": [{"name": k, "shape": list(a.shape), "dtype": str(a.dtype)} for k, a in arrays.items()],
+        "reads_thread_count": native.code.reads_thread_count,
+        "uses_openmp": native.code.uses_openmp,
+    }
+    (root / META).write_text(json.dumps(meta, indent=1))
+
+
+__all__ = ["ExportError", "c_compiler", "export_library", "link_shared_library"]

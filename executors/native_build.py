@@ -1,0 +1,92 @@
+"""Loop-level module -> native code in this process, through the compile cache.
+
+The step of ``tk.build`` after scheduling: identical kernels are merged, the graph
+executor's program is read off the host function, and the object code comes from the
+disk cache or from loop-to-llvm + LLVM (then stored). The same object code is what
+``export_library`` links into a shared library.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+from ..backends.llvm.jit import CPUTarget
+from ..backends.llvm.object_code import ObjectCode, ObjectModule, compile_object
+from ..interpreter import find_function
+from ..lowering.te_to_loop import entry_layout
+from ..runtime.graph_program import GraphProgram
+from ..runtime.signature import Signature
+from . import compile_cache
+from .dedupe_kernels import KERNEL_ATTR, dedupe_kernels
+from .host_program import graph_program
+
+
+@dataclass
+class NativeBuild:
+    """What a build produced below the loop level."""
+
+    module: ObjectModule
+    code: ObjectCode
+    program: GraphProgram
+    weight_data: list
+    function: str
+    target: CPUTarget
+    cache_hit: bool
+    timings: list[tuple[str, float]] = field(default_factory=list)
+
+
+def compile_loops(
+    loops: ModuleOp,
+    target: CPUTarget,
+    function: str,
+    signature: Signature,
+    lower_to_llvm: Callable[[ModuleOp], list[tuple[str, float]]],
+    use_disk_cache: bool = True,
+) -> NativeBuild:
+    """Compile a scheduled loop-level module (changed in place) to native code.
+
+    ``lower_to_llvm(module)`` runs the loop -> llvm pipeline and returns its timings; it
+    is skipped when the disk cache has the module's object code."""
+    start = time.perf_counter()
+    kept, merged = dedupe_kernels(loops)
+    compile_cache.count(kernel_hits=merged, kernel_misses=len(kept))
+    host = find_function(loops, function)
+    _, _, weight_data = entry_layout(host)
+    program = graph_program(host, signature)
+    timings: list[tuple[str, float]] = []
+    key = None
+    code = None
+    if use_disk_cache and compile_cache.cache_dir() is not None:
+        parts = [target.cpu, target.features, str(target.opt_level), function]
+        for op in loops.ops:
+            if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes:
+                parts.append(f"{op.sym_name.data}={kept[op.sym_name.data]}")
+            else:
+                parts.append(str(op))
+        key = compile_cache.module_key(parts)
+        code = compile_cache.load(key)
+    timings.append(("dedupe-kernels+cache-lookup", time.perf_counter() - start))
+    hit = code is not None
+    if code is None:
+        timings += lower_to_llvm(loops)
+        code = compile_object(loops, target)
+        timings += code.timings
+        if key is not None:
+            compile_cache.store(key, code)
+    loaded = time.perf_counter()
+    module = ObjectModule(code, target)
+    timings.append(("load-object", time.perf_counter() - loaded))
+    return NativeBuild(module, code, program, list(weight_data), function, target, hit, timings)
+
+
+def contiguous(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.ascontiguousarray(a) for a in arrays]
+
+
+__all__ = ["NativeBuild", "compile_loops"]
