@@ -38,7 +38,13 @@ def _pass(module: str, cls: str):
     return load
 
 
-DIALECTS = {"graph": _graph, "te": _te, "loop": _loop}
+def _byoc():
+    from tensorkiln.byoc.dialect import BYOC
+
+    return BYOC
+
+
+DIALECTS = {"graph": _graph, "te": _te, "loop": _loop, "byoc": _byoc}
 
 #: pass name -> (module, class); the one list of our passes
 PASSES = {
@@ -46,6 +52,7 @@ PASSES = {
     "fold-constants": ("passes.fold_constants", "FoldConstantsPass"),
     "simplify": ("passes.simplify", "SimplifyPass"),
     "fold-batch-norm": ("passes.fold_batch_norm", "FoldBatchNormPass"),
+    "convert-layout": ("passes.convert_layout", "ConvertLayoutPass"),
     # graph pipelines of each optimization level (passes/pipeline.py)
     "graph-opt": ("passes.pipeline", "GraphOptPass"),
     "graph-opt-O0": ("passes.pipeline", "GraphOptO0Pass"),
@@ -60,6 +67,11 @@ PASSES = {
     "fuse-ops": ("passes.fuse_ops", "FuseOpsPass"),
     "default-schedule": ("schedule.strategies", "DefaultSchedulePass"),
     "apply-schedule": ("schedule.apply_pass", "ApplySchedulePass"),
+    # bring your own codegen (byoc/): partition_for runs these in this order
+    "partition": ("byoc.partition", "PartitionPass"),
+    "merge-composites": ("byoc.merge", "MergeCompositesPass"),
+    "annotate-codegen": ("byoc.annotate", "AnnotateCodegenPass"),
+    "run-codegen": ("byoc.codegen", "RunCodegenPass"),
     # GPU path (lowering/loop_to_gpu.py, backends/cuda)
     "gpu-default-schedule": ("schedule.gpu_strategies", "GPUDefaultSchedulePass"),
     "loop-to-gpu": ("lowering.loop_to_gpu", "LoopToGPUPass"),

@@ -51,15 +51,24 @@ FUSE_OPS = "fuse-ops"
 #: passes a pipeline skips without error when they are not registered
 OPTIONAL_PASSES: frozenset[str] = frozenset({FUSE_OPS})
 
+#: the layout pass; its ``layout`` option is the target's (:func:`graph_pipeline`)
+CONVERT_LAYOUT = "convert-layout"
+
 #: graph-level passes per optimization level. ``cse`` runs before ``fold-constants``
 #: so that a repeated constant computation is folded once (folded constants are new
 #: arrays, which cse cannot merge), and again after ``simplify``, which can make ops
-#: equal; ``fold-batch-norm`` needs the scale/shift folded to constants first.
+#: equal; ``fold-batch-norm`` needs the scale/shift folded to constants first and runs
+#: before ``convert-layout``, whose weight transposes ``fold-constants`` then folds and
+#: whose transposes of 1-sized axes ``simplify`` turns into reshapes.
+_O2 = (
+    "cse", "fold-constants", "simplify", "cse", "fold-batch-norm",
+    CONVERT_LAYOUT, "fold-constants", "simplify", "dce", FUSE_OPS,
+)  # fmt: skip
 GRAPH_PIPELINES: dict[int, tuple[str, ...]] = {
     0: (),
     1: ("fold-constants", "simplify", "dce"),
-    2: ("cse", "fold-constants", "simplify", "cse", "fold-batch-norm", "dce", FUSE_OPS),
-    3: ("cse", "fold-constants", "simplify", "cse", "fold-batch-norm", "dce", FUSE_OPS),
+    2: _O2,
+    3: _O2,
 }
 
 
@@ -362,19 +371,28 @@ def _xdsl_context() -> Context:
     return make_context()
 
 
-def graph_pipeline(opt_level: int) -> tuple[str, ...]:
-    """The graph-level pass names of an optimization level."""
+def graph_pipeline(opt_level: int, layout: str | None = None) -> tuple[str, ...]:
+    """The graph-level passes of an optimization level; ``layout`` is the data layout
+    the target wants convolutions in (None: the pass's default, NHWC; ``"NCHW"``: keep
+    the model's own, no ``convert-layout``)."""
     try:
-        return GRAPH_PIPELINES[opt_level]
+        passes = GRAPH_PIPELINES[opt_level]
     except KeyError:
         raise ValueError(f"opt_level must be one of {sorted(GRAPH_PIPELINES)}, got {opt_level!r}") from None
+    if layout is None:
+        return passes
+    if layout == "NCHW":
+        return tuple(p for p in passes if p != CONVERT_LAYOUT)
+    return tuple(f"{CONVERT_LAYOUT}{{layout={layout}}}" if p == CONVERT_LAYOUT else p for p in passes)
 
 
-def optimize_graph(module: ModuleOp, ctx: PassContext | None = None) -> PipelineReport:
+def optimize_graph(
+    module: ModuleOp, ctx: PassContext | None = None, layout: str | None = None
+) -> PipelineReport:
     """Run the graph pipeline of ``ctx.opt_level`` (default: the current context's) on
-    ``module`` in place."""
+    ``module`` in place, converting convolutions to ``layout`` (see :func:`graph_pipeline`)."""
     ctx = ctx if ctx is not None else PassContext.current()
-    return run_pipeline(module, graph_pipeline(ctx.opt_level), ctx)
+    return run_pipeline(module, graph_pipeline(ctx.opt_level, layout), ctx)
 
 
 # ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ for every input, NaN, infinities and signed zeros included:
 ``neg(neg(x))``                        x
 ``transpose(transpose(x, p), q)``      ``transpose(x, p∘q)``, or x when the composition is identity
 ``transpose(x)`` with identity perm    x
+``transpose(x)`` moving 1-sized axes   ``reshape(x)`` (same element order)
 ``reshape(reshape(x))``                one reshape; x when the shapes are equal
 ``reshape(x)`` to x's own shape        x
 ``cast(x)`` to x's own type            x
@@ -49,7 +50,7 @@ from xdsl.pattern_rewriter import (
 from ..dialects.graph.base import ints
 from ..dialects.graph.elementwise import AddOp, CastOp, DivOp, MulOp, NegOp, SubOp
 from ..dialects.graph.shape import BroadcastToOp, ReshapeOp, SliceOp, TransposeOp
-from ..dialects.graph.types import is_float
+from ..dialects.graph.types import is_float, shape_of
 from .fold_constants import constant_array
 
 # ---------------------------------------------------------------------------
@@ -170,6 +171,18 @@ class ComposeTransposes(RewritePattern):
         rewriter.replace(op, TransposeOp(inner.input, composed))
 
 
+class UnitTransposeToReshape(RewritePattern):
+    """A transpose that moves only size-1 axes keeps the element order: a reshape
+    (``(N, 1, 1, C) -> (N, C, 1, 1)``), which composes with reshapes around it."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter) -> None:
+        dims = shape_of(op.input.type)
+        moved = [p for p in ints(op.perm) if dims[p] != 1]
+        if moved == sorted(moved):
+            rewriter.replace(op, ReshapeOp(op.input, shape_of(op.result.type)))
+
+
 class ComposeReshapes(RewritePattern):
     """``reshape(reshape(x)) -> reshape(x)``; a reshape to the input's own type is removed."""
 
@@ -223,6 +236,7 @@ SIMPLIFY_PATTERNS: tuple[type[RewritePattern], ...] = (
     SubZero,
     DoubleNeg,
     ComposeTransposes,
+    UnitTransposeToReshape,
     ComposeReshapes,
     NoOpCast,
     NoOpBroadcast,

@@ -135,3 +135,16 @@ func.func @no_ops(%x: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, ten
   %part = graph.slice %x {axes = array<i64: 0>, starts = array<i64: 1>, ends = array<i64: 4>, steps = array<i64: 1>} : tensor<4x3xf32> -> tensor<3x3xf32>
   func.return %c, %b, %s, %s1, %cast, %bcast, %part : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf16>, tensor<2x4x3xf32>, tensor<3x3xf32>
 }
+
+// -----
+
+// A transpose moving only 1-sized axes keeps the element order: a reshape. One that
+// reorders two axes of size > 1 stays.
+// CHECK-LABEL: func.func @unit_transpose
+// CHECK-NEXT:    %u = graph.reshape %x {shape = array<i64: 2, 5, 1, 1>} : tensor<2x1x1x5xf32> -> tensor<2x5x1x1xf32>
+// CHECK-NEXT:    %t = graph.transpose %y {perm = array<i64: 0, 3, 1, 2>} : tensor<2x1x3x5xf32> -> tensor<2x5x1x3xf32>
+func.func @unit_transpose(%x: tensor<2x1x1x5xf32>, %y: tensor<2x1x3x5xf32>) -> (tensor<2x5x1x1xf32>, tensor<2x5x1x3xf32>) {
+  %u = graph.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<2x1x1x5xf32> -> tensor<2x5x1x1xf32>
+  %t = graph.transpose %y {perm = array<i64: 0, 3, 1, 2>} : tensor<2x1x3x5xf32> -> tensor<2x5x1x3xf32>
+  func.return %u, %t : tensor<2x5x1x1xf32>, tensor<2x5x1x3xf32>
+}
