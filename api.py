@@ -47,10 +47,17 @@ def parse_module(text: str) -> ModuleOp:
 
 
 def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") -> str:
-    """The code tensorkiln generates for ``module``: LLVM IR text for ``"llvm ..."`` targets.
+    """The code tensorkiln generates for ``module``: LLVM IR text for ``"llvm ..."`` targets,
+    the CUDA C of every kernel (one translation unit, as ``tk.build`` compiles it; no GPU
+    or cupy needed) for ``"cuda ..."`` targets.
 
     Example: ``print(tk.emit_source(module, target="llvm"))``
     """
+    if target.split()[:1] == ["cuda"]:
+        from .backends.cuda.pipeline import emit_cuda_source, parse_cuda_target
+
+        parse_cuda_target(target)
+        return emit_cuda_source(module)
     from .backends.llvm.jit import CPUTarget, llvm_ir
     from .build import lower_to_llvm_dialect, lower_to_loops
 

@@ -88,6 +88,10 @@ def build(
         lib = tk.build(module, target="llvm")
         y = lib(np.ones((1, 784), np.float32))
     """
+    if target.split()[:1] == ["cuda"]:  # "cuda", "cuda -arch=sm_90": backends/cuda
+        from .backends.cuda.pipeline import build_cuda
+
+        return build_cuda(module, target, function=function, opt_level=opt_level)
     start = time.perf_counter()
     ctx = PassContext.current()
     if opt_level is not None or dump_ir is not None:

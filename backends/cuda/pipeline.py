@@ -81,4 +81,66 @@ def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int |
     return lib
 
 
-__all__ = ["GPU_LOWERING", "build_emulated", "emit_cuda", "lower_to_gpu"]
+
+
+def parse_cuda_target(target: str) -> str | None:
+    """The ``-arch`` of ``"cuda"`` / ``"cuda -arch=sm_90"`` (None: NVRTC's default for
+    the GPU in use); ValueError for anything else."""
+    words = target.split()
+    if not words or words[0] != "cuda":
+        raise ValueError(f"not a CUDA target: {target!r} (expected 'cuda' or 'cuda -arch=sm_XX')")
+    arch = None
+    for word in words[1:]:
+        if word.startswith("-arch=") and word[6:].startswith(("sm_", "compute_")) and word[6:].split("_", 1)[1].isdigit():
+            arch = word[6:]
+        else:
+            raise ValueError(f"unknown option {word!r} in target {target!r} (known: -arch=sm_XX)")
+    return arch
+
+
+def is_cuda_target(target: str) -> bool:
+    return target.split()[:1] == ["cuda"]
+
+
+def emit_cuda_source(module: ModuleOp, *, opt_level: int | None = None) -> str:
+    """The CUDA C of every kernel of a graph module (no GPU or cupy needed)."""
+    return emit_cuda(lower_to_gpu(module, opt_level=opt_level)[0])
+
+
+def build_cuda(module: ModuleOp, target: str = "cuda", *, function: str = "main", opt_level: int | None = None):
+    """``tk.build`` for CUDA targets: a :class:`~.runtime.CudaModule` (needs cupy and a GPU)."""
+    from xdsl.dialects import gpu
+
+    from ...build import weight_array
+    from ...interpreter import find_function
+    from ...lowering.loop_to_gpu import gpu_module_of
+    from ...lowering.te_to_loop import entry_layout
+    from ...signature import signature_of
+    from .host import print_host
+    from .runtime import CudaModule, require_cupy
+
+    arch = parse_cuda_target(target)
+    require_cupy()  # fail before compiling when it cannot run
+    start = time.perf_counter()
+    signature = signature_of(find_function(module, function))
+    work, timings = lower_to_gpu(module, opt_level=opt_level)
+    host = find_function(work, function)
+    _, _, weights = entry_layout(host)
+    source = emit_cuda(work)
+    names = [f.sym_name.data for f in gpu_module_of(work).body.block.ops if isinstance(f, gpu.FuncOp)]
+    lib = CudaModule(source, print_host(host), function, signature, [weight_array(w) for w in weights], names, arch)
+    lib.pass_timings = timings
+    lib.compile_seconds = time.perf_counter() - start
+    return lib
+
+
+__all__ = [
+    "GPU_LOWERING",
+    "build_cuda",
+    "build_emulated",
+    "emit_cuda",
+    "emit_cuda_source",
+    "is_cuda_target",
+    "lower_to_gpu",
+    "parse_cuda_target",
+]

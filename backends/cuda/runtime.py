@@ -1,0 +1,150 @@
+"""Load and run CUDA kernels with cupy (NVRTC): what ``tk.build(mod, target="cuda")``
+returns. Imports neither xDSL nor torch; cupy is imported only when a module is made.
+
+    lib = CudaModule(source, host_source, "main", signature, weights, arch="sm_90")
+    y = lib(x)                    # x: numpy, cupy or a torch CUDA tensor; y: cupy
+    y = lib(x, output="numpy")    # copied back to the host
+
+Inputs on the GPU are used in place (DLPack, zero copy); numpy inputs are copied to the
+device. Weights are copied once, when the module is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...runtime.signature import Signature
+
+#: CUDA's limits on grid sizes per axis
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+#: kernels index with 32-bit ints
+MAX_ELEMENTS = 2**31 - 1
+
+
+class CudaUnavailableError(RuntimeError):
+    """cupy or a CUDA GPU is missing."""
+
+
+def require_cupy() -> Any:
+    """The cupy module, with a usable GPU, or a CudaUnavailableError saying what is missing."""
+    try:
+        import cupy
+    except ImportError as error:
+        raise CudaUnavailableError(
+            "target 'cuda' needs cupy to compile and launch kernels (pip install 'tensorkiln[cuda]', "
+            "i.e. cupy-cuda12x); tk.emit_source(module, target='cuda') works without it"
+        ) from error
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:  # cupy raises CUDARuntimeError without a driver
+        raise CudaUnavailableError(f"target 'cuda': cupy found no usable CUDA GPU ({error})") from error
+    if count == 0:
+        raise CudaUnavailableError("target 'cuda': cupy found no CUDA GPU on this machine")
+    return cupy
+
+
+def _to_device(cp: Any, arg: Any, name: str) -> Any:
+    if isinstance(arg, cp.ndarray):
+        return arg
+    if hasattr(arg, "__dlpack__") and hasattr(arg, "device") and "cuda" in str(arg.device):
+        return cp.from_dlpack(arg.detach() if hasattr(arg, "detach") else arg)
+    if hasattr(arg, "__dlpack__") and not isinstance(arg, np.ndarray):
+        arg = np.from_dlpack(arg.detach() if hasattr(arg, "detach") else arg)
+    if isinstance(arg, np.ndarray | np.generic | int | float | bool):
+        return cp.asarray(arg)
+    raise ValueError(f"argument '{name}': expected a numpy array, cupy array or CUDA tensor, got {type(arg).__name__}")
+
+
+class _Launcher:
+    """The ``rt`` the host program calls (see ``host.py``)."""
+
+    def __init__(self, cp: Any, module: Any, kernel_names: Sequence[str]):
+        self.cp = cp
+        self.kernels = {name: module.get_function(name) for name in kernel_names}
+
+    def empty(self, shape: tuple[int, ...], dtype: str) -> Any:
+        return self.cp.empty(shape, dtype)
+
+    def launch(self, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], buffers: Sequence[Any], dynamic: Sequence[tuple[int, ...]]) -> None:
+        if any(g <= 0 for g in grid):
+            return  # an empty tensor: nothing to compute
+        for axis, (g, limit) in enumerate(zip(grid, GRID_LIMITS)):
+            if g > limit:
+                raise ValueError(f"kernel '{kernel}': grid {grid} exceeds CUDA's limit {limit} on axis {'xyz'[axis]}")
+        args: list[Any] = []
+        for buf, dims in zip(buffers, dynamic):
+            if buf.size > MAX_ELEMENTS:
+                raise ValueError(f"kernel '{kernel}': a buffer of {buf.size} elements is too large for 32-bit indexing")
+            args.append(buf)
+            args += [np.int32(buf.shape[d]) for d in dims]
+        self.kernels[kernel](tuple(grid), tuple(block), tuple(args))
+
+
+class CudaModule:
+    """A model compiled for CUDA: callable like ``tk.build``'s CPU modules."""
+
+    def __init__(
+        self,
+        source: str,
+        host_source: str,
+        function: str,
+        signature: Signature,
+        weights: Sequence[np.ndarray],
+        kernel_names: Sequence[str],
+        arch: str | None = None,
+    ):
+        cp = require_cupy()
+        self.source, self.host_source, self.signature = source, host_source, signature
+        options = ("--std=c++17",) + ((f"--gpu-architecture={arch}",) if arch else ())
+        self._module = cp.RawModule(code=source, options=options)
+        self._rt = _Launcher(cp, self._module, kernel_names)
+        namespace: dict[str, Any] = {}
+        exec(compile(host_source, f"<tensorkiln host {function}>", "exec"), namespace)
+        self._host = namespace[function]
+        self._cp = cp
+        self._weights = [cp.asarray(np.ascontiguousarray(w)) for w in weights]
+        self.compile_seconds: float | None = None
+        self.pass_timings: list[tuple[str, float]] = []
+
+    def __call__(self, *args: Any, output: str = "cupy") -> Any:
+        if output not in ("cupy", "numpy"):
+            raise ValueError(f"output must be 'cupy' or 'numpy', got {output!r}")
+        cp = self._cp
+        inputs = self._bind(args)
+        symbols: dict[str, int] = {}
+        for spec, array in zip(self.signature.inputs, inputs):
+            for want, got in zip(spec.shape, array.shape):
+                if isinstance(want, str):
+                    symbols.setdefault(want, got)
+        shapes = self.signature.output_shapes(symbols)
+        outputs = [cp.empty(shape, spec.dtype) for shape, spec in zip(shapes, self.signature.outputs)]
+        self._host(self._rt, *inputs, *outputs, *self._weights)
+        if output == "numpy":
+            outputs = [cp.asnumpy(o) for o in outputs]
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _bind(self, args: Sequence[Any]) -> list[Any]:
+        specs = self.signature.inputs
+        if len(args) != len(specs):
+            raise ValueError(f"expected {len(specs)} arguments ({', '.join(s.name for s in specs)}), got {len(args)}")
+        arrays, symbols = [], {}
+        for spec, arg in zip(specs, args):
+            a = _to_device(self._cp, arg, spec.name)
+            if a.dtype != spec.dtype:
+                raise ValueError(f"argument '{spec.name}': expected dtype {spec.dtype}, got {a.dtype}")
+            if a.ndim != len(spec.shape):
+                raise ValueError(f"argument '{spec.name}': expected shape {spec.describe()}, got {list(a.shape)}")
+            for axis, (want, got) in enumerate(zip(spec.shape, a.shape)):
+                if isinstance(want, str):
+                    if symbols.setdefault(want, got) != got:
+                        raise ValueError(f"argument '{spec.name}': dim {axis} is '{want}' = {symbols[want]}, got {got}")
+                elif want != got:
+                    raise ValueError(f"argument '{spec.name}': expected shape {spec.describe()}, got {list(a.shape)}")
+            arrays.append(a if a.flags.c_contiguous else self._cp.ascontiguousarray(a))
+        return arrays
+
+
+__all__ = ["CudaModule", "CudaUnavailableError", "require_cupy"]
