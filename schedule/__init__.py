@@ -3,7 +3,7 @@
 Computation (te) says what a kernel computes; a schedule transforms its loop nest:
 ``split``, ``reorder``, ``fuse``, ``tile``, ``parallel``, ``vectorize``, ``unroll``,
 ``bind``, ``cache_write``, ``cache_read``, ``compute_at``, ``compute_inline``,
-``tensorize``. :class:`Schedule` applies them by loop name and records a JSON trace
+``tensorize``, ``transform_layout``. :class:`Schedule` applies them by loop name and records a JSON trace
 that :meth:`Schedule.replay` re-applies (what a tuner searches over and stores)::
 
     from tensorkiln.build import lower_to_loops
@@ -23,6 +23,7 @@ unchanged when a loop is missing or the transformation is illegal.
 
 from .cache import cache_read, cache_write, compute_at, compute_inline
 from .loops import bind, fuse, parallel, reorder, split, tile, unroll, vectorize
+from .layout import transform_layout
 from .nest import ScheduleError
 from .schedule import PRIMITIVES, Schedule, kernels, trace_from_json, trace_to_json
 from .tensorize import tensorize
@@ -45,6 +46,7 @@ __all__ = [
     "tile",
     "trace_from_json",
     "trace_to_json",
+    "transform_layout",
     "unroll",
     "vectorize",
 ]

@@ -21,7 +21,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
-from ..dialects.loop import GPU_BINDINGS, ForOp, StoreOp, YieldOp
+from ..dialects.loop import GPU_BINDINGS, ForOp, LoadOp, StoreOp, YieldOp
 from .nest import (
     INDEX,
     Dependence,
@@ -78,7 +78,7 @@ def _replace_loop(old: ForOp, new: Operation) -> None:
 
 
 @transformation("split")
-def split(kernel: func.FuncOp, loop: str, factor: int) -> tuple[str, str]:
+def split(kernel: func.FuncOp, loop: str, factor: int, tail: str = "guard") -> tuple[str, str]:
     """Split ``loop`` into ``<name>.outer`` (stepping by ``factor`` iterations) and
     ``<name>.inner`` (at most ``factor`` iterations); returns the two names.
 
@@ -90,8 +90,16 @@ def split(kernel: func.FuncOp, loop: str, factor: int) -> tuple[str, str]:
         }
 
     correct for any trip count: the last inner loop runs the remainder.
+
+    ``tail="shift"`` (Halide's ShiftInwards) keeps every inner loop full instead: the
+    last tile moves back to end at ``ub`` (``x = min(xo, ub - factor*s) + xi``), so the
+    inner loop's trip count is the constant ``factor`` (registers, full unrolling) and
+    some iterations run twice. Needs constant bounds, at least ``factor`` iterations,
+    and a loop whose iterations may run again: nothing it stores to is also read in it.
     """
     P = "split"
+    if tail not in ("guard", "shift"):
+        raise ScheduleError(P, f"tail must be 'guard' or 'shift', got {tail!r}")
     x = find_loop(kernel, loop, P)
     factor = _factor(P, factor)
     _require_kind(P, x)
@@ -108,8 +116,14 @@ def split(kernel: func.FuncOp, loop: str, factor: int) -> tuple[str, str]:
 
     in_outer = IndexBuilder(kernel, InsertPoint.before(outer_block.last_op))
     trips = static_trip_bound(x) if static_value(x.ub) is not None else None
+    base = xo
     if trips is not None and trips % factor == 0:
         inner_ub = outer_step  # a constant: every tile is full
+    elif tail == "shift":
+        _check_shiftable(P, kernel, x, trips, factor)
+        inner_ub = outer_step
+        last_start = in_outer.const(static_value(x.lb) + (trips - factor) * static_value(x.step))
+        base = in_outer.min(xo, last_start)
     else:
         inner_ub = in_outer.min(outer_step, in_outer.sub(x.ub, xo))
     inner = ForOp(in_outer.const(0), inner_ub, x.step, Block(arg_types=[INDEX]), name=inner_name)
@@ -117,11 +131,34 @@ def split(kernel: func.FuncOp, loop: str, factor: int) -> tuple[str, str]:
     inner_block.add_op(YieldOp())
     in_outer.builder.insert(inner)
 
-    position = IndexBuilder(kernel, InsertPoint.before(inner_block.last_op)).add(xo, inner_block.args[0])
+    position = IndexBuilder(kernel, InsertPoint.before(inner_block.last_op)).add(base, inner_block.args[0])
     _move_body(x, inner_block)
     x.induction_var.replace_all_uses_with(position)
     _replace_loop(x, outer)
     return outer_name, inner_name
+
+
+def _check_shiftable(primitive: str, kernel: func.FuncOp, x: ForOp, trips: int | None, factor: int) -> None:
+    """``tail="shift"`` runs some iterations of ``x`` twice: legal when its trip count is
+    known and at least ``factor``, and no buffer it stores to (outside it) is read in it
+    (so running an iteration again stores the same values)."""
+    name = x.loop_name.data
+    if trips is None or static_value(x.lb) is None or static_value(x.step) is None:
+        raise ScheduleError(primitive, f"tail='shift' needs constant bounds; loop '{name}' has none (use tail='guard')")
+    if trips < factor:
+        raise ScheduleError(
+            primitive, f"tail='shift': loop '{name}' runs {trips} iterations, fewer than the factor {factor}"
+        )
+    stored = {op.buffer for op in x.walk() if isinstance(op, StoreOp) and not defined_inside(op.buffer, x)}
+    for op in x.walk():
+        if isinstance(op, func.CallOp):
+            raise ScheduleError(primitive, f"tail='shift': loop '{name}' calls {op.callee}, which may accumulate")
+        if isinstance(op, LoadOp) and op.buffer in stored:
+            raise ScheduleError(
+                primitive,
+                f"tail='shift': loop '{name}' reads {describe_buffer(kernel, op.buffer)}, which it also writes "
+                "(an iteration run twice could see its own result)",
+            )
 
 
 # ---------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import ModuleOp
 from .cache import cache_read, cache_write, compute_at, compute_inline
 from .loops import bind, fuse, parallel, reorder, split, tile, unroll, vectorize
 from .nest import ScheduleError, all_loops, find_loop, normalize, static_trip_bound
+from .layout import transform_layout
 from .tensorize import tensorize
 
 #: primitive name -> function(kernel, **args); the vocabulary of a trace
@@ -50,6 +51,7 @@ PRIMITIVES: dict[str, Callable[..., Any]] = {
         compute_at,
         compute_inline,
         tensorize,
+        transform_layout,
     )
 }
 
@@ -154,9 +156,11 @@ class Schedule:
 
     # -- primitives ---------------------------------------------------------------------
 
-    def split(self, loop: str, factor: int) -> tuple[str, str]:
-        """``loop`` -> ``loop.outer``, ``loop.inner`` (at most ``factor`` iterations)."""
-        return self.apply("split", {"loop": loop, "factor": factor})
+    def split(self, loop: str, factor: int, tail: str = "guard") -> tuple[str, str]:
+        """``loop`` -> ``loop.outer``, ``loop.inner`` (at most ``factor`` iterations;
+        ``tail="shift"``: exactly ``factor``, the last tile shifted back)."""
+        args = {"loop": loop, "factor": factor} | ({"tail": tail} if tail != "guard" else {})
+        return self.apply("split", args)
 
     def reorder(self, *loops: str) -> None:
         """Permute perfectly nested loops into the given order."""
@@ -198,6 +202,11 @@ class Schedule:
     def compute_inline(self, stage: str) -> None:
         """Remove a cache_read stage (reads go back to the buffer)."""
         return self.apply("compute_inline", {"stage": stage})
+
+    def transform_layout(self, buffer: int, permutation: Sequence[int]) -> None:
+        """Permute the dims of kernel argument ``buffer`` (its callers pass it permuted;
+        see ``layout.py``)."""
+        return self.apply("transform_layout", {"buffer": buffer, "permutation": list(permutation)})
 
     def tensorize(self, loop: str, microkernel: str) -> list[str]:
         """Replace the nest ``loop`` by a call to ``@microkernel``; returns its argument types."""

@@ -17,7 +17,7 @@ from tensorkiln.schedule.strategies import strategy_for
         ("matmul_add_relu", True),
         ("batch_matmul_mul", True),
         ("batch_matmul_transpose_reshape", False),  # the transpose's loops are the kernel's
-        ("dense_relu", False),
+        ("dense_relu", True),
         ("softmax", False),
         ("not_an_op", False),
     ],

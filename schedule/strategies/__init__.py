@@ -1,0 +1,128 @@
+"""Default schedules per kernel kind (TVM's op strategies), applied after te-to-loop by
+the ``default-schedule`` pass.
+
+Each kernel gets the highest-priority registered strategy that serves its kind (its
+anchor op, or its structural family) and applies to its shapes (``registry.py``); a
+strategy whose primitives fail (ScheduleError) hands over to the next one, and a
+kernel no strategy fits keeps its plain loop nest: correct, slower. Strategies are
+plain functions over the Schedule API whose decisions (tile sizes...) are keyword
+parameters, so a tuner can call them with other values and store their traces.
+
+Registered here (plevel in brackets):
+
+* ``dense_packed`` [20]: dense with a constant weight, the weight transposed at
+  compile time, then the GEMM register tile (``gemm.py``);
+* ``gemm_register_tile`` [15]: matmul / batch_matmul with elementwise epilogues;
+* ``reduce_rows`` [10] / ``reduce_columns`` [5]: reductions along / across the
+  contiguous axis (softmax, layer norm, reduce_*, pooling; ``reduce.py``);
+* ``injective_vectorized`` [10]: elementwise/injective groups (``elementwise.py``);
+* ``parallel_outer`` [0]: any other kernel: its outer loops in parallel.
+
+Parallel loops run on ``TK_NUM_THREADS`` threads (default: every core) with dynamic
+scheduling; kernels with little work stay serial (``parallel.py``).
+
+Example: register a strategy for a new op kind::
+
+    from tensorkiln.schedule.strategies import register_strategy
+
+    @register_strategy("conv2d_direct", ops=("conv2d",), plevel=15, applies=lambda info: info.lanes >= 8)
+    def conv2d_direct(s, info, block: int = 32):
+        ...
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from ..schedule import Schedule, ScheduleError, kernels
+from . import conv, elementwise, gemm, reduce  # noqa: F401  (registers the strategies)
+from .analysis import KernelInfo, constant_arguments, kernel_info, op_names
+from .packing import pack_constant_arguments
+from .registry import STRATEGIES, Strategy, register_strategy, strategies_for
+
+log = logging.getLogger("tensorkiln.schedule")
+
+#: the name older code imports (the GPU strategies)
+_op_names = op_names
+
+
+def strategy_for(tag: str, kernel: func.FuncOp | None = None, lanes: int = 16) -> Strategy | None:
+    """The strategy that would schedule ``kernel`` (or, without one, a kernel tagged
+    ``tag``: only op-name strategies can be told from a tag alone)."""
+    if kernel is not None:
+        found = strategies_for(kernel_info(kernel, lanes))
+        return found[0] if found else None
+    ops = op_names(tag)
+    if not ops:
+        return None
+    from .analysis import anchor_op, epilogue_is_elementwise
+
+    anchor = anchor_op(ops)
+    if not epilogue_is_elementwise(ops, anchor):
+        return None
+    named = [s for s in STRATEGIES.values() if anchor in s.ops]
+    return max(named, key=lambda s: s.plevel) if named else None
+
+
+def apply_default_schedule(
+    kernel: func.FuncOp, lanes: int, constant_args: frozenset[int] = frozenset()
+) -> Strategy | None:
+    """Schedule ``kernel`` in place with the first strategy (by plevel) that applies and
+    succeeds; returns it, or None (kernel untouched)."""
+    info = kernel_info(kernel, lanes, constant_args)
+    for strategy in strategies_for(info):
+        trial = kernel.clone()
+        try:
+            strategy.schedule(Schedule(trial), kernel_info(trial, lanes, constant_args))
+        except ScheduleError as e:
+            log.debug("strategy %s does not fit %s: %s", strategy.name, kernel.sym_name.data, e)
+            continue
+        trial.attributes["tk.strategy"] = _string(strategy.name)
+        Rewriter.replace_op(kernel, trial)
+        return strategy
+    return None
+
+
+def _string(text: str):
+    from xdsl.dialects.builtin import StringAttr
+
+    return StringAttr(text)
+
+
+@dataclass(frozen=True)
+class DefaultSchedulePass(ModulePass):
+    """Apply each kernel's default strategy (``vector_bits``: the target's SIMD width),
+    then pack the constant weights that strategies re-laid out."""
+
+    name = "default-schedule"
+
+    vector_bits: int = 512
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        constants = constant_arguments(op)
+        element_bits = 32
+        lanes = max(1, self.vector_bits // element_bits)
+        for kernel in kernels(op):
+            apply_default_schedule(kernel, lanes, constants.get(kernel.sym_name.data, frozenset()))
+        pack_constant_arguments(op)
+
+
+__all__ = [
+    "STRATEGIES",
+    "DefaultSchedulePass",
+    "KernelInfo",
+    "Strategy",
+    "apply_default_schedule",
+    "kernel_info",
+    "pack_constant_arguments",
+    "register_strategy",
+    "strategies_for",
+    "strategy_for",
+]

@@ -1,0 +1,188 @@
+"""What a strategy needs to know about a kernel before scheduling it.
+
+te-to-loop names a kernel's output loops ``i0, i1, ...`` (outermost first) and its
+reduction loops ``k0, k1, ...``, and tags the kernel with its ops (``tk.kernel =
+"dense_add_relu"``). :func:`kernel_info` reads them into a :class:`KernelInfo`: the ops,
+the anchor op (the one of highest fusion pattern kind: ``dense`` in
+``dense_add_relu``, ``reduce_mean`` in ``mul_reduce_mean``), the structural family
+(``injective`` / ``reduce``), static extents, and which arguments are constant weights
+at every call (those a strategy may re-layout at compile time).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.ir import SSAValue
+
+from ...dialects import loop
+from ..nest import all_loops, band, body_ops, static_trip_bound, written_buffers
+
+OUTPUT_LOOP = re.compile(r"i\d+")
+REDUCTION_LOOP = re.compile(r"k\d+")
+WEIGHTS_ATTR = "tk.weights"
+ENTRY_ATTR = "tk.entry"
+
+
+def op_names(tag: str) -> list[str] | None:
+    """The graph ops a kernel tag names (``matmul_add_relu`` -> matmul, add, relu), or
+    None if a part is not a graph op."""
+    from ...dialects.graph import GRAPH_OPS  # schedules know kernels, not the graph dialect
+
+    known = sorted((op.name.removeprefix("graph.") for op in GRAPH_OPS), key=len, reverse=True)
+    names, rest = [], tag
+    while rest:
+        name = next((n for n in known if rest == n or rest.startswith(n + "_")), None)
+        if name is None:
+            return None
+        names.append(name)
+        rest = rest[len(name) + 1 :]
+    return names
+
+
+def _pattern_kinds() -> dict[str, int]:
+    from ...dialects.graph import GRAPH_OPS
+
+    return {op.name.removeprefix("graph."): int(op.PATTERN_KIND) for op in GRAPH_OPS}
+
+
+def anchor_op(ops: list[str] | None) -> str | None:
+    """The op whose loops a fused kernel has: the first of highest pattern kind."""
+    if not ops:
+        return None
+    kinds = _pattern_kinds()
+    return max(ops, key=lambda n: kinds.get(n, 8))
+
+
+def epilogue_is_elementwise(ops: list[str] | None, anchor: str) -> bool:
+    """Whether every op after ``anchor`` in the tag is elementwise/broadcast (so the
+    kernel's output loops are the anchor's: an injective op after it, e.g. a
+    transpose, would make its own loops the kernel's)."""
+    from ...dialects.graph import OpPatternKind
+
+    if not ops or anchor not in ops:
+        return False
+    kinds = _pattern_kinds()
+    rest = ops[ops.index(anchor) + 1 :]
+    return all(kinds.get(n, 8) <= OpPatternKind.BROADCAST for n in rest)
+
+
+@dataclass
+class KernelInfo:
+    """Facts about one kernel (see the module docstring)."""
+
+    kernel: func.FuncOp
+    tag: str
+    #: SIMD lanes of the kernel's element type on the target
+    lanes: int
+    #: graph ops of the tag, or None when the tag is not made of graph op names
+    ops: list[str] | None
+    anchor: str | None
+    #: output loops i0, i1, ... and reduction loops k0, ... (outermost first)
+    output_loops: list[str]
+    reduction_loops: list[str]
+    #: loop name -> most iterations, if known at compile time
+    extents: dict[str, int | None]
+    #: structural family: "injective", "reduce" or "" (neither)
+    family: str
+    #: kernel argument indices bound to a constant weight at every call
+    constant_args: frozenset[int] = frozenset()
+    #: op names and families the registry matches strategies against
+    kinds: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def work(self) -> int | None:
+        """Iterations of the innermost body (output x reduction), None if not static."""
+        total = 1
+        for name in self.output_loops + self.reduction_loops:
+            extent = self.extents.get(name)
+            if extent is None:
+                return None
+            total *= extent
+        return total
+
+    def loop(self, name: str) -> loop.ForOp:
+        return next(f for f in all_loops(self.kernel) if f.loop_name.data == name)
+
+
+def _family(kernel: func.FuncOp, outputs: list[str], reductions: list[str]) -> str:
+    """``injective``: one perfect nest of the output loops storing one element per
+    innermost iteration; ``reduce``: that nest around a local accumulator and one band
+    of reduction loops; else ``""``."""
+    tops = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
+    if len(tops) != 1 or not outputs:
+        return ""
+    chain, _ = band(tops[0], written_buffers(tops[0]))
+    if [f.loop_name.data for f in chain] != outputs:
+        return ""
+    cell = body_ops(chain[-1])
+    inner = [op for op in cell if isinstance(op, loop.ForOp)]
+    stores = [op for op in cell if isinstance(op, loop.StoreOp)]
+    args = set(kernel.body.block.args)
+    if not inner:
+        if not reductions and len(stores) == 1 and stores[0].buffer in args:
+            return "injective"
+        return ""
+    if len(inner) != 1 or inner[0].loop_name.data != (reductions[0] if reductions else None):
+        return ""
+    rchain, _ = band(inner[0], written_buffers(inner[0]))
+    if [f.loop_name.data for f in rchain] != reductions:
+        return ""
+    locals_ = [op for op in cell if isinstance(op, loop.AllocOp) and op.scope.data == "local"]
+    return "reduce" if locals_ and any(s.buffer in args for s in stores) else ""
+
+
+def kernel_info(kernel: func.FuncOp, lanes: int, constant_args: frozenset[int] = frozenset()) -> KernelInfo:
+    """The facts strategies check, for ``kernel`` on a target with ``lanes`` f32 lanes."""
+    tag = kernel.attributes["tk.kernel"].data
+    ops = op_names(tag)
+    anchor = anchor_op(ops)
+    loops = all_loops(kernel)
+    names = [f.loop_name.data for f in loops]
+    outputs = [n for n in names if OUTPUT_LOOP.fullmatch(n)]
+    reductions = [n for n in names if REDUCTION_LOOP.fullmatch(n)]
+    extents = {f.loop_name.data: static_trip_bound(f) for f in loops}
+    family = _family(kernel, outputs, reductions)
+    kinds = {"any"} | ({anchor} if anchor else set()) | ({family} if family else set())
+    return KernelInfo(
+        kernel, tag, lanes, ops, anchor, outputs, reductions, extents, family, constant_args, frozenset(kinds)
+    )
+
+
+def _host_weights(host: func.FuncOp) -> set[SSAValue]:
+    """The block arguments of a lowered host function that hold constant weights."""
+    entry = host.attributes.get(ENTRY_ATTR)
+    weights = host.attributes.get(WEIGHTS_ATTR)
+    if entry is None or weights is None:
+        return set()
+    args = list(host.body.block.args)
+    return set(args[len(args) - len(weights.data) :])
+
+
+def constant_arguments(module: ModuleOp) -> dict[str, frozenset[int]]:
+    """Kernel name -> indices of its arguments that are a constant weight at every call."""
+    weights: set[SSAValue] = set()
+    for f in module.ops:
+        if isinstance(f, func.FuncOp):
+            weights |= _host_weights(f)
+    found: dict[str, set[int] | None] = {}
+    for call in module.walk():
+        if not isinstance(call, func.CallOp):
+            continue
+        name = call.callee.string_value()
+        here = {k for k, v in enumerate(call.arguments) if v in weights and isinstance(v.type, MemRefType)}
+        found[name] = here if found.get(name) is None else found[name] & here
+    return {name: frozenset(v or ()) for name, v in found.items()}
+
+
+__all__ = [
+    "KernelInfo",
+    "anchor_op",
+    "constant_arguments",
+    "epilogue_is_elementwise",
+    "kernel_info",
+    "op_names",
+]

@@ -1,0 +1,87 @@
+"""Constant weights pre-packed at compile time into the layout their kernel wants.
+
+A strategy that re-lays out a kernel argument (``transform_layout``, recorded in the
+kernel's ``tk.layouts``) changes what the kernel's callers must pass. For each call of
+such a kernel in a lowered host function, :func:`pack_constant_arguments` replaces
+the weight operand by a new weight holding the permuted data (numpy, once, here) and
+drops the original weight argument when nothing else uses it. An operand that is not
+a constant weight is an error: a strategy re-lays out constant arguments only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, FunctionType, MemRefType, ModuleOp
+from xdsl.utils.exceptions import PassFailedException
+
+from ..layout import recorded_layouts
+from .analysis import WEIGHTS_ATTR
+
+
+def _array(data) -> np.ndarray:
+    from ...dialects.graph import ConstantOp
+    from ...dialects.graph.types import WeightAttr
+
+    return data.array if isinstance(data, WeightAttr) else ConstantOp(data).array()
+
+
+def _name(data) -> str:
+    from ...dialects.graph.types import WeightAttr
+
+    return data.data.name if isinstance(data, WeightAttr) else "const"
+
+
+def _set_signature(host: func.FuncOp) -> None:
+    host.function_type = FunctionType.from_lists(
+        [a.type for a in host.body.block.args], list(host.function_type.outputs.data)
+    )
+
+
+def _pack_call(host: func.FuncOp, call: func.CallOp, layouts: dict[int, list[int]]) -> None:
+    from ...dialects.graph.types import WeightAttr
+
+    for index, perm in layouts.items():
+        block = host.body.block
+        weights = list(host.attributes[WEIGHTS_ATTR].data) if WEIGHTS_ATTR in host.attributes else []
+        first = len(block.args) - len(weights)
+        operand = call.arguments[index]
+        args = list(block.args)
+        if operand not in args or args.index(operand) < first:
+            raise PassFailedException(
+                f"pack-constant-arguments: argument {index} of the call to @{call.callee.string_value()} "
+                f"is not a constant weight of @{host.sym_name.data}, but its kernel wants it re-laid out {perm}"
+            )
+        data = weights[args.index(operand) - first]
+        packed = np.ascontiguousarray(np.transpose(_array(data), perm))
+        attr = WeightAttr.from_array(f"{_name(data)}.packed", packed)
+        old_type = operand.type
+        new_type = MemRefType(old_type.element_type, [old_type.get_shape()[d] for d in perm])
+        new_arg = block.insert_arg(new_type, len(block.args))
+        new_arg.name_hint = operand.name_hint
+        call.operands[index] = new_arg
+        weights.append(attr)
+        if not operand.uses:
+            del weights[args.index(operand) - first]
+            block.erase_arg(operand)
+        host.attributes[WEIGHTS_ATTR] = ArrayAttr(weights)
+        _set_signature(host)
+
+
+def pack_constant_arguments(module: ModuleOp) -> None:
+    """Give every re-laid-out kernel argument its packed constant (see module docstring)."""
+    kernels = {
+        f.sym_name.data: recorded_layouts(f)
+        for f in module.ops
+        if isinstance(f, func.FuncOp) and recorded_layouts(f)
+    }
+    if not kernels:
+        return
+    for host in [f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data not in kernels]:
+        for call in [op for op in host.walk() if isinstance(op, func.CallOp)]:
+            layouts = kernels.get(call.callee.string_value())
+            if layouts:
+                _pack_call(host, call, layouts)
+
+
+__all__ = ["pack_constant_arguments"]
