@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
@@ -10,33 +10,80 @@ from xdsl.parser import Parser
 
 from .build import build
 from .universe import make_context
-from .interpreter import interpret
+from .interpreter import find_function, interpret
 
 
 class Executor:
     """What ``create_executor`` returns; ``evaluate()`` gives the callable (as in TVM)."""
 
-    def __init__(self, kind: str, module: ModuleOp, target: str):
+    def __init__(self, kind: str, module: ModuleOp, target: str, params: Mapping[str, Any] | None = None):
         self.kind, self.module, self.target = kind, module, target
+        self.params = dict(params or {})
 
     def evaluate(self, function: str = "main") -> Callable[..., Any]:
+        fn = self._callable(function)
+        return _bind_params(fn, self.params) if self.params else fn
+
+    def _callable(self, function: str) -> Callable[..., Any]:
         if self.kind == "interpreter":
             return interpret(self.module, function)
-        return build(self.module, self.target, function=function)
+        from .executors.vm_compiler import build_vm, has_control_flow
+
+        if self.kind == "vm":
+            return build_vm(self.module, self.target, function=function)
+        if has_control_flow(find_function(self.module, function)):
+            raise ValueError(
+                f"the {self.kind} executor cannot run control flow (graph.if / graph.while): use the 'vm' executor"
+            )
+        lib = build(self.module, self.target, function=function)
+        return lib.graph_executor() if self.kind == "graph" else lib
 
 
-EXECUTOR_KINDS = ("interpreter", "aot")
+def _bind_params(fn: Callable[..., Any], params: dict[str, Any]) -> Callable[..., Any]:
+    """``fn`` with the inputs named in ``params`` bound: the call takes the others, in order."""
+    names = [spec.name for spec in fn.signature.inputs]
+    unknown = sorted(set(params) - set(names))
+    if unknown:
+        raise ValueError(f"params {unknown} are not inputs of the function (inputs: {', '.join(names)})")
+    free = [k for k, name in enumerate(names) if name not in params]
+
+    def run(*args: Any) -> Any:
+        if len(args) != len(free):
+            raise ValueError(
+                f"expected {len(free)} arguments ({', '.join(names[k] for k in free)}), got {len(args)}"
+            )
+        full: list[Any] = [params.get(name) for name in names]
+        for k, a in zip(free, args):
+            full[k] = a
+        return fn(*full)
+
+    run.signature = fn.signature  # type: ignore[attr-defined]
+    return run
 
 
-def create_executor(kind: str, module: ModuleOp, target: str = "llvm") -> Executor:
-    """An executor of ``kind`` for ``module``: ``"interpreter"`` (numpy reference,
-    the debug executor) or ``"aot"`` (the whole model as one native function).
+#: ``interpreter``: numpy reference; ``graph``: kernels called from Python over a planned
+#: memory; ``vm``: bytecode with control flow and dynamic shapes; ``aot``: one native entry
+EXECUTOR_KINDS = ("interpreter", "graph", "vm", "aot")
 
-    Example: ``f = tk.create_executor("interpreter", module).evaluate(); y = f(x)``
+
+def create_executor(
+    kind: str, module: ModuleOp, target: str = "llvm", params: Mapping[str, Any] | None = None
+) -> Executor:
+    """An executor of ``kind`` for ``module`` (as in TVM); ``evaluate()`` gives the callable:
+
+    - ``"interpreter"``: the numpy reference (the debug executor);
+    - ``"graph"``: the graph executor (a JSON graph of kernel calls and a static memory
+      plan; ``lib.graph_program``);
+    - ``"vm"``: the bytecode VM (``graph.if`` / ``graph.while``, dynamic shapes);
+    - ``"aot"``: the whole model as one native function.
+
+    ``params`` binds inputs by name (weights imported with ``keep_params_as_input``).
+
+    Example: ``f = tk.create_executor("vm", module, target="llvm").evaluate(); y = f(x)``
     """
     if kind not in EXECUTOR_KINDS:
         raise ValueError(f"unknown executor kind {kind!r} (available: {', '.join(EXECUTOR_KINDS)})")
-    return Executor(kind, module, target)
+    return Executor(kind, module, target, params)
 
 
 def parse_module(text: str) -> ModuleOp:

@@ -92,6 +92,10 @@ def build(
         from .backends.cuda.pipeline import build_cuda
 
         return build_cuda(module, target, function=function, opt_level=opt_level)
+    from .executors.vm_compiler import build_vm, has_control_flow
+
+    if has_control_flow(find_function(module, function)):  # graph.if / graph.while: the VM runs it
+        return build_vm(module, target, function=function, opt_level=opt_level, dump_ir=dump_ir)
     start = time.perf_counter()
     ctx = PassContext.current()
     if opt_level is not None or dump_ir is not None:

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 from ..backends.llvm.jit import CPUTarget
 from ..backends.llvm.object_code import ObjectCode, ObjectModule, compile_object
 from ..interpreter import find_function
-from ..lowering.te_to_loop import entry_layout
+from ..lowering.te_to_loop import WEIGHTS_ATTR, entry_layout
 from ..runtime.graph_program import GraphProgram
 from ..runtime.signature import Signature
 from . import compile_cache
@@ -68,7 +68,7 @@ def compile_loops(
             if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes:
                 parts.append(f"{op.sym_name.data}={kept[op.sym_name.data]}")
             else:
-                parts.append(str(op))
+                parts.append(_text_without_weights(op))
         key = compile_cache.module_key(parts)
         code = compile_cache.load(key)
     timings.append(("dedupe-kernels+cache-lookup", time.perf_counter() - start))
@@ -83,6 +83,18 @@ def compile_loops(
     module = ObjectModule(code, target)
     timings.append(("load-object", time.perf_counter() - loaded))
     return NativeBuild(module, code, program, list(weight_data), function, target, hit, timings)
+
+
+def _text_without_weights(op) -> str:
+    """The printed op without its ``tk.weights`` list: weights are passed by pointer, so
+    their names and data (which passes may rename, e.g. ``const0.packed.1``) do not
+    change the code."""
+    weights = op.attributes.pop(WEIGHTS_ATTR, None)
+    try:
+        return str(op)
+    finally:
+        if weights is not None:
+            op.attributes[WEIGHTS_ATTR] = weights
 
 
 def contiguous(arrays: list[np.ndarray]) -> list[np.ndarray]:

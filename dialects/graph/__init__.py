@@ -8,6 +8,7 @@ from xdsl.ir import Dialect
 from . import constant, elementwise, indexing, linalg, nn, reduce, shape
 from .base import GraphOp, OpPatternKind
 from .constant import ConstantOp
+from .control import IfOp, RegionYieldOp, WhileOp
 from .fusion import FusedOp, YieldOp
 from .types import DimNamesAttr, WeightAttr
 
@@ -26,6 +27,7 @@ def _ops_of(module) -> list[type[GraphOp]]:
 GRAPH_OPS: tuple[type[GraphOp], ...] = tuple(op for family in _FAMILIES for op in _ops_of(family))
 
 # graph.fused / graph.yield structure a graph (fusion groups); they are not GraphOps.
-Graph = Dialect("graph", [*GRAPH_OPS, FusedOp, YieldOp], [DimNamesAttr, WeightAttr])
+# graph.if / graph.while / graph.region_yield: control flow (run by the VM), not GraphOps either.
+Graph = Dialect("graph", [*GRAPH_OPS, FusedOp, YieldOp, IfOp, WhileOp, RegionYieldOp], [DimNamesAttr, WeightAttr])
 
 __all__ = ["GRAPH_OPS", "ConstantOp", "FusedOp", "Graph", "GraphOp", "OpPatternKind", "YieldOp"]

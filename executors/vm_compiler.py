@@ -1,0 +1,208 @@
+"""Graph function with control flow -> VM bytecode + compiled straight-line functions.
+
+The function is walked block by block. Runs of ordinary graph ops (a *segment*) are
+outlined into a ``func.func`` of their own (inputs: the values they read from
+outside, outputs: the values read after them) and compiled by ``tk.build`` like any
+model; ``graph.if`` and ``graph.while`` become jumps (:mod:`tensorkiln.runtime.vm`
+lists the instructions). Regions are isolated from above, so a region's block
+arguments simply take the registers of the op's operands. Constants used by a
+segment are cloned into it (weights by reference); a constant used by control flow
+itself or returned is loaded into a register with ``const``.
+
+Example::
+
+    vm = build_vm(module)          # a VMModule: vm(x), vm.program.disassemble()
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from ..dialects.graph import ConstantOp
+from ..dialects.graph.control import CONTROL_FLOW_OPS, IfOp, RegionYieldOp, WhileOp
+from ..interpreter import find_function
+from ..runtime.module import CompiledModule
+from ..runtime.profiler import BenchmarkResult
+from ..runtime.vm import VirtualMachine, VMProgram
+from ..signature import signature_of
+
+
+def has_control_flow(function: func.FuncOp) -> bool:
+    """Whether ``function`` holds graph.if / graph.while (then it needs the VM)."""
+    return any(isinstance(op, CONTROL_FLOW_OPS) for op in function.walk())
+
+
+class _Emitter:
+    def __init__(self) -> None:
+        self.code: list[tuple] = []
+        self.n_registers = 0
+        self.functions: list[func.FuncOp] = []
+        self.constants: list[np.ndarray] = []
+
+    def fresh(self, n: int = 1) -> list[int]:
+        regs = list(range(self.n_registers, self.n_registers + n))
+        self.n_registers += n
+        return regs
+
+    def register_of(self, value: SSAValue, regs: dict[SSAValue, int]) -> int:
+        if value not in regs:
+            owner = value.owner
+            if not isinstance(owner, ConstantOp):
+                raise ValueError(f"VM compiler: {value} has no register (defined by {getattr(owner, 'name', owner)})")
+            (r,) = self.fresh()
+            self.code.append(("const", r, len(self.constants)))
+            self.constants.append(np.asarray(owner.array()))
+            regs[value] = r
+        return regs[value]
+
+    # -- blocks ---------------------------------------------------------------------
+
+    def emit_block(self, block: Block, arg_regs: Sequence[int], name: str) -> list[int]:
+        """Emit ``block``'s code with its arguments in ``arg_regs``; returns the registers
+        of what it returns (func.return or graph.region_yield)."""
+        regs: dict[SSAValue, int] = dict(zip(block.args, arg_regs))
+        segment: list[Operation] = []
+        for op in block.ops:
+            if isinstance(op, func.ReturnOp | RegionYieldOp):
+                self.flush(segment, regs, name)
+                return [self.register_of(v, regs) for v in op.operands]
+            if isinstance(op, IfOp):
+                self.flush(segment, regs, name)
+                segment = []
+                self.emit_if(op, regs, name)
+            elif isinstance(op, WhileOp):
+                self.flush(segment, regs, name)
+                segment = []
+                self.emit_while(op, regs, name)
+            elif not isinstance(op, ConstantOp):
+                segment.append(op)
+        raise ValueError(f"VM compiler: block of '{name}' has no terminator")
+
+    def flush(self, segment: list[Operation], regs: dict[SSAValue, int], name: str) -> None:
+        """Outline ``segment`` into a function and emit its call."""
+        if not segment:
+            return
+        inside = set(segment)
+        defined = {r for op in segment for r in op.results}
+        inputs: list[SSAValue] = []
+        constants: list[ConstantOp] = []
+        for op in segment:
+            for v in op.operands:
+                if v in defined or v in inputs:
+                    continue
+                if isinstance(v.owner, ConstantOp) and v not in regs:
+                    if v.owner not in constants:
+                        constants.append(v.owner)
+                else:
+                    inputs.append(v)
+        outputs = [r for op in segment for r in op.results if any(u.operation not in inside for u in r.uses)]
+        block = Block(arg_types=[v.type for v in inputs])
+        mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
+        for k, arg in enumerate(block.args):
+            arg.name_hint = f"a{k}"
+        for c in constants:
+            clone = c.clone()
+            block.add_op(clone)
+            mapping[c.result] = clone.result
+        for op in segment:
+            clone = op.clone(value_mapper=mapping)
+            block.add_op(clone)
+        block.add_op(func.ReturnOp(*(mapping[v] for v in outputs)))
+        fname = f"{name}_seg{len(self.functions)}"
+        self.functions.append(func.FuncOp(fname, ([v.type for v in inputs], [v.type for v in outputs]), Region(block)))
+        out_regs = self.fresh(len(outputs))
+        self.code.append(("call", len(self.functions) - 1, tuple(self.register_of(v, regs) for v in inputs), tuple(out_regs)))
+        regs.update(zip(outputs, out_regs))
+        segment.clear()
+
+    def emit_if(self, op: IfOp, regs: dict[SSAValue, int], name: str) -> None:
+        pred = self.register_of(op.pred, regs)
+        inputs = [self.register_of(v, regs) for v in op.inputs]
+        out = self.fresh(len(op.outputs))
+        branch = len(self.code)
+        self.code.append(None)  # jump_unless, patched below
+        then_values = self.emit_block(op.then_region.block, inputs, f"{name}_then{branch}")
+        self.code.append(("move", tuple(out), tuple(then_values)))
+        leave = len(self.code)
+        self.code.append(None)  # jump to the end, patched below
+        self.code[branch] = ("jump_unless", pred, len(self.code))
+        else_values = self.emit_block(op.else_region.block, inputs, f"{name}_else{branch}")
+        self.code.append(("move", tuple(out), tuple(else_values)))
+        self.code[leave] = ("jump", len(self.code))
+        regs.update(zip(op.outputs, out))
+
+    def emit_while(self, op: WhileOp, regs: dict[SSAValue, int], name: str) -> None:
+        carried = self.fresh(len(op.inputs))
+        self.code.append(("move", tuple(carried), tuple(self.register_of(v, regs) for v in op.inputs)))
+        top = len(self.code)
+        (pred,) = self.emit_block(op.cond_region.block, carried, f"{name}_cond{top}")
+        exit_jump = len(self.code)
+        self.code.append(None)
+        body_values = self.emit_block(op.body_region.block, carried, f"{name}_body{top}")
+        self.code.append(("move", tuple(carried), tuple(body_values)))
+        self.code.append(("jump", top))
+        self.code[exit_jump] = ("jump_unless", pred, len(self.code))
+        regs.update(zip(op.outputs, carried))
+
+
+def compile_vm_program(module: ModuleOp, function: str = "main") -> tuple[VMProgram, list[ModuleOp]]:
+    """The bytecode of ``function`` and one graph module per straight-line function."""
+    fn = find_function(module, function)
+    emitter = _Emitter()
+    inputs = emitter.fresh(len(fn.body.block.args))
+    results = emitter.emit_block(fn.body.block, inputs, fn.sym_name.data)
+    emitter.code.append(("ret", tuple(results)))
+    modules = []
+    for f in emitter.functions:
+        m = ModuleOp([f])
+        m.verify()
+        modules.append(m)
+    program = VMProgram(
+        signature_of(fn),
+        emitter.code,
+        emitter.n_registers,
+        inputs,
+        [f.sym_name.data for f in emitter.functions],
+        emitter.constants,
+    )
+    return program, modules
+
+
+class VMModule(VirtualMachine):
+    """A model run by the VM; ``program.disassemble()`` shows its bytecode, ``functions``
+    the compiled straight-line functions."""
+
+    compile_seconds: float
+    pass_timings: list[tuple[str, float]]
+
+    def benchmark(self, *inputs: Any, number: int = 10, repeat: int = 5, executor: str = "vm") -> BenchmarkResult:
+        return super().benchmark(*inputs, number=number, repeat=repeat)
+
+
+def build_vm(module: ModuleOp, target: str = "llvm", *, function: str = "main", **build_options: Any) -> VMModule:
+    """Compile ``function`` of ``module`` for the VM (control flow, dynamic shapes).
+
+    Example: ``vm = build_vm(module); y = vm(x)``
+    """
+    from ..build import build
+
+    start = time.perf_counter()
+    module.verify()
+    program, modules = compile_vm_program(module, function)
+    compiled: list[CompiledModule] = [
+        build(m, target, function=name, **build_options) for m, name in zip(modules, program.function_names)
+    ]
+    vm = VMModule(program, compiled)
+    vm.pass_timings = [t for lib in compiled for t in lib.pass_timings]
+    vm.compile_seconds = time.perf_counter() - start
+    return vm
+
+
+__all__ = ["VMModule", "build_vm", "compile_vm_program", "has_control_flow"]

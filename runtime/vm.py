@@ -1,0 +1,174 @@
+"""The VM: a register machine running bytecode over tensors, for control flow and
+dynamic shapes. Pure numpy (the functions it calls are compiled modules).
+
+Registers hold numpy arrays (never written in place: every call returns fresh
+arrays, so a register can be copied by reference). Instructions, as tuples:
+
+- ``("call", f, (in regs...), (out regs...))``: call compiled function ``f`` on the
+  input registers. The function checks its arguments against its signature, binds
+  the symbolic dims (``n``, ``batch``) from them, and allocates its outputs by the
+  shapes those symbols give: shapes are resolved at run time, call by call;
+- ``("const", reg, k)``: load constant ``k``;
+- ``("move", (dst...), (src...))``: parallel copy (all sources read first);
+- ``("jump_unless", reg, target)``: go to ``target`` unless the predicate tensor in
+  ``reg`` (one element) is nonzero;
+- ``("jump", target)``;
+- ``("ret", (regs...))``: the results.
+
+``graph.if`` becomes ``jump_unless`` over the two branches, ``graph.while`` a
+condition block, a ``jump_unless`` out of the loop, the body and a ``jump`` back; the
+straight-line code between is compiled (``tensorkiln.executors.vm_compiler``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .profiler import BenchmarkResult, benchmark
+from .signature import Signature
+
+OPCODES = ("call", "const", "move", "jump_unless", "jump", "ret")
+
+
+@dataclass
+class VMProgram:
+    """Bytecode, register count, where the inputs go, and what each called function is."""
+
+    signature: Signature
+    code: list[tuple]
+    n_registers: int
+    input_registers: list[int]
+    function_names: list[str]
+    constants: list[np.ndarray] = field(default_factory=list)
+
+    def disassemble(self) -> str:
+        """One instruction a line: ``   3  call seg0 (r0, r1) -> (r2)``."""
+        lines = []
+        for pc, ins in enumerate(self.code):
+            op = ins[0]
+            if op == "call":
+                text = f"call {self.function_names[ins[1]]} ({_regs(ins[2])}) -> ({_regs(ins[3])})"
+            elif op == "move":
+                text = f"move ({_regs(ins[1])}) <- ({_regs(ins[2])})"
+            elif op == "const":
+                text = f"const r{ins[1]} <- constant {ins[2]}"
+            elif op == "jump_unless":
+                text = f"jump_unless r{ins[1]} -> {ins[2]}"
+            elif op == "jump":
+                text = f"jump -> {ins[1]}"
+            else:
+                text = f"ret ({_regs(ins[1])})"
+            lines.append(f"{pc:4d}  {text}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "signature": self.signature.to_json(),
+            "code": [list(_jsonable(i)) for i in self.code],
+            "n_registers": self.n_registers,
+            "input_registers": self.input_registers,
+            "function_names": self.function_names,
+        }
+
+
+def _regs(regs: Sequence[int]) -> str:
+    return ", ".join(f"r{r}" for r in regs)
+
+
+def _jsonable(ins: tuple) -> list:
+    return [list(a) if isinstance(a, tuple) else a for a in ins]
+
+
+def _truth(array: np.ndarray, pc: int) -> bool:
+    if array.size != 1:
+        raise ValueError(f"VM: the predicate at instruction {pc} has {array.size} elements, expected one")
+    return bool(array.reshape(-1)[0])
+
+
+class VirtualMachine:
+    """Runs a :class:`VMProgram` with its compiled functions.
+
+    Example: ``y = VirtualMachine(program, functions)(x)``
+    """
+
+    def __init__(self, program: VMProgram, functions: Sequence[Callable[..., Any]]):
+        if len(functions) != len(program.function_names):
+            raise ValueError(f"VM: {len(functions)} functions for {len(program.function_names)} names")
+        self.program = program
+        self.signature = program.signature
+        self.functions = list(functions)
+        #: seconds spent in each function (when timed)
+        self._timer: dict[str, list[float]] | None = None
+
+    def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
+        arrays, _ = self.signature.bind(args)
+        program = self.program
+        regs: list[Any] = [None] * program.n_registers
+        for r, a in zip(program.input_registers, arrays):
+            regs[r] = a
+        code, functions, timer = program.code, self.functions, self._timer
+        pc = 0
+        while True:
+            ins = code[pc]
+            op = ins[0]
+            if op == "call":
+                if timer is None:
+                    out = functions[ins[1]](*[regs[r] for r in ins[2]])
+                else:
+                    start = time.perf_counter()
+                    out = functions[ins[1]](*[regs[r] for r in ins[2]])
+                    timer.setdefault(program.function_names[ins[1]], []).append(time.perf_counter() - start)
+                if len(ins[3]) == 1:
+                    regs[ins[3][0]] = out
+                else:
+                    for r, v in zip(ins[3], out):
+                        regs[r] = v
+            elif op == "jump_unless":
+                if not _truth(regs[ins[1]], pc):
+                    pc = ins[2]
+                    continue
+            elif op == "jump":
+                pc = ins[1]
+                continue
+            elif op == "move":
+                values = [regs[s] for s in ins[2]]
+                for d, v in zip(ins[1], values):
+                    regs[d] = v
+            elif op == "const":
+                regs[ins[1]] = program.constants[ins[2]]
+            else:  # ret
+                return self._results([regs[r] for r in ins[1]], arrays)
+            pc += 1
+
+    def _results(self, values: list[np.ndarray], inputs: list[np.ndarray]) -> np.ndarray | tuple[np.ndarray, ...]:
+        # as every executor: each output a fresh array (not an input, constant or another output)
+        seen = {id(a) for a in inputs} | {id(c) for c in self.program.constants}
+        out = []
+        for v, spec in zip(values, self.signature.outputs):
+            v = np.asarray(v)
+            if id(v) in seen or v.dtype != spec.dtype:
+                v = v.astype(spec.dtype, copy=True)
+            seen.add(id(v))
+            out.append(v)
+        return out[0] if len(out) == 1 else tuple(out)
+
+    def run_timed(self, *args: Any) -> tuple[Any, dict[str, list[float]]]:
+        """Run once, timing every function call: (outputs, seconds per call by function)."""
+        self._timer = {}
+        try:
+            result = self(*args)
+            return result, self._timer
+        finally:
+            self._timer = None
+
+    def benchmark(self, *inputs: Any, number: int = 10, repeat: int = 5) -> BenchmarkResult:
+        """Seconds per call (TVM's ``time_evaluator``): ``.median``, ``.mean``, ``.results``."""
+        return benchmark(lambda: self(*inputs), number=number, repeat=repeat)
+
+
+__all__ = ["OPCODES", "VMProgram", "VirtualMachine"]
