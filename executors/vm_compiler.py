@@ -155,6 +155,11 @@ class _Emitter:
 def compile_vm_program(module: ModuleOp, function: str = "main") -> tuple[VMProgram, list[ModuleOp]]:
     """The bytecode of ``function`` and one graph module per straight-line function."""
     fn = find_function(module, function)
+    if not has_control_flow(fn):
+        # one straight-line function: the module itself (a build the disk cache shares with AOT)
+        n_in, n_out = len(fn.body.block.args), len(fn.function_type.outputs.data)
+        code = [("call", 0, tuple(range(n_in)), tuple(range(n_in, n_in + n_out))), ("ret", tuple(range(n_in, n_in + n_out)))]
+        return VMProgram(signature_of(fn), code, n_in + n_out, list(range(n_in)), [fn.sym_name.data]), [module]
     emitter = _Emitter()
     inputs = emitter.fresh(len(fn.body.block.args))
     results = emitter.emit_block(fn.body.block, inputs, fn.sym_name.data)

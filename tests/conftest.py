@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 import zlib
 
 import numpy as np
@@ -9,6 +13,11 @@ import pytest
 from xdsl.context import Context
 
 from tensorkiln.universe import make_context
+
+# The disk compile cache of every build the tests make goes to a fresh directory of this
+# process (never the user's ~/.cache: CI runs as root), removed at exit.
+os.environ["TK_CACHE_DIR"] = tempfile.mkdtemp(prefix="tk-test-cache-")
+atexit.register(shutil.rmtree, os.environ["TK_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture
