@@ -10,6 +10,7 @@ import numpy as np
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 
 from .backends.llvm.jit import CPUTarget
+from .byoc.bind import CompiledModuleWithExternals, bind_externals
 from .dialects.graph import ConstantOp
 from .dialects.graph.types import WeightAttr
 from .errors import UnsupportedOperatorError
@@ -109,6 +110,7 @@ def build(
     check_supported(module)
     module.verify()
     work = module.clone()
+    externals = bind_externals(work)  # byoc: symbols of external modules, before code is loaded
     reports = [optimize_graph(work, ctx), run_pipeline(work, TO_LOOPS + schedule_pipeline(cpu), ctx)]
     # dumps and instruments want every pass to run: no disk cache for those builds
     use_cache = not ctx.dump_ir and not ctx.instruments
@@ -117,7 +119,10 @@ def build(
     )
     timings = [t for report in reports for t in report] + native.timings
     weights = [weight_array(w) for w in native.weight_data]
-    lib = CompiledModule(native.module.address(function), signature, weights, keep_alive=native.module)
+    lib = (CompiledModuleWithExternals if externals else CompiledModule)(
+        native.module.address(function), signature, weights, keep_alive=native.module
+    )
+    lib.external_modules = externals
     lib.graph_program = native.program
     lib.cache_hit = native.cache_hit
     lib._exporter = functools.partial(export_library, native=native, weights=lib._weights)

@@ -35,11 +35,15 @@ def evaluate_function(function: func.FuncOp, inputs: list[np.ndarray]) -> list[n
     for op in function.body.block.ops:
         if isinstance(op, func.ReturnOp):
             return [values[v] for v in op.arguments]
-        if not isinstance(op, GraphOp | FusedOp):
+        # graph ops, fused groups, and other ops with numpy semantics (byoc regions and
+        # external calls, which may have several results: they return a tuple)
+        if not isinstance(op, GraphOp | FusedOp) and not callable(getattr(op, "reference", None)):
             raise NotImplementedError(f"the interpreter cannot evaluate '{op.name}'")
         args = [values[v] for v in op.operands]
         result = op.reference(*args)
-        values[op.results[0]] = np.asarray(result)
+        results = result if isinstance(result, tuple) else (result,)
+        for value, array in zip(op.results, results, strict=True):
+            values[value] = np.asarray(array)
     raise ValueError(f"function '{function.sym_name.data}' has no func.return")
 
 

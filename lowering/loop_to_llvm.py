@@ -423,6 +423,10 @@ class LoopToLLVMPass(ModulePass):
         state = ConversionState(vector_bits=self.vector_bits)
         state.names |= {f.sym_name.data for f in op.ops if isinstance(f, func.FuncOp | llvm.FuncOp)}
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+            if function.is_declaration:  # an external function (byoc): declared from its calls below
+                function.detach()
+                function.erase()
+                continue
             converted = _FunctionConverter(function.sym_name.data, state).convert_function(function)
             Rewriter.replace_op(function, converted)
         for g in state.new_globals.values():

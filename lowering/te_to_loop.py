@@ -38,6 +38,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from ..byoc.dialect import CallOp as ExternalCallOp
 from ..dialects import loop, te
 from ..dialects.graph import ConstantOp, FusedOp
 from ..dialects.graph.types import is_float, shape_of
@@ -265,7 +266,7 @@ class _HostLowering:
         if not isinstance(ret, func.ReturnOp):
             raise PassFailedException(f"te-to-loop: function '{f.sym_name.data}' must end with func.return")
         for op in old_block.ops:
-            if not isinstance(op, te.ComputeOp | FusedOp | ConstantOp | func.ReturnOp):
+            if not isinstance(op, te.ComputeOp | FusedOp | ConstantOp | ExternalCallOp | func.ReturnOp):
                 raise PassFailedException(
                     f"te-to-loop: '{op.name}' in '{f.sym_name.data}' is not lowered to te yet (run graph-to-te first)"
                 )
@@ -290,10 +291,28 @@ class _HostLowering:
         # A compute returned from the function writes straight into its output buffer.
         written_to: dict[SSAValue, SSAValue] = {}
         for value, out in zip(ret.arguments, outputs):
-            if isinstance(value.owner, te.ComputeOp | FusedOp) and value not in written_to:
+            if isinstance(value.owner, te.ComputeOp | FusedOp | ExternalCallOp) and value not in written_to:
                 written_to[value] = out
         temporaries = []
         for op in old_block.ops:
+            if isinstance(op, ExternalCallOp):
+                # an external module (byoc): a call of its native symbol, declared here,
+                # with the same buffer arguments as a kernel (inputs, then outputs)
+                targets = []
+                for result in op.outputs:
+                    if result in written_to:
+                        targets.append(written_to[result])
+                        continue
+                    t = buffer_type(result.type)
+                    targets.append(b.insert(loop.AllocOp(t, self.dynamic_sizes(result.type, symbols))).result)
+                    temporaries.append(targets[-1])
+                symbol = op.external.symbol
+                arg_types = [buffer_type(v.type) for v in op.inputs] + [t.type for t in targets]
+                if symbol not in {k.sym_name.data for k in self.kernels}:
+                    self.kernels.append(func.FuncOp.external(symbol, arg_types, []))
+                b.insert(func.CallOp(symbol, [buffers[v] for v in op.inputs] + targets, []))
+                buffers.update(zip(op.outputs, targets))
+                continue
             if not isinstance(op, te.ComputeOp | FusedOp):
                 continue
             if op.result in written_to:

@@ -178,6 +178,19 @@ def link_runtime(module: llvm.ModuleRef) -> None:
         _bind_thread_count()
 
 
+#: native functions bound by name for generated code (external modules, tensorkiln.byoc):
+#: name -> address. MCJIT resolves them through llvm.add_symbol; dlsym does not see them.
+EXTERNAL_SYMBOLS: dict[str, int] = {}
+
+
+def bind_external_symbol(name: str, address: int) -> None:
+    """Make ``name`` resolve to ``address`` in code loaded from now on (JIT and objects)."""
+    if not address:
+        raise ValueError(f"external symbol '{name}': address is 0")
+    llvm.add_symbol(name, address)
+    EXTERNAL_SYMBOLS[name] = address
+
+
 def _check_external_symbols(module: llvm.ModuleRef) -> None:
     """Fail clearly if the code calls a function this process does not have (MCJIT
     would resolve it to address 0 and the first call would crash)."""
@@ -185,7 +198,10 @@ def _check_external_symbols(module: llvm.ModuleRef) -> None:
     missing = [
         f.name
         for f in module.functions
-        if f.is_declaration and not f.name.startswith("llvm.") and not hasattr(process, f.name)
+        if f.is_declaration
+        and not f.name.startswith("llvm.")
+        and f.name not in EXTERNAL_SYMBOLS
+        and not hasattr(process, f.name)
     ]
     if missing:
         raise RuntimeError(f"generated code calls functions not found in this process: {', '.join(missing)}")

@@ -17,7 +17,7 @@ import llvmlite.binding as llvm
 from xdsl.dialects.builtin import ModuleOp
 
 from ...runtime import threads
-from .jit import CPUTarget, _initialize, llvm_ir, load_openmp_runtime, new_target_machine, optimize
+from .jit import EXTERNAL_SYMBOLS, CPUTarget, _initialize, llvm_ir, load_openmp_runtime, new_target_machine, optimize
 
 
 @dataclass
@@ -81,7 +81,7 @@ def _check_externals(code: ObjectCode) -> None:
     import ctypes
 
     process = ctypes.CDLL(None)
-    missing = [name for name in code.externals if not hasattr(process, name)]
+    missing = [name for name in code.externals if name not in EXTERNAL_SYMBOLS and not hasattr(process, name)]
     if missing:
         raise RuntimeError(f"generated code calls functions not found in this process: {', '.join(missing)}")
 
@@ -102,7 +102,7 @@ class ObjectModule:
         self._engine.finalize_object()
 
     def address(self, name: str) -> int:
-        address = self._engine.get_function_address(name)
+        address = self._engine.get_function_address(name) or EXTERNAL_SYMBOLS.get(name, 0)
         if not address:
             raise KeyError(f"no function '{name}' in the compiled module")
         return address

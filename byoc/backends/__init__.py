@@ -1,0 +1,1 @@
+"""Built-in BYOC backends; each registers its patterns and codegen when imported."""
