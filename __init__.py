@@ -48,6 +48,8 @@ def __getattr__(name: str) -> Any:
         return value
     if name == "runtime":
         return importlib.import_module(".runtime", __name__)
+    if name == "byoc":  # bring your own codegen: tk.byoc.partition_for(module, "blas")
+        return importlib.import_module(".byoc", __name__)
     raise AttributeError(f"module 'tensorkiln' has no attribute {name!r}")
 
 
@@ -65,7 +67,7 @@ sys.modules[__name__].__class__ = _Package
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY, "runtime"])
+    return sorted([*globals(), *_LAZY, "byoc", "runtime"])
 
 
 __all__ = [
