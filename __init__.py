@@ -38,6 +38,8 @@ _LAZY = {
     "cache_info": "executors.compile_cache",
     "clear_cache_info": "executors.compile_cache",
     "set_cache_dir": "executors.compile_cache",
+    "extract_tasks": "tuning",
+    "tune": "tuning",
 }
 
 
@@ -46,8 +48,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
         globals()[name] = value
         return value
-    if name == "runtime":
-        return importlib.import_module(".runtime", __name__)
+    if name in ("runtime", "tuning"):
+        return importlib.import_module(f".{name}", __name__)
     if name == "byoc":  # bring your own codegen: tk.byoc.partition_for(module, "blas")
         return importlib.import_module(".byoc", __name__)
     raise AttributeError(f"module 'tensorkiln' has no attribute {name!r}")
@@ -67,7 +69,7 @@ sys.modules[__name__].__class__ = _Package
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY, "byoc", "runtime"])
+    return sorted([*globals(), *_LAZY, "byoc", "runtime", "tuning"])
 
 
 __all__ = [
@@ -79,6 +81,8 @@ __all__ = [
     "clear_cache_info",
     "create_executor",
     "emit_source",
+    "extract_tasks",
     "parse_module",
     "set_cache_dir",
+    "tune",
 ]

@@ -76,6 +76,7 @@ def build(
     function: str = "main",
     opt_level: int | None = None,
     dump_ir: str | None = None,
+    tuning_log: str | None = None,
 ) -> CompiledModule:
     """Compile ``function`` of a graph module for ``target``; returns a callable.
 
@@ -83,6 +84,8 @@ def build(
     constant folding, simplification, CSE, batch-norm folding, operator fusion), then
     lowered to native code. ``dump_ir="dir"`` writes the IR after every pass there.
     ``lib.pass_timings`` lists (pass, seconds); ``lib.compile_seconds`` is the total.
+    ``tuning_log``: a ``tk.tune`` log; each kernel with a record gets its fastest
+    record's schedule, the others their default schedule.
 
     Example::
 
@@ -111,7 +114,13 @@ def build(
     module.verify()
     work = module.clone()
     externals = bind_externals(work)  # byoc: symbols of external modules, before code is loaded
-    reports = [optimize_graph(work, ctx), run_pipeline(work, TO_LOOPS + schedule_pipeline(cpu), ctx)]
+    if tuning_log is None:
+        reports = [optimize_graph(work, ctx), run_pipeline(work, TO_LOOPS + schedule_pipeline(cpu), ctx)]
+    else:
+        from .tuning.dispatch import schedule_from_log
+
+        reports = [optimize_graph(work, ctx), run_pipeline(work, TO_LOOPS, ctx)]
+        schedule_from_log(work, target, tuning_log, lambda m: reports.append(run_pipeline(m, schedule_pipeline(cpu), ctx)))
     # dumps and instruments want every pass to run: no disk cache for those builds
     use_cache = not ctx.dump_ir and not ctx.instruments
     native = compile_loops(

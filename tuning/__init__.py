@@ -1,0 +1,68 @@
+"""Auto-tuning: search schedule traces per kernel, measure them in isolation, keep the
+best in a JSON-lines log that ``tk.build(..., tuning_log=...)`` applies.
+
+    import tensorkiln as tk
+
+    tasks = tk.extract_tasks(module, "llvm")        # distinct kernels, weights, FLOPs
+    tk.tune(module, "llvm", trials=200, log_file="tune.jsonl", tuner="evolutionary")
+    lib = tk.build(module, "llvm", tuning_log="tune.jsonl")
+    tk.tuning.plot("tune.jsonl", "tune.png")         # best-so-far vs trials (matplotlib)
+
+Two searches write the same records: AutoTVM-style templates with knobs searched by
+``grid``/``random``/``ga``/``xgb`` tuners (``templates.py``, ``space.py``,
+``tuners.py``), and Ansor-style ``evolutionary`` search over sketches generated from
+the loop structure (``sketch.py``). Measurement (``runner.py``, ``measure.py``,
+``executor.py``) builds each candidate kernel alone in worker processes with timeouts;
+``distributed.py`` runs them on a Dask cluster.
+"""
+
+from __future__ import annotations
+
+from .cost_model import RidgeModel, XGBModel, make_model
+from .executor import IsolatedProcessPool
+from .record import ErrorCode, Record, best_records, load_records, save_records
+from .runner import Candidate, Runner
+from .space import Config, ConfigSpace
+from .task import Task, extract_tasks
+from .templates import TEMPLATES, Template, register_template, template_for
+from .tune import tune, tune_tasks
+from .tuners import GATuner, GridTuner, ModelBasedTuner, RandomTuner, make_tuner
+
+
+def plot(log_file: str, path: str | None = None) -> str:
+    """Save a PNG of best-so-far GFLOP/s vs trials per task of a log (needs matplotlib);
+    returns the PNG's path (default: the log's name with ``.png``)."""
+    from .plot import plot_log
+
+    return plot_log(log_file, path)
+
+
+__all__ = [
+    "Candidate",
+    "Config",
+    "ConfigSpace",
+    "ErrorCode",
+    "GATuner",
+    "GridTuner",
+    "IsolatedProcessPool",
+    "ModelBasedTuner",
+    "RandomTuner",
+    "Record",
+    "RidgeModel",
+    "Runner",
+    "TEMPLATES",
+    "Task",
+    "Template",
+    "XGBModel",
+    "best_records",
+    "extract_tasks",
+    "load_records",
+    "make_model",
+    "make_tuner",
+    "plot",
+    "register_template",
+    "save_records",
+    "template_for",
+    "tune",
+    "tune_tasks",
+]

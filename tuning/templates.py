@@ -197,10 +197,11 @@ def register_template(template: Template) -> None:
     TEMPLATES.append(template)
 
 
-def template_for(task: Task) -> Template | None:
-    """The highest-priority template matching ``task``."""
+def template_for(task: Task):
+    """The highest-priority template matching ``task``: the built-in ones and the
+    default strategies with decisions (``strategy_templates.py``)."""
+    from .strategy_templates import strategy_templates
+
     info = LoopInfo.of(task)
-    for template in sorted(TEMPLATES, key=lambda t: -t.priority):
-        if template.matches(task, info):
-            return template
-    return None
+    found = [t for t in TEMPLATES if t.matches(task, info)] + strategy_templates(task)
+    return max(found, key=lambda t: t.priority) if found else None

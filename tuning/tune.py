@@ -1,0 +1,168 @@
+"""``tk.tune``: tune every task of a model, appending records to a log, resuming from it.
+
+The trial budget is shared by the tasks. A task scheduler (Ansor's idea, simplified)
+gives each task one batch, then each next batch to the task with the largest
+estimated end-to-end gain: its weight x best time so far, times how much its best time
+dropped in its last batches (or an optimistic share for tasks measured little)::
+
+    best = tk.tune(module, target="llvm", trials=200, log_file="tune.jsonl", tuner="xgb")
+    lib = tk.build(module, target="llvm", tuning_log="tune.jsonl")
+
+Records already in the log for these tasks count toward ``trials`` and are never
+measured again: running the same call twice measures nothing new the second time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp
+
+from .policy import SearchPolicy, TemplatePolicy
+from .progress import Progress
+from .record import Record, load_records, save_records
+from .runner import Runner
+from .task import Task, extract_tasks
+
+TUNER_NAMES = ("evolutionary", "xgb", "ga", "random", "grid")
+
+
+def make_policy(task: Task, tuner: str, seed: int = 0) -> SearchPolicy:
+    """The search policy of ``tuner``: ``evolutionary`` (Ansor-style, no template) or a
+    template tuner (``xgb``, ``ga``, ``random``, ``grid``)."""
+    if tuner == "evolutionary":
+        from .sketch import SketchPolicy
+
+        return SketchPolicy(task, seed=seed)
+    if tuner in TUNER_NAMES:
+        return TemplatePolicy(task, tuner, seed=seed)
+    raise ValueError(f"unknown tuner {tuner!r} (known: {', '.join(TUNER_NAMES)})")
+
+
+@dataclass
+class TaskState:
+    """One task in a session: its policy, its records, its best-so-far curve."""
+
+    task: Task
+    policy: SearchPolicy
+    records: list[Record] = field(default_factory=list)
+    curve: list[float] = field(default_factory=list)  # best cost after each batch
+
+    @property
+    def best(self) -> Record | None:
+        ok = [r for r in self.records if r.ok]
+        return min(ok, key=lambda r: r.cost) if ok else None
+
+    @property
+    def best_cost(self) -> float:
+        b = self.best
+        return b.cost if b else math.inf
+
+    def add(self, records: Sequence[Record]) -> None:
+        self.records += records
+        self.policy.feed(records)
+        self.curve.append(self.best_cost)
+
+    def gain(self, window: int = 3) -> float:
+        """Estimated seconds of end-to-end latency one more batch saves."""
+        best = self.best_cost
+        if not math.isfinite(best):
+            return math.inf if len(self.curve) < 2 else 0.0
+        weighted = self.task.weight * best
+        if len(self.curve) <= window:
+            return weighted / (len(self.curve) + 1)  # optimistic early on
+        past = self.curve[-window - 1]
+        slope = (past - best) / window if math.isfinite(past) else best / window
+        return self.task.weight * max(slope, 0.0) + 0.05 * weighted / len(self.curve)
+
+
+def _pick(states: Sequence[TaskState]) -> TaskState | None:
+    live = [s for s in states if not s.policy.exhausted()]
+    if not live:
+        return None
+    fresh = [s for s in live if not s.curve]
+    if fresh:
+        return fresh[0]
+    return max(live, key=lambda s: s.gain())
+
+
+def tune_tasks(
+    tasks: Sequence[Task],
+    trials: int,
+    log_file: str | Path | None = None,
+    tuner: str = "evolutionary",
+    *,
+    runner: Runner | None = None,
+    batch_size: int = 8,
+    seed: int = 0,
+    progress: bool = True,
+) -> dict[str, TaskState]:
+    """Tune ``tasks`` with ``trials`` measurements in all (see the module docstring);
+    returns each task's state (records, best, curve) by workload key."""
+    states = {t.key: TaskState(t, make_policy(t, tuner, seed)) for t in tasks}
+    if log_file is not None:
+        old: dict[str, list[Record]] = {}
+        for r in load_records(log_file):
+            if r.key in states:
+                old.setdefault(r.key, []).append(r)
+        for key, records in old.items():
+            for start in range(0, len(records), batch_size):
+                states[key].add(records[start : start + batch_size])
+    used = sum(len(s.records) for s in states.values())
+    own_runner = runner is None
+    runner = runner or Runner()
+    bar = Progress(trials, enabled=progress)
+    bar.done = min(used, trials)
+    try:
+        while used < trials:
+            state = _pick(list(states.values()))
+            if state is None:
+                break
+            candidates = state.policy.propose(min(batch_size, trials - used))
+            if not candidates:
+                state.policy.exhausted = lambda: True  # type: ignore[method-assign]
+                continue
+            records = runner.measure(state.task, candidates, tuner=tuner)
+            if log_file is not None:
+                save_records(log_file, records)
+            state.add(records)
+            used += len(records)
+            best = state.best
+            bar.update(state.task.name, len(records), best.gflops if best else 0.0)
+    finally:
+        bar.close()
+        if own_runner:
+            runner.close()
+    return states
+
+
+def tune(
+    module: ModuleOp,
+    target: str = "llvm",
+    trials: int = 200,
+    log_file: str | Path | None = None,
+    tuner: str = "evolutionary",
+    *,
+    runner: Runner | None = None,
+    batch_size: int = 8,
+    seed: int = 0,
+    progress: bool = True,
+    opt_level: int | None = None,
+) -> dict[str, Record]:
+    """Tune the kernels of a graph module; returns the best record per workload key.
+
+    ``tuner``: ``"evolutionary"`` (Ansor-style search over generated sketches),
+    ``"xgb"`` (templates + a learned cost model), ``"ga"``, ``"random"``, ``"grid"``.
+    ``log_file``: JSON-lines records, appended to and resumed from. ``runner``: how to
+    measure (default: a local isolated process, see :class:`Runner`). Example::
+
+        tk.tune(module, "llvm", trials=64, log_file="tune.jsonl")
+        lib = tk.build(module, "llvm", tuning_log="tune.jsonl")
+    """
+    tasks = extract_tasks(module, target, opt_level=opt_level)
+    states = tune_tasks(tasks, trials, log_file, tuner, runner=runner, batch_size=batch_size, seed=seed,
+                        progress=progress)
+    return {key: s.best for key, s in states.items() if s.best is not None}
