@@ -239,7 +239,7 @@ class _KernelConverter:
                 raise self.fail("frees a buffer (kernels only use local and shared buffers)")
             case loop.DimOp():
                 axis = self._ins(block, arith.ConstantOp(IntegerAttr(op.axis.value.data, INDEX)))
-                v[op.result] = self._ins(block, memref.DimOp.from_source_and_index(v[op.buffer], axis))
+                v[op.result] = self._ins(block, memref.DimOp(v[op.buffer], axis))
             case func.ReturnOp():
                 self._ins(block, gpu.ReturnOp([]))
             case func.CallOp():

@@ -74,6 +74,8 @@ def gemm(schedule: Schedule) -> None:
     if len(loops) < 2:
         raise ScheduleError("gemm", "needs at least two output loops")
     *batch, rows, cols = loops
+    # fuse the batch dims while the nest is plain (fuse wants no ops between the loops)
+    fused_batch = _fuse_all(schedule, batch) if batch else None
     per_thread = GEMM_TILE // GEMM_THREADS
     ro, co, ri, ci = schedule.tile(rows, cols, GEMM_TILE, GEMM_TILE)
     # ri -> (threads, per-thread rows): thread t owns rows t, t + GEMM_THREADS, ... would
@@ -90,8 +92,8 @@ def gemm(schedule: Schedule) -> None:
         for suffix in ("", ".init", ".write"):
             if f"{name}{suffix}" in schedule.loops():
                 schedule.unroll(f"{name}{suffix}")
-    if batch:
-        schedule.bind(_fuse_all(schedule, batch), "blockIdx.z")
+    if fused_batch:
+        schedule.bind(fused_batch, "blockIdx.z")
 
 
 Strategy = Callable[[Schedule], None]

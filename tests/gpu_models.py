@@ -1,0 +1,64 @@
+"""Small torch models that exercise every default GPU strategy (shared by the GPU tests)."""
+
+from __future__ import annotations
+
+import torch
+
+F = torch.nn.functional
+
+
+class Elementwise(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.randn(37))
+
+    def forward(self, x):
+        return torch.tanh(x * torch.sigmoid(x) + self.bias) - x.abs()
+
+
+class LinearGelu(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(45, 29)
+
+    def forward(self, x):
+        return F.gelu(self.fc(x))
+
+
+class MatMul(torch.nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+class ConvReLU(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 5, 3, stride=2, padding=1)
+
+    def forward(self, x):
+        return F.relu(self.conv(x))
+
+
+class Pools(torch.nn.Module):
+    def forward(self, x):
+        return F.max_pool2d(x, 3, stride=2) + F.avg_pool2d(x, 3, stride=2)
+
+
+class Norms(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(53)
+
+    def forward(self, x):
+        return torch.softmax(self.ln(x), dim=-1) + x.sum(dim=-1, keepdim=True)
+
+
+CASES = {
+    "elementwise": (Elementwise, [(3, 5, 37)]),
+    "linear_gelu": (LinearGelu, [(7, 45)]),
+    "matmul": (MatMul, [(67, 45), (45, 71)]),
+    "batch_matmul": (MatMul, [(3, 19, 23), (3, 23, 17)]),
+    "conv_relu": (ConvReLU, [(2, 3, 17, 15)]),
+    "pools": (Pools, [(2, 4, 13, 11)]),
+    "layernorm_softmax_sum": (Norms, [(6, 53)]),
+}
