@@ -3,7 +3,7 @@
 Every NCHW conv2d and pooling op is rebuilt in the target layout (conv weights
 transposed OIHW -> HWIO: a constant transpose that ``fold-constants`` folds away), and
 the target-layout form of a value then flows on through the ops that do not care about
-layout (elementwise ops, concat, reductions), which are rebuilt in it too. A transpose
+layout (elementwise ops, concat, pad, slice, reductions), which are rebuilt in it too. A transpose
 back to NCHW is made for every converted value, but only ops that need NCHW (reshape,
 dense, anything else) keep using it; unused ones are erased. A value converted once is
 never converted again, so a conv -> relu -> conv -> add chain costs one transpose in and
@@ -37,7 +37,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from ..dialects.graph import elementwise, nn, reduce, shape
+from ..dialects.graph import elementwise, indexing, nn, reduce, shape
 from ..dialects.graph.base import GraphOp, int_attr, ints, ints_attr
 from ..dialects.graph.layout import KERNEL_LAYOUTS, LAYOUTS, check_layout
 from ..dialects.graph.shape import ReshapeOp, TransposeOp
@@ -188,6 +188,28 @@ def _concat(c: LayoutConverter, op: shape.ConcatOp) -> None:
         return
     axis = c.perm.index(op.axis.value.data)
     c.replace(op, c.rebuilt(op, [c.twin(v) for v in op.operands], axis=int_attr(axis)))
+
+
+@layout_rule(indexing.PadOp)
+def _pad(c: LayoutConverter, op: indexing.PadOp) -> None:
+    if not _is_nchw_image(op.input) or not c.has_twin(op.input):
+        return
+    low, high = ints(op.low), ints(op.high)
+    c.replace(
+        op,
+        c.rebuilt(op, [c.twin(op.input)], low=ints_attr([low[a] for a in c.perm]), high=ints_attr([high[a] for a in c.perm])),
+    )
+
+
+@layout_rule(shape.SliceOp)
+def _slice(c: LayoutConverter, op: shape.SliceOp) -> None:
+    if not _is_nchw_image(op.input) or not c.has_twin(op.input):
+        return
+    # the same slices, listed in the target's (increasing) axis order
+    entries = sorted(zip([c.perm.index(a) for a in ints(op.axes)], ints(op.starts), ints(op.ends), ints(op.steps)))
+    fields = ("axes", "starts", "ends", "steps")
+    properties = {name: ints_attr([entry[k] for entry in entries]) for k, name in enumerate(fields)}
+    c.replace(op, c.rebuilt(op, [c.twin(op.input)], **properties))
 
 
 @layout_rule(reduce.ReduceOp)

@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch", reason="the zoo models come from torch")
 from tensorkiln.examples.torch_zoo import ZOO, random_inputs  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 
-CNNS = ["resnet18", "resnet50", "mobilenet_v2", "squeezenet", "shufflenet_v2", "efficientnet"]
+CNNS = ["resnet18", "resnet50", "mobilenet_v2", "squeezenet", "shufflenet_v2", "efficientnet", "padding", "upsample"]
 UP_TO_LAYOUT = ("fold-constants", "simplify", "fold-batch-norm", "convert-layout", "fold-constants", "simplify", "dce")
 
 

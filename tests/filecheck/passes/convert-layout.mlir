@@ -104,3 +104,19 @@ func.func @no_conv(%x: tensor<1x3x4x4xf32>, %y: tensor<1x4x4x3xf32>) -> (tensor<
   %c = graph.conv2d %y, %w {layout = "NHWC"} : tensor<1x4x4x3xf32>, tensor<1x1x3x2xf32> -> tensor<1x4x4x2xf32>
   func.return %r, %c : tensor<1x3x4x4xf32>, tensor<1x4x4x2xf32>
 }
+
+// -----
+
+// pad and slice stay in NHWC: their per-axis properties follow the axes.
+
+// CHECK-LABEL: func.func @pad_slice
+// CHECK:         %p = graph.pad %c {low = array<i64: 0, 1, 2, 0>, high = array<i64: 0, 3, 4, 0>, value = 0.000000e+00 : f32} : tensor<1x6x6x4xf32> -> tensor<1x10x12x4xf32>
+// CHECK-NEXT:    %s = graph.slice %p {axes = array<i64: 1, 3>, starts = array<i64: 0, 1>, ends = array<i64: 5, 3>, steps = array<i64: 1, 1>} : tensor<1x10x12x4xf32> -> tensor<1x5x12x2xf32>
+// CHECK-NEXT:    %{{.*}} = graph.transpose %s {perm = array<i64: 0, 3, 1, 2>}
+func.func @pad_slice(%x: tensor<1x3x6x6xf32>) -> tensor<1x2x5x12xf32> {
+  %w = graph.constant dense<0.5> : tensor<4x3x1x1xf32>
+  %c = graph.conv2d %x, %w : tensor<1x3x6x6xf32>, tensor<4x3x1x1xf32> -> tensor<1x4x6x6xf32>
+  %p = graph.pad %c {low = array<i64: 0, 0, 1, 2>, high = array<i64: 0, 0, 3, 4>, value = 0.000000e+00 : f32} : tensor<1x4x6x6xf32> -> tensor<1x4x10x12xf32>
+  %s = graph.slice %p {axes = array<i64: 1, 2>, starts = array<i64: 1, 0>, ends = array<i64: 3, 5>, steps = array<i64: 1, 1>} : tensor<1x4x10x12xf32> -> tensor<1x2x5x12xf32>
+  func.return %s : tensor<1x2x5x12xf32>
+}
