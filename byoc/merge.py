@@ -4,8 +4,9 @@ A composite joins the region of a same-backend composite that produces one of it
 inputs, unless that would make a cycle: when another input of the composite depends
 (through ops outside the region) on a member of the region, the region would both feed
 and wait for that op. Composites that join nothing stay alone (``annotate-codegen``
-gives each its own region). A region yields every member value used outside it, so
-merged regions may have several results.
+gives each its own region). By default only chains merge (a region's values feed
+nothing but the next member), so each region has one result; with
+``single_output=false`` a region yields every member value used outside it.
 
 Example (``-p 'partition{backend=example_npu},merge-composites'``)::
 
@@ -38,8 +39,19 @@ class _Group:
     mask: int = 0  # bit k set: op k of the block is a member
 
 
-def merge_block(block: Block) -> list[RegionOp]:
-    """Group the composites of ``block`` (see module docstring); returns the new regions."""
+def _only_feeds(group: _Group, consumer: Operation) -> bool:
+    """Is every use of the group's values inside the group or by ``consumer``?"""
+    members = set(group.members)
+    return all(
+        use.operation in members or use.operation is consumer for m in group.members for r in m.results for use in r.uses
+    )
+
+
+def merge_block(block: Block, single_output: bool = True) -> list[RegionOp]:
+    """Group the composites of ``block`` (see module docstring); returns the new regions.
+
+    ``single_output``: a composite joins a region only when the region's values are used
+    by nothing else (a chain), so each region has one result."""
     ops = list(block.ops)
     index = {op: k for k, op in enumerate(ops)}
     # ancestors[k]: bit j set when op j is (transitively) an operand producer of op k
@@ -61,6 +73,8 @@ def merge_block(block: Block) -> list[RegionOp]:
         for p in producers:
             group = group_of.get(p)
             if group is None or group.backend != op.backend or group is joined:
+                continue
+            if single_output and not _only_feeds(group, op):
                 continue
             # a path region -> (outside) -> this composite would become a cycle
             outside = [q for q in producers if q not in group.members]
@@ -96,10 +110,15 @@ class MergeCompositesPass(ModulePass):
 
     name = "merge-composites"
 
+    #: join only chains (each region one result); false: regions may yield several values
+    #: (the interpreter runs those; the compiled graph program's memory plan assumes one
+    #: written buffer per call, so tk.build needs single-output regions for now)
+    single_output: bool = True
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             if not function.is_declaration:
-                merge_block(function.body.block)
+                merge_block(function.body.block, self.single_output)
 
 
 __all__ = ["MergeCompositesPass", "merge_block"]

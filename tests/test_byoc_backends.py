@@ -1,0 +1,155 @@
+"""BYOC backends, numerically: offloaded models (compiled and interpreted) against the
+model without offload, the NPU's decision log, serialization, errors, cuBLAS skipping."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorkiln as tk
+from tensorkiln.byoc import deserialize, external_modules
+from tensorkiln.byoc.backends import blas, cublas
+
+BLAS_MISSING = blas.unavailable()
+BACKENDS = [
+    "example_npu",
+    pytest.param("blas", marks=pytest.mark.skipif(BLAS_MISSING is not None, reason=str(BLAS_MISSING))),
+]
+
+
+def _f4(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _mlp(rng, batch="n"):
+    b = tk.GraphBuilder()
+    x = b.input("x", (batch, 33))
+    h = b.relu(b.dense(x, _f4(rng, 19, 33), _f4(rng, 19)))
+    h = b.sigmoid(b.add(b.dense(h, _f4(rng, 11, 19)), _f4(rng, 11)))
+    return b.finish(b.softmax(b.tanh(b.dense(h, _f4(rng, 7, 11))), -1))
+
+
+def _products(rng):
+    b = tk.GraphBuilder()
+    x = b.input("x", (2, 5, 13))  # dense on a rank-3 input
+    y = b.input("y", (3, 6, 7))
+    z = b.input("z", (3, 7, 4))
+    o = b.input("o", (1, 7, 9))  # batch broadcast from 1
+    m = b.input("m", (6, 7))
+    d = b.dense(x, _f4(rng, 10, 13), _f4(rng, 10))
+    bmm = b.relu(b.batch_matmul(y, z))
+    bcast = b.batch_matmul(y, o)
+    mm = b.tanh(b.add(_f4(rng, 5), b.matmul(m, _f4(rng, 7, 5))))  # bias on the left
+    return b.finish(d, bmm, bcast, mm)
+
+
+def _check(part, module, inputs, rtol=2e-5):
+    compiled = tk.build(part)
+    want = tk.create_executor("interpreter", module).evaluate()(*inputs)
+    for run in (compiled, tk.create_executor("interpreter", part).evaluate()):
+        got = run(*inputs)
+        got, expect = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+        for g, w in zip(got, expect, strict=True):
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bind_constants", [True, False])
+def test_mlp_offloaded_matches_with_a_symbolic_batch(rng, backend, bind_constants):
+    module = _mlp(rng)
+    part = tk.byoc.partition_for(module, backend, bind_constants=bind_constants)
+    assert [op.name for op in part.walk() if op.name.startswith("byoc.")] == ["byoc.call"]
+    for batch in (1, 7):
+        _check(part, module, [_f4(rng, batch, 33)])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_product_kind_with_epilogues(rng, backend):
+    module = _products(rng)
+    part = tk.byoc.partition_for(module, backend)
+    assert len(external_modules(part)) == 4
+    _check(part, module, [_f4(rng, 2, 5, 13), _f4(rng, 3, 6, 7), _f4(rng, 3, 7, 4), _f4(rng, 1, 7, 9), _f4(rng, 6, 7)])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_merged_region_with_temporaries(rng, backend):
+    b = tk.GraphBuilder()
+    x = b.input("x", ("n", 9))
+    h = b.dense(x, _f4(rng, 8, 9))
+    y = b.relu(b.dense(b.relu(b.dense(h, _f4(rng, 6, 8))), _f4(rng, 5, 6)))
+    module = b.finish(b.neg(y))
+    part = tk.byoc.partition_for(module, backend)
+    (ext,) = external_modules(part)
+    assert len(ext.outputs) == 1 and len(ext.describe()["steps"]) == 3
+    _check(part, module, [_f4(rng, 4, 9)])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_serialized_modules_run_the_same(rng, backend):
+    for bind in (True, False):
+        part = tk.byoc.partition_for(_mlp(rng, batch=3), backend, bind_constants=bind)
+        (ext,) = external_modules(part)
+        copy = deserialize(ext.serialize())
+        assert type(copy) is type(ext) and copy.inputs == ext.inputs and copy.outputs == ext.outputs
+        inputs = [_f4(rng, *s.shape) for s in ext.inputs]
+        for got, want in zip(copy.run(*inputs), ext.run(*inputs)):
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="bad magic"):
+        deserialize(b"nonsense")
+
+
+def test_npu_decision_log_is_readable_and_deterministic(rng):
+    module = _mlp(rng, batch=5)
+    logs = [external_modules(tk.byoc.partition_for(module, "example_npu"))[0].log for _ in range(2)]
+    assert logs[0] == logs[1]
+    assert logs[0] == [
+        "region: 3 step(s), inputs in0, outputs t2",
+        "step 0 [example_npu.dense_bias_act]: dense M=5 N=19 K=33 -> matrix engine; weight w0 (bound constant); "
+        "tier sram (3548 bytes); tile 5x19x33",
+        "step 0: fused into the matrix engine output stage: bias w1, relu",
+        "step 1 [example_npu.dense_bias_act]: dense M=5 N=11 K=19 -> matrix engine; weight w2 (bound constant); "
+        "tier sram (1436 bytes); tile 5x11x19",
+        "step 1: fused into the matrix engine output stage: bias w3",
+        "step 1: sigmoid -> vector engine (not fusable), one pass over 5x11",
+        "step 2 [example_npu.dense_act]: dense M=5 N=7 K=11 -> matrix engine; weight w4 (bound constant); "
+        "tier sram (668 bytes); tile 5x7x11",
+        "step 2: tanh -> vector engine (not fusable), one pass over 5x7",
+    ]
+
+
+def test_npu_log_names_symbolic_dims_and_dram_for_big_weights(rng):
+    b = tk.GraphBuilder()
+    x = b.input("x", ("n", 300))
+    module = b.finish(b.dense(x, _f4(rng, 301, 300)))
+    (npu,) = external_modules(tk.byoc.partition_for(module, "example_npu"))
+    assert "dense M=n N=301 K=300" in npu.log[1] and "tier dram (streamed by tiles)" in npu.log[1]
+
+
+def test_an_error_inside_a_python_module_reaches_the_caller(rng):
+    module = _mlp(rng, batch=2)
+    part = tk.byoc.partition_for(module, "example_npu")
+    (npu,) = external_modules(part)
+    lib = tk.build(part)
+    npu.program.steps[0]["op"] = "broken"  # make the numpy step fail at run time
+    npu.program.steps[0]["b"] = "missing"
+    with pytest.raises(RuntimeError, match=r"external module 'example_npu_main_0\w*' \(example_npu\) failed: 'missing'"):
+        lib(_f4(rng, 2, 33))
+
+
+def test_wrong_inputs_to_an_external_module_are_named(rng):
+    (npu,) = external_modules(tk.byoc.partition_for(_mlp(rng, batch=2), "example_npu"))
+    with pytest.raises(ValueError, match=r"input #0: shape \(2, 32\), expected \(2, 33\)"):
+        npu.run(np.zeros((2, 32), np.float32))
+
+
+def test_cublas_partitions_anywhere_and_skips_cleanly_without_a_gpu(rng):
+    module = _mlp(rng, batch=4)
+    part = tk.byoc.partition_for(module, "cublas", codegen=False)
+    assert {op.name for op in part.walk()} >= {"byoc.region", "byoc.composite"}
+    reason = cublas.unavailable()
+    if reason is not None:
+        with pytest.raises(RuntimeError, match="cublas.*cannot run here"):
+            tk.byoc.partition_for(module, "cublas")
+        pytest.skip(f"cuBLAS offload not run: {reason}")
+    offloaded = tk.byoc.partition_for(module, "cublas")
+    _check(offloaded, module, [_f4(rng, 4, 33)], rtol=1e-4)
