@@ -78,9 +78,13 @@ PASSES = {
     "emulate-gpu": ("lowering.emulate_gpu", "EmulateGPUPass"),
 }
 
+#: output targets (``tensorkiln-opt -t NAME``): name -> (module, class)
+TARGETS = {"cuda": ("backends.cuda.printer", "CudaTarget")}
+
 TENSORKILN_UNIVERSE = Universe(
     all_dialects=DIALECTS,
     all_passes={name: _pass(*where) for name, where in PASSES.items()},
+    all_targets={name: _pass(*where) for name, where in TARGETS.items()},
 )
 
 
@@ -94,7 +98,7 @@ def full_universe() -> Universe:
     return Universe(
         all_dialects={**found.all_dialects, **TENSORKILN_UNIVERSE.all_dialects},
         all_passes={**found.all_passes, **TENSORKILN_UNIVERSE.all_passes},
-        all_targets=dict(found.all_targets),
+        all_targets={**found.all_targets, **TENSORKILN_UNIVERSE.all_targets},
     )
 
 

@@ -50,7 +50,7 @@ def _has_barrier(op: Operation) -> bool:
 
 
 def _is_pure(op: Operation) -> bool:
-    return (op.name.split(".")[0] in ("arith", "math") and not op.regions) or isinstance(op, _IDS | memref.DimOp)
+    return (op.name.split(".")[0] in ("arith", "math") and not op.regions) or isinstance(op, (*_IDS, memref.DimOp))
 
 
 @dataclass

@@ -336,8 +336,8 @@ class _KernelConverter:
                 self._ins(block, gpu.BarrierOp())
             self.phases = _Phases()
         self.convert_ops(body, list(op.body.block.ops), in_thread, in_block)
-        if holds_phases and self.phases.writes:
-            # the next iteration's phases overwrite what this one's read
+        if holds_phases and self.phases.conflicts(reads, writes):
+            # the next iteration's phases write what this one's last phases use
             body.add_op(gpu.BarrierOp())
             self.phases = _Phases()
         body.add_op(loop.YieldOp())

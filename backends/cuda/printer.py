@@ -18,8 +18,11 @@ from __future__ import annotations
 import math as pymath
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from io import StringIO
+from typing import IO
 
+from xdsl.context import Context
 from xdsl.dialects import arith, gpu, math, memref, scf
 from xdsl.dialects.builtin import (
     Float16Type,
@@ -30,8 +33,10 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    ModuleOp,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.utils.target import Target
 
 from ...dialects import loop
 from ...lowering.loop_to_gpu import is_shared
@@ -473,4 +478,19 @@ def _math(p: CudaPrinter, op: Operation) -> None:
     p.define(op, f"{fn}({', '.join(args)})")
 
 
-__all__ = ["OP_PRINTERS", "CudaPrintError", "CudaPrinter", "c_type", "print_cuda"]
+
+
+
+
+@dataclass(frozen=True)
+class CudaTarget(Target):
+    """``tensorkiln-opt f.mlir -p loop-to-gpu -t cuda``: the CUDA C of the gpu.module(s)."""
+
+    name = "cuda"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        for op in module.walk():
+            if isinstance(op, gpu.ModuleOp):
+                output.write(print_cuda(op))
+
+__all__ = ["OP_PRINTERS", "CudaPrintError", "CudaPrinter", "CudaTarget", "c_type", "print_cuda"]

@@ -1,0 +1,164 @@
+"""loop-to-gpu and emulate-gpu on hand-written loop IR: shared memory and barriers give
+the right numbers when the gpu kernels run with GPU semantics (emulate-gpu), kernels
+that cannot be mapped fail with a message naming the kernel and the reason, and the
+host program computes grids from the shapes. Also the CUDA target's errors without cupy."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects import func
+from xdsl.utils.exceptions import PassFailedException
+
+import tensorkiln as tk
+from tensorkiln.backends.cuda.host import print_host
+from tensorkiln.backends.llvm.jit import CPUTarget, jit_compile
+from tensorkiln.passes.pipeline import PassContext, run_pipeline
+
+ROWSUM = Path(__file__).parent / "filecheck" / "gpu" / "shared-memory.mlir"
+QUIET = PassContext(opt_level=0, dump_ir=False)
+
+
+def _lower(text: str, passes: tuple[str, ...]):
+    module = tk.parse_module(text)
+    run_pipeline(module, passes, QUIET)
+    return module
+
+
+@pytest.mark.parametrize("shape", [(5, 70), (3, 31), (4, 1), (2, 64)])
+def test_shared_memory_and_barriers_emulated(shape):
+    """Each chunk of 32 columns goes through shared memory; a partial last chunk too."""
+    module = _lower(ROWSUM.read_text(), ("loop-to-gpu", "emulate-gpu", "loop-to-llvm"))
+    jit = jit_compile(module, CPUTarget.parse("llvm"))
+    a = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+    b = np.full(shape[0], np.nan, np.float32)
+    main = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)(
+        jit.address("main")
+    )
+    main(a.ctypes.data, *shape, b.ctypes.data, shape[0])
+    np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+KERNEL = """
+builtin.module {{
+  func.func @k(%A: memref<?xf32>, %B: memref<?xf32>) attributes {{tk.kernel = "k"}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %n = loop.dim %A, 0 : memref<?xf32>
+    {body}
+    func.return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (
+            'loop.for %i = %c0 to %n step %c1 threadIdx.x { %x = loop.load %A[%i] : memref<?xf32>\n'
+            "loop.store %x, %B[%i] : memref<?xf32> }",
+            "no compile-time trip bound",
+        ),
+        (
+            'loop.for %i = %c0 to %n step %c1 blockIdx.x { %x = loop.load %A[%i] : memref<?xf32>\n'
+            "loop.store %x, %B[%i] : memref<?xf32>\n"
+            'loop.for %t = %c0 to %c1 step %c1 threadIdx.x { loop.store %x, %B[%t] : memref<?xf32> } }',
+            "would run in every thread",
+        ),
+        (
+            'loop.for %i = %c0 to %n step %c1 blockIdx.x { %t = loop.alloc(%n) {scope = "global"} : memref<?xf32> }',
+            "allocates a global buffer inside a kernel",
+        ),
+        (
+            'loop.for %i = %c0 to %n step %c1 blockIdx.x { %x = loop.load %A[%i] : memref<?xf32>\n'
+            "%j = arith.fptosi %x : f32 to i64\n%jj = arith.index_cast %j : i64 to index\n"
+            'loop.for %t = %c0 to %jj step %c1 blockIdx.y { loop.store %x, %B[%t] : memref<?xf32> } }',
+            "grid size must follow from the argument sizes",
+        ),
+    ],
+)
+def test_unmappable_kernels_fail_clearly(body, message):
+    text = KERNEL.format(body=body).replace("func.func @k", "func.func @main(%A: memref<?xf32>, %B: memref<?xf32>) {\n"
+        "    func.call @k(%A, %B) : (memref<?xf32>, memref<?xf32>) -> ()\n    func.return\n  }\n  func.func @k")  # fmt: skip
+    with pytest.raises(PassFailedException, match=message) as info:
+        _lower(text, ("loop-to-gpu",))
+    assert "kernel 'k'" in str(info.value)
+
+
+DIVERGENT = """
+builtin.module {
+  "gpu.module"() <{sym_name = "kernels"}> ({
+    "gpu.func"() <{function_type = (memref<4xf32>) -> (), kernel}> ({
+    ^bb0(%A: memref<4xf32>):
+      %t = "gpu.thread_id"() <{dimension = #gpu<dim x>}> : () -> index
+      %c1 = arith.constant 1 : index
+      %c = arith.cmpi slt, %t, %c1 : index
+      scf.if %c {
+        "gpu.barrier"() : () -> ()
+      }
+      "gpu.return"() : () -> ()
+    }) {sym_name = "divergent", gpu.known_block_size = array<i32: 4, 1, 1>} : () -> ()
+  }) : () -> ()
+}
+"""
+
+
+def test_emulator_refuses_a_barrier_not_all_threads_reach():
+    with pytest.raises(PassFailedException, match="kernel 'divergent'.*not reached by every thread"):
+        _lower(DIVERGENT, ("emulate-gpu",))
+
+
+class _Recorder:
+    """A stand-in for the CUDA runtime: records launches, allocates with numpy."""
+
+    def __init__(self):
+        self.launches = []
+
+    def empty(self, shape, dtype):
+        return np.empty(shape, dtype)
+
+    def launch(self, kernel, grid, block, buffers, dynamic):
+        self.launches.append((kernel, grid, block, [b.shape for b in buffers], dynamic))
+
+
+def test_host_program_computes_grids_from_shapes():
+    b = tk.GraphBuilder()
+    x = b.input("x", ("n", 37))
+    y = b.relu(b.dense(x, np.ones((13, 37), np.float32)))
+    from tensorkiln.backends.cuda.pipeline import lower_to_gpu
+
+    gpu_level, _ = lower_to_gpu(b.finish(y), opt_level=0)
+    host = next(f for f in gpu_level.ops if isinstance(f, func.FuncOp))
+    namespace = {}
+    exec(print_host(host), namespace)
+    for n in (1, 70, 200):
+        rt = _Recorder()
+        namespace["main"](rt, np.zeros((n, 37), np.float32), np.zeros((n, 13), np.float32), np.zeros((13, 37), np.float32))
+        (dense, grid, block, shapes, dynamic), (relu, grid2, block2, _, _) = rt.launches
+        assert dense == "dense_0" and block == (16, 16, 1)
+        assert grid == (1, -(-n // 64), 1)  # 64 x 64 output tiles: columns x, rows y
+        assert shapes == [(n, 37), (13, 37), (n, 13)] and dynamic == ((0,), (), (0,))
+        assert relu == "relu_0" and block2 == (256, 1, 1) and grid2 == (-(-n * 13 // 256), 1, 1)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="cupy is installed here")
+def test_cuda_build_without_cupy_says_what_is_missing():
+    b = tk.GraphBuilder()
+    module = b.finish(b.relu(b.input("x", (3, 5))))
+    from tensorkiln.backends.cuda.runtime import CudaUnavailableError
+
+    with pytest.raises(CudaUnavailableError, match="needs cupy"):
+        tk.build(module, target="cuda -arch=sm_90")
+    assert "extern \"C\" __global__ void" in tk.emit_source(module, target="cuda")
+
+
+def test_bad_cuda_target_strings():
+    b = tk.GraphBuilder()
+    module = b.finish(b.relu(b.input("x", (3, 5))))
+    with pytest.raises(ValueError, match="unknown option '-mcpu=x'"):
+        tk.emit_source(module, target="cuda -mcpu=x")
