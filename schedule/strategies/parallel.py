@@ -15,7 +15,7 @@ from ..schedule import Schedule
 from .analysis import KernelInfo
 
 #: innermost iterations below which a kernel runs on one thread
-PARALLEL_MIN_WORK = 1 << 17
+PARALLEL_MIN_WORK = 1 << 15
 #: the parallel loop gets at least this many iterations when fusing can give them
 PARALLEL_MIN_TRIPS = 16
 

@@ -1,0 +1,28 @@
+"""Helpers for the default-strategy tests: the scheduled loop module of a graph module
+and the strategy each kernel got."""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+
+from tensorkiln.build import TO_LOOPS
+from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
+from tensorkiln.schedule import kernels
+
+
+def scheduled_loops(module: ModuleOp, vector_bits: int = 512) -> ModuleOp:
+    """A copy of ``module`` optimized (O2), lowered to loops and default-scheduled."""
+    work = module.clone()
+    ctx = PassContext(opt_level=2, dump_ir=False)
+    optimize_graph(work, ctx)
+    run_pipeline(work, TO_LOOPS + (f"default-schedule{{vector_bits={vector_bits}}}",), ctx)
+    return work
+
+
+def chosen_strategies(module: ModuleOp) -> dict[str, str | None]:
+    """Kernel tag -> the strategy that scheduled it (None: plain loops)."""
+    found = {}
+    for kernel in kernels(scheduled_loops(module)):
+        strategy = kernel.attributes.get("tk.strategy")
+        found[kernel.attributes["tk.kernel"].data] = strategy.data if strategy else None
+    return found
