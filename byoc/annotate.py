@@ -7,7 +7,7 @@ code will call. ``backend=NAME`` tags only that backend's regions.
 
 Example::
 
-    %y = byoc.region (%x) : (tensor<4x64xf32>) -> (tensor<4x32xf32>) {codegen = "blas", symbol = "blas_main_0"} {...}
+    %y = byoc.region (%x) : (tensor<4x64xf32>) -> (tensor<4x32xf32>) attributes {codegen = "blas", symbol = "blas_main_0"} {...}
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ The partitioning passes move graph ops into these ops, step by step::
       byoc.yield %r : tensor<4x32xf32>
     }
     // merge-composites / annotate-codegen: composites of one backend grouped in a region
-    %y = byoc.region (%x) : (tensor<4x64xf32>) -> (tensor<4x32xf32>) {codegen = "blas", symbol = "blas_main_0"} {...}
+    %y = byoc.region (%x) : (tensor<4x64xf32>) -> (tensor<4x32xf32>) attributes {codegen = "blas", symbol = "blas_main_0"} {...}
     // run-codegen: the region compiled by its backend; a call to the external module
     %y = byoc.call #byoc.external<"blas_main_0"> (%x) : (tensor<4x64xf32>) -> (tensor<4x32xf32>)
 
@@ -185,14 +185,15 @@ class RegionOp(IRDLOperation):
         _print_types(printer, list(self.inputs.types))
         printer.print_string(" -> ")
         _print_types(printer, list(self.outputs.types))
-        printer.print_op_attributes({**self.attributes, **self.properties})
+        printer.print_op_attributes({**self.attributes, **self.properties}, print_keyword=True)
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=True)
 
     @classmethod
     def parse(cls, parser: Parser) -> RegionOp:
         inputs, results = _parse_signature(parser)
-        attributes = parser.parse_optional_attr_dict()
+        attr_dict = parser.parse_optional_attr_dict_with_keyword()
+        attributes = dict(attr_dict.data) if attr_dict is not None else {}
         op = cls(inputs, results, parser.parse_region())
         for key in ("codegen", "symbol"):
             if key in attributes:
