@@ -191,6 +191,16 @@ class VMModule(VirtualMachine):
         return super().benchmark(*inputs, number=number, repeat=repeat)
 
 
+def vm_of(lib: CompiledModule) -> VMModule:
+    """The VM running an already built function without control flow (one call of it)."""
+    n_in, n_out = len(lib.signature.inputs), len(lib.signature.outputs)
+    outs = tuple(range(n_in, n_in + n_out))
+    program = VMProgram(lib.signature, [("call", 0, tuple(range(n_in)), outs), ("ret", outs)], n_in + n_out, list(range(n_in)), ["main"])
+    vm = VMModule(program, [lib])
+    vm.pass_timings, vm.compile_seconds = lib.pass_timings, lib.compile_seconds
+    return vm
+
+
 def build_vm(module: ModuleOp, target: str = "llvm", *, function: str = "main", **build_options: Any) -> VMModule:
     """Compile ``function`` of ``module`` for the VM (control flow, dynamic shapes).
 
@@ -210,4 +220,4 @@ def build_vm(module: ModuleOp, target: str = "llvm", *, function: str = "main", 
     return vm
 
 
-__all__ = ["VMModule", "build_vm", "compile_vm_program", "has_control_flow"]
+__all__ = ["VMModule", "build_vm", "compile_vm_program", "has_control_flow", "vm_of"]
