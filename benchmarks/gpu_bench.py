@@ -1,0 +1,193 @@
+"""tensorkiln's CUDA kernels against torch CUDA eager (cuBLAS/cuDNN), timed with CUDA
+events (medians of interleaved runs), on a machine with an NVIDIA GPU, cupy and torch:
+GEMM 4096^3 fp32 (TF32 off on both sides), a ResNet conv layer, softmax rows, a fused
+elementwise chain, and the torch model zoo; plus the bandwidth ceiling measured by a
+device-to-device copy. Writes the BENCHMARKS.md section ``gpu`` (and ``OUT/gpu_section.md``).
+
+    python benchmarks/gpu_bench.py [--out DIR] [--repeat 20] [--budget 180]
+    python benchmarks/gpu_bench.py --import-section gpu_section.md   # merge a device run here
+
+Run through ``benchmarks/gpu_check.sh`` on the GPU machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report import table, write_section  # noqa: E402
+
+SECTION = "gpu"
+
+
+def cuda_median(cp, fns, repeat: int) -> list[float]:
+    """Median seconds of each fn (a GPU launch sequence), interleaved, CUDA events."""
+    for fn in fns:  # warm-up (compilation, memory pools)
+        fn()
+        fn()
+    cp.cuda.Device().synchronize()
+    times = [[] for _ in fns]
+    for _ in range(repeat):
+        for k, fn in enumerate(fns):
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+            times[k].append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    return [statistics.median(t) for t in times]
+
+
+def copy_bandwidth(cp, repeat: int) -> float:
+    """Bytes moved per second (read + write) by a 1 GiB device-to-device copy."""
+    n = 1 << 28
+    src, dst = cp.ones(n, cp.float32), cp.empty(n, cp.float32)
+    (t,) = cuda_median(cp, [lambda: dst.__setitem__(Ellipsis, src)], repeat)
+    return 2 * n * 4 / t
+
+
+def workloads(tk, torch, np):
+    """(name, module builder, inputs (numpy), torch fn on CUDA tensors, flops, bytes)."""
+    F = torch.nn.functional
+    rng = np.random.default_rng(0)
+
+    def randn(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    def gemm():
+        n = 4096
+        b = tk.GraphBuilder()
+        module = b.finish(b.matmul(b.input("a", (n, n)), b.input("b", (n, n))))
+        return module, (randn(n, n), randn(n, n)), lambda a, bb: torch.mm(a, bb), 2 * n**3, None
+
+    def conv():
+        x, w = randn(16, 64, 56, 56), randn(64, 64, 3, 3)
+        b = tk.GraphBuilder()
+        module = b.finish(b.relu(b.conv2d(b.input("x", x.shape), w, padding=1)))
+        tw = torch.from_numpy(w).cuda()
+        return module, (x,), lambda tx: F.relu(F.conv2d(tx, tw, padding=1)), 2 * 16 * 64 * 56 * 56 * 64 * 9, None
+
+    def softmax():
+        rows, cols = 8192, 4096
+        b = tk.GraphBuilder()
+        module = b.finish(b.softmax(b.input("x", (rows, cols)), -1))
+        return module, (randn(rows, cols),), lambda tx: torch.softmax(tx, -1), None, 2 * rows * cols * 4
+
+    def elementwise():
+        n = 1 << 26
+        w, bias = randn(n), randn(n)
+        b = tk.GraphBuilder()
+        x = b.input("x", (n,))
+        module = b.finish(b.tanh(b.add(b.mul(x, w), bias)))
+        tw, tb = torch.from_numpy(w).cuda(), torch.from_numpy(bias).cuda()
+        return module, (randn(n),), lambda tx: torch.tanh(tx * tw + tb), None, 4 * n * 4
+
+    return {"GEMM 4096^3 fp32": gemm, "conv 3x3 64->64 16x56x56 +relu": conv, "softmax 8192x4096": softmax,
+            "tanh(x*w+b) 64M": elementwise}  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--budget", type=float, default=180.0, help="seconds; the zoo stops when it runs out")
+    parser.add_argument("--import-section", type=Path, default=None)
+    args = parser.parse_args()
+    if args.import_section:
+        write_section(SECTION, args.import_section.read_text())
+        return 0
+
+    deadline = time.monotonic() + args.budget
+    import cupy as cp
+    import numpy as np
+    import torch
+
+    import tensorkiln as tk
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    device = torch.cuda.get_device_name()
+    ceiling = copy_bandwidth(cp, args.repeat)
+    print(f"device-to-device copy: {ceiling / 1e9:.0f} GB/s", flush=True)
+    rows, failures = [], []
+    for name, make in workloads(tk, torch, np).items():
+        try:
+            module, inputs, torch_fn, flops, nbytes = make()
+            start = time.perf_counter()
+            lib = tk.build(module, target="cuda")
+            compile_s = time.perf_counter() - start
+            dev = [cp.asarray(x) for x in inputs]
+            tin = [torch.from_numpy(x).cuda() for x in inputs]
+            ours, theirs = cuda_median(cp, [lambda: lib(*dev), lambda: torch_fn(*tin)], args.repeat)
+            got = cp.asnumpy(lib(*dev))
+            want = torch_fn(*tin).cpu().numpy()
+            error = float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+            if flops:
+                rate = f"{flops / ours / 1e12:.1f} TFLOP/s (torch {flops / theirs / 1e12:.1f})"
+            else:
+                rate = f"{nbytes / ours / 1e9:.0f} GB/s = {nbytes / ours / ceiling:.0%} of copy"
+            rows.append([name, f"{ours * 1e3:.3f}", f"{theirs * 1e3:.3f}", f"{theirs / ours:.2f}x", rate, f"{error:.1e}", f"{compile_s:.1f}"])
+            print(rows[-1], flush=True)
+        except Exception as error:  # one workload failing must not lose the others
+            failures.append(f"{name}: {type(error).__name__}: {error}")
+            traceback.print_exc()
+    zoo_rows = run_zoo(tk, torch, np, cp, args.repeat, deadline, failures)
+    markdown = "\n".join([
+        "## GPU: CUDA kernels vs torch CUDA eager",
+        "",
+        f"`benchmarks/gpu_bench.py` on {device}: medians of {args.repeat} interleaved runs timed with CUDA "
+        f"events; TF32 off on both sides. Device-to-device copy ceiling: {ceiling / 1e9:.0f} GB/s "
+        "(bytes read + written). `speed` = torch time / ours (above 1: we are faster).",
+        "",
+        table(["workload", "ours ms", "torch ms", "speed", "rate", "rel. error", "compile s"], rows),
+        "",
+        table(["zoo model", "ours ms", "torch ms", "speed", "rel. error"], zoo_rows) if zoo_rows else "",
+        "",
+        ("Failed: " + "; ".join(failures)) if failures else "",
+    ])  # fmt: skip
+    write_section(SECTION, markdown)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "gpu_section.md").write_text(markdown)
+    print(markdown)
+    return 0
+
+
+def run_zoo(tk, torch, np, cp, repeat, deadline, failures) -> list[list[str]]:
+    from tensorkiln.examples.torch_zoo import ZOO, random_inputs
+    from tensorkiln.frontends.torch import from_exported_program
+
+    rows = []
+    for name, entry in ZOO.items():
+        if time.monotonic() > deadline:
+            failures.append(f"zoo: stopped at {name} (time budget)")
+            break
+        try:
+            model = entry.build()
+            inputs = random_inputs(entry, seed=0)
+            lib = tk.build(from_exported_program(torch.export.export(model, inputs)), target="cuda")
+            dev = [cp.asarray(x.numpy()) for x in inputs]
+            cuda_model = model.cuda()
+            tin = [x.cuda() for x in inputs]
+            with torch.no_grad():
+                ours, theirs = cuda_median(cp, [lambda: lib(*dev), lambda: cuda_model(*tin)], repeat)
+                want = cuda_model(*tin)
+            want = (want[0] if isinstance(want, tuple | list) else want).float().cpu().numpy()
+            got = lib(*dev)
+            got = cp.asnumpy(got[0] if isinstance(got, tuple) else got).astype(np.float32)
+            error = float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+            rows.append([name, f"{ours * 1e3:.3f}", f"{theirs * 1e3:.3f}", f"{theirs / ours:.2f}x", f"{error:.1e}"])
+            print(rows[-1], flush=True)
+        except Exception as error:
+            failures.append(f"zoo {name}: {type(error).__name__}: {str(error)[:200]}")
+            traceback.print_exc()
+    return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""On a real NVIDIA GPU (skipped elsewhere): ``tk.build(target="cuda")`` runs the models
+through cupy and matches torch; inputs as numpy, cupy or torch CUDA tensors, outputs as
+cupy or numpy. Run by ``benchmarks/gpu_check.sh`` on the GPU machine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy", reason="the CUDA target needs cupy")
+try:
+    HAS_GPU = cp.cuda.runtime.getDeviceCount() > 0
+except Exception:  # no driver
+    HAS_GPU = False
+pytestmark = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU on this machine")
+
+import tensorkiln as tk  # noqa: E402
+
+TOLERANCE = 1e-4  # relative L2 error: GPU expf/tanhf differ from the CPU's in the last bits
+
+
+def _rel(got, want) -> float:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+
+
+def _mlp():
+    rng = np.random.default_rng(1)
+    b = tk.GraphBuilder()
+    x = b.input("x", ("n", 37))
+    w1, w2 = rng.standard_normal((45, 37)).astype("f4"), rng.standard_normal((13, 45)).astype("f4")
+    module = b.finish(b.softmax(b.dense(b.relu(b.dense(x, w1)), w2), -1))
+    return module
+
+
+@pytest.mark.parametrize("batch", [1, 67, 300])
+def test_builder_model_numpy_and_cupy_inputs(batch):
+    module = _mlp()
+    ref = tk.create_executor("interpreter", module).evaluate()
+    lib = tk.build(module, target="cuda")
+    x = np.random.default_rng(batch).standard_normal((batch, 37)).astype("f4")
+    out = lib(x)
+    assert isinstance(out, cp.ndarray)
+    assert _rel(cp.asnumpy(out), ref(x)) < TOLERANCE
+    assert _rel(lib(cp.asarray(x), output="numpy"), ref(x)) < TOLERANCE
+
+
+def test_torch_cuda_tensor_inputs_and_errors():
+    torch = pytest.importorskip("torch")
+    module = _mlp()
+    lib = tk.build(module, target="cuda -arch=sm_90" if cp.cuda.Device().compute_capability == "90" else "cuda")
+    x = torch.randn(5, 37, device="cuda")
+    want = tk.create_executor("interpreter", module).evaluate()(x.cpu().numpy())
+    assert _rel(lib(x, output="numpy"), want) < TOLERANCE
+    with pytest.raises(ValueError, match="argument 'x': expected dtype float32"):
+        lib(np.zeros((5, 37), np.float64))
+    with pytest.raises(ValueError, match="argument 'x'"):
+        lib(np.zeros((5, 36), np.float32))
+
+
+def test_every_default_strategy_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    from gpu_models import CASES
+
+    from tensorkiln.frontends.torch import from_exported_program
+
+    for name, (make, shapes) in CASES.items():
+        torch.manual_seed(0)
+        model = make().eval()
+        inputs = tuple(torch.randn(*s) for s in shapes)
+        lib = tk.build(from_exported_program(torch.export.export(model, inputs)), target="cuda")
+        got = lib(*[t.numpy() for t in inputs], output="numpy")
+        assert _rel(got, model(*inputs).detach().numpy()) < TOLERANCE, name
+
+
+def test_torch_zoo_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    from tensorkiln.examples.torch_zoo import ZOO, random_inputs
+    from tensorkiln.frontends.torch import from_exported_program
+
+    failed = []
+    for name, entry in ZOO.items():
+        model = entry.build()
+        inputs = random_inputs(entry, seed=0)
+        lib = tk.build(from_exported_program(torch.export.export(model, inputs)), target="cuda")
+        got = lib(*[t.numpy() for t in inputs], output="numpy")
+        want = model(*inputs)
+        got = got if isinstance(got, tuple) else (got,)
+        want = want if isinstance(want, tuple | list) else (want,)
+        for g, w in zip(got, want):
+            w = w.detach().numpy()
+            ok = np.array_equal(g, w) if w.dtype.kind in "biu" else _rel(g, w) < TOLERANCE
+            if not ok:
+                failed.append(name)
+    assert not failed, f"zoo models off on the GPU: {failed}"
