@@ -1,0 +1,66 @@
+# RUN: python %s | filecheck %s
+"""default-schedule on dense layers with a constant weight: dense_packed. The kernel
+takes the weight transposed (transform_layout, recorded in tk.layouts), the host
+function gets a new weight holding the transposed data (packed at compile time) in
+place of the original, and the kernel is then a GEMM register tile. Batch 1 (a
+matrix-vector product): a 1 x 64 tile streaming the packed rows, column blocks in
+parallel. A dense followed by a transpose keeps its packed GEMM (the transpose is
+its own kernel)."""
+
+import numpy as np
+
+import tensorkiln as tk
+from tensorkiln.build import TO_LOOPS
+from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
+
+
+def scheduled(module):
+    ctx = PassContext(opt_level=2, dump_ir=False)
+    optimize_graph(module, ctx)
+    run_pipeline(module, TO_LOOPS + ("default-schedule{vector_bits=512}",), ctx)
+    return module
+
+
+b = tk.GraphBuilder()
+w = np.ones((40, 20), np.float32)
+print(scheduled(b.finish(b.relu(b.dense(b.input("x", (6, 20)), w)))))
+
+# CHECK-LABEL: func.func @main(
+# CHECK-SAME:      %x: memref<6x20xf32>, %out0: memref<6x40xf32>, %[[W:[a-z0-9_]+]]: memref<20x40xf32>)
+# CHECK-SAME:      tk.weights = [#graph.weight<"{{.*}}.packed">]
+# CHECK-NEXT:    func.call @dense_relu_0(%x, %[[W]], %out0) : (memref<6x20xf32>, memref<20x40xf32>, memref<6x40xf32>) -> ()
+# CHECK-LABEL: func.func @dense_relu_0(
+# CHECK-SAME:      %[[WT:[0-9]+]]: memref<20x40xf32>
+# CHECK-SAME:      tk.layouts = {"1" = [1 : i64, 0 : i64]}, tk.strategy = "dense_packed"
+# CHECK:         loop.alloc() {scope = "local"} : memref<4x40xf32>
+# CHECK:         loop.for %[[K:.*]] = {{.*}} name("k0") {
+# CHECK-NEXT:      loop.for {{.*}} unrolled name("i0.inner") {
+# CHECK-NEXT:        loop.for %[[J:.*]] = {{.*}} vectorized name("i1.inner") {
+# CHECK:               %[[COL:.*]] = arith.addi %{{.*}}, %[[J]] : index
+# CHECK:               loop.load %[[WT]][%[[K]], %[[COL]]] : memref<20x40xf32>
+# CHECK:           arith.maximumf
+
+b = tk.GraphBuilder()
+w = np.ones((512, 784), np.float32)
+print(scheduled(b.finish(b.dense(b.input("x", (1, 784)), w))))
+
+# CHECK-LABEL: func.func @dense_0(
+# CHECK-SAME:      memref<784x512xf32>
+# CHECK-SAME:      tk.strategy = "dense_packed"
+# CHECK:         loop.for {{.*}} name("i0.outer") {
+# CHECK-NEXT:      loop.for {{.*}} parallel name("i1.outer") {
+# CHECK-NEXT:        loop.alloc() {scope = "local"} : memref<1x64xf32>
+# CHECK:             loop.for {{.*}} name("k0") {
+# CHECK-NEXT:          loop.for {{.*}} unrolled name("i0.inner") {
+# CHECK-NEXT:            loop.for {{.*}} vectorized name("i1.inner") {
+# CHECK:                   loop.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<784x512xf32>
+
+b = tk.GraphBuilder()
+w = np.ones((24, 20), np.float32)
+print(scheduled(b.finish(b.transpose(b.dense(b.input("x", (6, 20)), w), [1, 0]))))
+
+# CHECK-LABEL: func.func @dense_0(
+# CHECK-SAME:      memref<20x24xf32>
+# CHECK-SAME:      tk.strategy = "dense_packed"
+# CHECK-LABEL: func.func @transpose_0(
+# CHECK-SAME:      tk.strategy = "injective_vectorized"

@@ -1,0 +1,81 @@
+# RUN: python %s | filecheck %s
+"""default-schedule on reductions and injective groups.
+
+* softmax: its max and sum kernels reduce along the contiguous axis (reduce_rows: the
+  k loop vectorized, a vector accumulator), the normalization is injective (the
+  innermost output loop vectorized); rows in parallel.
+* a sum over a non-contiguous axis (reduce_columns): 32 adjacent outputs accumulate in
+  a local vector tile with the reduction loop outside it; 37 columns = a tile at 0 and
+  one shifted back to 5.
+* a tiny elementwise kernel is vectorized but stays serial; a 1-D one is split into
+  blocks of 1024, the blocks in parallel."""
+
+import tensorkiln as tk
+from tensorkiln.build import TO_LOOPS
+from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
+
+
+def scheduled(module):
+    ctx = PassContext(opt_level=2, dump_ir=False)
+    optimize_graph(module, ctx)
+    run_pipeline(module, TO_LOOPS + ("default-schedule{vector_bits=512}",), ctx)
+    return module
+
+
+b = tk.GraphBuilder()
+print(scheduled(b.finish(b.softmax(b.input("x", (301, 437)), -1))))
+
+# CHECK-LABEL: func.func @softmax_max_0(
+# CHECK-SAME:      tk.strategy = "reduce_rows"
+# CHECK:         loop.for %[[I:.*]] = {{.*}} parallel name("i0") {
+# CHECK:           loop.alloc() {scope = "local"} : memref<f32>
+# CHECK:           loop.for %[[K:.*]] = {{.*}} vectorized name("k0") {
+# CHECK-NEXT:        loop.load %{{.*}}[%[[I]], %[[K]]] : memref<301x437xf32>
+# CHECK:             arith.maximumf
+# CHECK-LABEL: func.func @softmax_sum_0(
+# CHECK-SAME:      tk.strategy = "reduce_rows"
+# CHECK:         parallel name("i0")
+# CHECK:         vectorized name("k0")
+# CHECK:           math.exp
+# CHECK-LABEL: func.func @softmax_0(
+# CHECK-SAME:      tk.strategy = "injective_vectorized"
+# CHECK:         loop.for %[[I:.*]] = {{.*}} parallel name("i0") {
+# CHECK-NEXT:      loop.for %[[J:.*]] = {{.*}} vectorized name("i1") {
+# CHECK-NEXT:        loop.load %{{.*}}[%[[I]], %[[J]]] : memref<301x437xf32>
+
+b = tk.GraphBuilder()
+print(scheduled(b.finish(b.reduce_sum(b.input("x", (1001, 37)), [0]))))
+
+# CHECK-LABEL: func.func @reduce_sum_0(
+# CHECK-SAME:      tk.strategy = "reduce_columns"
+# CHECK-DAG:     %[[C5:.*]] = arith.constant 5 : index
+# CHECK-DAG:     %[[C32:.*]] = arith.constant 32 : index
+# CHECK:         loop.for %[[JO:.*]] = %{{.*}} to %{{.*}} step %[[C32]] parallel name("i0.outer") {
+# CHECK-NEXT:      %[[BASE:.*]] = arith.minsi %[[JO]], %[[C5]] : index
+# CHECK-NEXT:      %[[TILE:.*]] = loop.alloc() {scope = "local"} : memref<32xf32>
+# CHECK-NEXT:      loop.for {{.*}} vectorized name("i0.inner.init") {
+# CHECK:           loop.for %[[K:.*]] = {{.*}} name("k0") {
+# CHECK-NEXT:        loop.for %[[JI:.*]] = {{.*}} vectorized name("i0.inner") {
+# CHECK-NEXT:          %[[J:.*]] = arith.addi %[[BASE]], %[[JI]] : index
+# CHECK-NEXT:          loop.load %{{.*}}[%[[K]], %[[J]]] : memref<1001x37xf32>
+# CHECK-NEXT:          loop.load %[[TILE]][%[[JI]]] : memref<32xf32>
+# CHECK:           loop.for {{.*}} vectorized name("i0.inner.write") {
+
+b = tk.GraphBuilder()
+x = b.input("x", (5, 7))
+print(scheduled(b.finish(b.relu(b.add(x, x)))))
+
+# CHECK-LABEL: func.func @add_relu_0(
+# CHECK-SAME:      tk.strategy = "injective_vectorized"
+# CHECK-NOT:     parallel
+# CHECK:         loop.for {{.*}} name("i0") {
+# CHECK-NEXT:      loop.for {{.*}} vectorized name("i1") {
+
+b = tk.GraphBuilder()
+x = b.input("x", (100003,))
+print(scheduled(b.finish(b.tanh(x))))
+
+# CHECK-LABEL: func.func @tanh_0(
+# CHECK-SAME:      tk.strategy = "injective_vectorized"
+# CHECK:         loop.for {{.*}} parallel name("i0.outer") {
+# CHECK:           loop.for {{.*}} vectorized name("i0.inner") {
