@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import threads
+from .elf_check import elf_problem
 from .graph_executor import GraphExecutor
 from .graph_program import GraphProgram, ProgramFormatError
 from .module import CompiledModule
@@ -169,6 +170,9 @@ def load_module(path: str | os.PathLike[str], executor: str = "aot") -> Deployed
         raise ArtifactError(f"{library_path}: cannot be read ({e})") from e
     if hashlib.sha256(blob).hexdigest() != meta["library_sha256"]:
         raise ArtifactError(f"{library_path}: corrupt or truncated (its SHA-256 differs from the one in {META})")
+    problem = elf_problem(blob)
+    if problem is not None:
+        raise ArtifactError(f"{library_path}: not a loadable shared library ({problem})")
     library = _SharedLibrary(library_path.resolve(), bool(meta.get("uses_openmp")), bool(meta.get("reads_thread_count")))
     for name in program.kernels:
         library.address(name)
