@@ -193,7 +193,9 @@ class _KernelConverter:
         out = gpu.FuncOp(
             self.name, (arg_types, []), Region(body), kernel=True, known_block_size=self.launch.block
         )
-        out.attributes[KERNEL_ATTR] = self.kernel.attributes[KERNEL_ATTR]
+        for name in (KERNEL_ATTR, "tk.gpu_strategy"):
+            if name in self.kernel.attributes:
+                out.attributes[name] = self.kernel.attributes[name]
         return out
 
     def convert_ops(self, block: Block, ops: list[Operation], in_thread: set[str], in_block: bool) -> None:

@@ -10,6 +10,10 @@ used: one thread per output element.
 * ``one_thread_per_element`` (every kernel): the output loops fused into one,
   split by ``BLOCK_THREADS``, the outer part bound to ``blockIdx.x``, the inner to
   ``threadIdx.x``; reductions stay serial loops inside each thread.
+* ``block_reduction`` (any kernel reducing along one loop of at least
+  ``MIN_BLOCK_REDUCTION`` iterations with a reassociable combiner: softmax's max and
+  sum, layer-norm statistics, sums): one block per output element, a shared-memory
+  tree across its threads (``gpu_reduction.py``).
 * ``gemm`` (matmul, batch_matmul, dense and their elementwise epilogues): a 2-D grid
   of ``GEMM_TILE x GEMM_TILE`` output tiles, ``GEMM_THREADS x GEMM_THREADS`` threads
   per block, each thread accumulating a register tile of ``GEMM_TILE / GEMM_THREADS``
@@ -29,14 +33,17 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from .gpu_reduction import block_reduction
 from .schedule import Schedule, ScheduleError, kernels
 
 log = logging.getLogger("tensorkiln.schedule")
 
+#: the kernel attribute naming the GPU strategy that scheduled it (kept on the gpu.func)
+STRATEGY_ATTR = "tk.gpu_strategy"
 #: threads per block of the one-thread-per-element mapping
 BLOCK_THREADS = 256
 #: output tile of a GEMM block (rows = columns) and its threads per side
@@ -124,13 +131,18 @@ def _try(kernel: func.FuncOp, strategy: Strategy) -> func.FuncOp | None:
     return trial
 
 
+#: tried, in order, after the kernel's own strategy (if any): the first that fits wins
+FALLBACKS: tuple[Strategy, ...] = (block_reduction, one_thread_per_element)
+
+
 def apply_gpu_schedule(kernel: func.FuncOp) -> str:
     """Schedule ``kernel`` in place for the GPU; returns the strategy's name
     (``"none"`` if even the simple mapping did not fit: the kernel runs in one thread)."""
     chosen = gpu_strategy_for(kernel.attributes["tk.kernel"].data)
-    for strategy in ([chosen] if chosen else []) + [one_thread_per_element]:
+    for strategy in ([chosen] if chosen else []) + list(FALLBACKS):
         trial = _try(kernel, strategy)
         if trial is not None:
+            trial.attributes[STRATEGY_ATTR] = StringAttr(strategy.__name__)
             Rewriter.replace_op(kernel, trial)
             return strategy.__name__
     log.warning("kernel %s has no GPU mapping: it runs in one thread", kernel.sym_name.data)

@@ -62,3 +62,13 @@ CASES = {
     "pools": (Pools, [(2, 4, 13, 11)]),
     "layernorm_softmax_sum": (Norms, [(6, 53)]),
 }
+
+
+class LongRows(torch.nn.Module):
+    """Rows long enough for the block reduction (and a partial last chunk of threads)."""
+
+    def forward(self, x):
+        return torch.softmax(x, dim=-1) * x.amax(dim=-1, keepdim=True) + x.mean(dim=-1, keepdim=True)
+
+
+CASES["long_rows"] = (LongRows, [(5, 301)])

@@ -40,3 +40,23 @@ def test_symbolic_batch_sizes_give_right_grids():
     lib = build_emulated(from_exported_program(ep))
     for batch in (2, 67, 130):
         _check(lib, model, (torch.randn(batch, 45),))
+
+
+def test_each_kernel_gets_the_strategy_of_its_kind():
+    """Matrix products get the tiled GEMM, long reductions a block reduction, the rest
+    one thread per element (the attribute tk.gpu_strategy records the choice)."""
+    from tensorkiln.backends.cuda.pipeline import lower_to_gpu
+    from tensorkiln.lowering.loop_to_gpu import gpu_module_of
+
+    chosen = {}
+    for name in ("linear_gelu", "batch_matmul", "long_rows", "elementwise"):
+        make, shapes = CASES[name]
+        inputs = tuple(torch.randn(*s) for s in shapes)
+        gpu_level, _ = lower_to_gpu(from_exported_program(torch.export.export(make().eval(), inputs)))
+        for kernel in gpu_module_of(gpu_level).body.block.ops:
+            chosen[kernel.sym_name.data] = kernel.attributes["tk.gpu_strategy"].data
+    assert chosen["dense_0"] == "gemm" or chosen.get("dense_gelu_0") == "gemm", chosen
+    assert any(v == "gemm" for k, v in chosen.items() if k.startswith("batch_matmul")), chosen
+    reductions = {k: v for k, v in chosen.items() if k.startswith(("softmax_max", "softmax_sum", "reduce"))}
+    assert reductions and set(reductions.values()) == {"block_reduction"}, chosen
+    assert chosen["softmax_0"] == "one_thread_per_element", chosen

@@ -1,0 +1,244 @@
+"""A GPU template for reductions along one loop (rows of softmax, layer-norm statistics,
+sums, max...): one block per output element, its threads sharing the reduction.
+
+te-to-loop writes a reduction as, for each output element::
+
+    <pre ops>                                   // e.g. the row max that softmax_sum subtracts
+    %acc = loop.alloc() {scope = "local"} : memref<f32>
+    loop.store %init, %acc[]
+    loop.for %k = %lb to %ub step %s name("k0") { ...; %r = combine(load %acc[], %x); loop.store %r, %acc[] }
+    <post ops>                                  // the epilogue, ending with the output store
+
+:func:`block_reduction` rebuilds that nest (the same ops, cloned) as::
+
+    loop.for %o = 0 to <outputs> blockIdx.x {            // output element o
+      %red = loop.alloc() {scope = "shared"} : memref<256xf32>
+      loop.for %t = 0 to 256 threadIdx.x {              // each thread: a strided partial
+        <pre ops>; %p = local; %p[] = %init
+        loop.for %k = %lb + t*s to %ub step 256*s { <k body on %p> }
+        %red[t] = %p[]
+      }
+      loop.for %t = 0 to 128 threadIdx.x { %red[t] = combine(%red[t], %red[t + 128]) }   // a tree:
+      ...                                                                              // barriers
+      loop.for %t = 0 to 1 threadIdx.x { %red[t] = combine(%red[t], %red[t + 1]) }    // between
+      loop.for %t = 0 to 1 threadIdx.x { <pre ops>; <post ops reading %red[0]> }       // (loop-to-gpu)
+    }
+
+The partial sums are combined in a different order than the serial loop, so only
+reassociable combiners are accepted (float add/mul with the ``reassoc`` flag, min, max,
+integer add/min/max); anything else raises ScheduleError and the kernel keeps another
+strategy. The tree runs in shared memory with a barrier between levels (no warp
+shuffles: the gpu dialect of xDSL 0.74 has no shuffle op).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
+from xdsl.ir import Block, Operation, SSAValue
+
+from ..dialects import loop
+from .nest import ScheduleError, defined_inside, static_value
+
+INDEX = IndexType()
+#: threads per block of a block reduction (a power of two)
+REDUCTION_THREADS = 256
+#: reductions shorter than this (known at compile time) keep one thread per output
+MIN_BLOCK_REDUCTION = 64
+
+P = "block_reduction"
+
+
+def _reassociable(op: Operation) -> bool:
+    if isinstance(op, arith.MaximumfOp | arith.MinimumfOp | arith.AddiOp | arith.MaxSIOp | arith.MinSIOp):
+        return True
+    if isinstance(op, arith.AddfOp | arith.MulfOp):
+        return "reassoc" in [str(f) for f in op.fastmath.data] if op.fastmath is not None else False
+    return False
+
+
+@dataclass
+class ReductionNest:
+    """A perfect output nest whose innermost body reduces over one loop."""
+
+    loops: list[loop.ForOp]
+    pre: list[Operation]
+    acc: loop.AllocOp
+    init: loop.StoreOp
+    reduction: loop.ForOp
+    combine: Operation
+    #: the combine operand that is the accumulator's old value
+    old: SSAValue
+    post: list[Operation]
+
+
+def _body(for_op: loop.ForOp) -> list[Operation]:
+    return [op for op in for_op.body.block.ops if not isinstance(op, loop.YieldOp)]
+
+
+def output_nest(kernel: func.FuncOp) -> list[loop.ForOp]:
+    """The kernel's output loops ``i0, i1, ...``: a perfect rectangular nest from 0 step 1."""
+    top = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
+    if len(top) != 1:
+        raise ScheduleError(P, f"expected one loop nest, found {len(top)}")
+    loops = [top[0]]
+    while True:
+        inner = [op for op in _body(loops[-1]) if isinstance(op, loop.ForOp)]
+        if len(inner) != 1 or not inner[0].loop_name.data.startswith("i"):
+            break
+        if any(not isinstance(op, arith.ConstantOp) for op in _body(loops[-1]) if op is not inner[0]):
+            raise ScheduleError(P, "ops between the output loops")
+        loops.append(inner[0])
+    for f in loops:
+        if static_value(f.lb) != 0 or static_value(f.step) != 1:
+            raise ScheduleError(P, f"loop '{f.loop_name.data}' does not run from 0 by 1")
+        if defined_inside(f.ub, loops[0]):
+            raise ScheduleError(P, f"the bound of loop '{f.loop_name.data}' depends on an outer loop")
+    return loops
+
+
+def reduction_nest(kernel: func.FuncOp) -> ReductionNest:
+    loops = output_nest(kernel)
+    ops = _body(loops[-1])
+    allocs = [k for k, op in enumerate(ops) if isinstance(op, loop.AllocOp)]
+    red_loops = [k for k, op in enumerate(ops) if isinstance(op, loop.ForOp)]
+    if len(allocs) != 1 or len(red_loops) != 1:
+        raise ScheduleError(P, "not one accumulator and one reduction loop")
+    a, r = allocs[0], red_loops[0]
+    acc, init, reduction = ops[a], ops[a + 1], ops[r]
+    if acc.scope.data != "local" or acc.result.type.get_shape() != () or r != a + 2:
+        raise ScheduleError(P, "the accumulator is not a scalar initialised right before the loop")
+    if not isinstance(init, loop.StoreOp) or init.buffer is not acc.result:
+        raise ScheduleError(P, "the accumulator is not initialised")
+    if any(isinstance(op, loop.ForOp) for op in reduction.walk() if op is not reduction):
+        raise ScheduleError(P, "nested reduction loops")
+    stores = [op for op in reduction.walk() if isinstance(op, loop.StoreOp)]
+    if len(stores) != 1 or stores[0].buffer is not acc.result:
+        raise ScheduleError(P, "the reduction loop stores elsewhere than its accumulator")
+    combine = stores[0].value.owner
+    if not isinstance(combine, Operation) or not _reassociable(combine):
+        raise ScheduleError(P, "the combiner is not reassociable")
+    olds = [v for v in combine.operands if isinstance(v.owner, loop.LoadOp) and v.owner.buffer is acc.result]
+    if len(olds) != 1 or len(combine.operands) != 2:
+        raise ScheduleError(P, "the combiner does not combine the accumulator with one value")
+    pre = ops[:a]
+    if any(op.regions or isinstance(op, loop.StoreOp | loop.AllocOp) for op in pre):
+        raise ScheduleError(P, "unexpected ops before the accumulator")
+    return ReductionNest(loops, pre, acc, init, reduction, combine, olds[0], ops[r + 1 :])
+
+
+class _Emitter:
+    """Appends ops to a block (before its terminator)."""
+
+    def __init__(self, block: Block):
+        self.block = block
+
+    def add(self, op: Operation) -> SSAValue | None:
+        last = self.block.last_op
+        if isinstance(last, loop.YieldOp):
+            self.block.insert_op_before(op, last)
+        else:
+            self.block.add_op(op)
+        return op.results[0] if op.results else None
+
+    def const(self, n: int) -> SSAValue:
+        return self.add(arith.ConstantOp(IntegerAttr(n, INDEX)))
+
+    def loop(self, lb: SSAValue, ub: SSAValue, step: SSAValue, kind: str, name: str) -> tuple[Block, SSAValue]:
+        body = Block(arg_types=[INDEX])
+        body.add_op(loop.YieldOp())
+        self.add(loop.ForOp(lb, ub, step, body, kind=kind, name=name))
+        return body, body.args[0]
+
+    def clone(self, ops: list[Operation], mapping: dict[SSAValue, SSAValue]) -> None:
+        for op in ops:
+            new = op.clone(value_mapper=mapping)
+            self.add(new)
+            for old, res in zip(op.results, new.results):
+                mapping[old] = res
+
+
+def decompose(e: _Emitter, flat: SSAValue, loops: list[loop.ForOp]) -> dict[SSAValue, SSAValue]:
+    """The output loops' induction variables of the flat index ``flat`` (row-major)."""
+    mapping: dict[SSAValue, SSAValue] = {}
+    rest = flat
+    for f in reversed(loops[1:]):
+        mapping[f.induction_var] = e.add(arith.RemUIOp(rest, f.ub))
+        rest = e.add(arith.DivUIOp(rest, f.ub))
+    mapping[loops[0].induction_var] = rest
+    return mapping
+
+
+def block_reduction(schedule) -> None:
+    """Rebuild a reduction kernel as one block per output element (module docstring)."""
+    kernel: func.FuncOp = schedule.kernel
+    nest = reduction_nest(kernel)
+    trips = static_value(nest.reduction.ub)
+    if trips is not None and trips < MIN_BLOCK_REDUCTION:
+        raise ScheduleError(P, f"a reduction of {trips} is too short for a block")
+    threads = REDUCTION_THREADS
+    top = nest.loops[0]
+    # build before the old nest, then drop it
+    anchor = Block()
+    e = _Emitter(anchor)
+    count = nest.loops[0].ub
+    for f in nest.loops[1:]:
+        count = e.add(arith.MuliOp(count, f.ub))
+    zero, one = e.const(0), e.const(1)
+    block_body, o = e.loop(zero, count, one, "blockIdx.x", "out")
+    b = _Emitter(block_body)
+    t_count = b.const(threads)
+    red_type = MemRefType(nest.acc.result.type.element_type, [threads])
+    red = b.add(loop.AllocOp(red_type, scope="shared"))
+
+    def phase(extent: int, name: str) -> tuple[_Emitter, SSAValue, dict[SSAValue, SSAValue]]:
+        body, t = b.loop(b.const(0), b.const(extent), b.const(1), "threadIdx.x", name)
+        pe = _Emitter(body)
+        return pe, t, decompose(pe, o, nest.loops)
+
+    # 1. strided partials
+    pe, t, mapping = phase(threads, "partial")
+    pe.clone(nest.pre, mapping)
+    partial = pe.add(loop.AllocOp(nest.acc.result.type, scope="local"))
+    mapping[nest.acc.result] = partial
+    pe.clone([nest.init], mapping)
+    r = nest.reduction
+    lb = pe.add(arith.AddiOp(mapping.get(r.lb, r.lb), pe.add(arith.MuliOp(t, mapping.get(r.step, r.step)))))
+    step = pe.add(arith.MuliOp(t_count, mapping.get(r.step, r.step)))
+    k_body, k = pe.loop(lb, mapping.get(r.ub, r.ub), step, "serial", r.loop_name.data)
+    mapping[r.induction_var] = k
+    _Emitter(k_body).clone(_body(r), mapping)
+    value = pe.add(loop.LoadOp(partial, []))
+    pe.add(loop.StoreOp(value, red, [t]))
+    # 2. the tree
+    half = threads // 2
+    while half >= 1:
+        pe, t, _ = phase(half, f"tree{half}")
+        a = pe.add(loop.LoadOp(red, [t]))
+        c = pe.add(loop.LoadOp(red, [pe.add(arith.AddiOp(t, pe.const(half)))]))
+        combined = nest.combine.clone(value_mapper={nest.old: a, _other(nest): c})
+        pe.add(combined)
+        pe.add(loop.StoreOp(combined.results[0], red, [t]))
+        half //= 2
+    # 3. the epilogue, in one thread
+    pe, t, mapping = phase(1, "write")
+    pe.clone(nest.pre, mapping)
+    final = pe.add(loop.AllocOp(nest.acc.result.type, scope="local"))
+    pe.add(loop.StoreOp(pe.add(loop.LoadOp(red, [pe.const(0)])), final, []))
+    mapping[nest.acc.result] = final
+    pe.clone(nest.post, mapping)
+    for op in list(anchor.ops):
+        op.detach()
+        kernel.body.block.insert_op_before(op, top)
+    top.detach()
+    top.erase()
+
+
+def _other(nest: ReductionNest) -> SSAValue:
+    a, b = nest.combine.operands
+    return b if a is nest.old else a
+
+
+__all__ = ["MIN_BLOCK_REDUCTION", "REDUCTION_THREADS", "ReductionNest", "block_reduction", "reduction_nest"]
