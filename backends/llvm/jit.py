@@ -171,9 +171,11 @@ def _bind_thread_count() -> None:
 
 def link_runtime(module: llvm.ModuleRef) -> None:
     """Make the native symbols ``module`` needs from tensorkiln's runtime resolvable:
-    libgomp for parallel loops, the thread-count variable."""
-    if any(f.is_declaration and f.name.startswith(_OPENMP_PREFIXES) for f in module.functions):
-        load_openmp_runtime()
+    libgomp for parallel loops (bound to tensorkiln's own instance of it, see
+    :mod:`tensorkiln.runtime.threads`), the thread-count variable."""
+    for f in module.functions:
+        if f.is_declaration and f.name.startswith(_OPENMP_PREFIXES):
+            bind_external_symbol(f.name, threads.openmp_function(f.name))
     if any(g.name == threads.NUM_THREADS_SYMBOL for g in module.global_variables):
         _bind_thread_count()
 
