@@ -218,7 +218,8 @@ class _KernelEmulator:
                 v[op.memref] = self.alloc(scope, op.memref.type)
             case loop.ForOp():
                 lb, ub, step = (self.value(x, scope) for x in (op.lb, op.ub, op.step))
-                new, body = _new_loop(scope, lb, ub, op.loop_name.data, step, op.kind.data)
+                # serial: emulation needs the semantics, and unrolling only slows its compile
+                new, body = _new_loop(scope, lb, ub, op.loop_name.data, step, "serial")
                 v[op.induction_var] = body.args[0]
                 inner = _Scope(v, body, scope.threads, scope.linear)
                 for o in op.body.block.ops:

@@ -14,7 +14,10 @@ used: one thread per output element.
   ``MIN_BLOCK_REDUCTION`` iterations with a reassociable combiner: softmax's max and
   sum, layer-norm statistics, sums): one block per output element, a shared-memory
   tree across its threads (``gpu_reduction.py``).
-* ``gemm`` (matmul, batch_matmul, dense and their elementwise epilogues): a 2-D grid
+* ``gemm_shared`` (matmul, batch_matmul, dense and their elementwise epilogues):
+  shared-memory tiles of A and B per k step and a register tile per thread
+  (``gpu_gemm.py``); ``gemm`` where it does not fit.
+* ``gemm``: a 2-D grid
   of ``GEMM_TILE x GEMM_TILE`` output tiles, ``GEMM_THREADS x GEMM_THREADS`` threads
   per block, each thread accumulating a register tile of ``GEMM_TILE / GEMM_THREADS``
   squared outputs (``cache_write``); batch dims are fused into ``blockIdx.z``.
@@ -37,6 +40,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from .gpu_gemm import gemm_shared
 from .gpu_reduction import block_reduction
 from .schedule import Schedule, ScheduleError, kernels
 
@@ -106,19 +110,19 @@ def gemm(schedule: Schedule) -> None:
 Strategy = Callable[[Schedule], None]
 
 #: (op name in the kernel tag, strategy), most specific first
-GPU_STRATEGIES: tuple[tuple[str, Strategy], ...] = (
-    ("batch_matmul", gemm),
-    ("matmul", gemm),
-    ("dense", gemm),
+GPU_STRATEGIES: tuple[tuple[str, tuple[Strategy, ...]], ...] = (
+    ("batch_matmul", (gemm_shared, gemm)),
+    ("matmul", (gemm_shared, gemm)),
+    ("dense", (gemm_shared, gemm)),
 )
 
 
-def gpu_strategy_for(tag: str) -> Strategy | None:
-    """The strategy for a kernel whose anchor op (first op of its tag) has one."""
-    for op_name, strategy in GPU_STRATEGIES:
+def gpu_strategies_for(tag: str) -> tuple[Strategy, ...]:
+    """The strategies (best first) for a kernel whose anchor op (first op of its tag) has some."""
+    for op_name, strategies in GPU_STRATEGIES:
         if tag == op_name or tag.startswith(op_name + "_"):
-            return strategy
-    return None
+            return strategies
+    return ()
 
 
 def _try(kernel: func.FuncOp, strategy: Strategy) -> func.FuncOp | None:
@@ -138,8 +142,8 @@ FALLBACKS: tuple[Strategy, ...] = (block_reduction, one_thread_per_element)
 def apply_gpu_schedule(kernel: func.FuncOp) -> str:
     """Schedule ``kernel`` in place for the GPU; returns the strategy's name
     (``"none"`` if even the simple mapping did not fit: the kernel runs in one thread)."""
-    chosen = gpu_strategy_for(kernel.attributes["tk.kernel"].data)
-    for strategy in ([chosen] if chosen else []) + list(FALLBACKS):
+    chosen = gpu_strategies_for(kernel.attributes["tk.kernel"].data)
+    for strategy in chosen + FALLBACKS:
         trial = _try(kernel, strategy)
         if trial is not None:
             trial.attributes[STRATEGY_ATTR] = StringAttr(strategy.__name__)
@@ -166,6 +170,7 @@ __all__ = [
     "GPUDefaultSchedulePass",
     "apply_gpu_schedule",
     "gemm",
-    "gpu_strategy_for",
+    "gpu_strategies_for",
+    "gemm_shared",
     "one_thread_per_element",
 ]

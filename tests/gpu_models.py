@@ -72,3 +72,18 @@ class LongRows(torch.nn.Module):
 
 
 CASES["long_rows"] = (LongRows, [(5, 301)])
+
+
+class LargeMatMulEpilogue(torch.nn.Module):
+    """Big enough (>= 512 rows and columns) for the 128 x 128 GEMM tiles, with partial
+    tiles on both axes, a short k, and a fused bias + relu epilogue."""
+
+    def __init__(self):
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.randn(530))
+
+    def forward(self, a, b):
+        return F.relu(a @ b + self.bias)
+
+
+CASES["large_matmul_epilogue"] = (LargeMatMulEpilogue, [(520, 45), (45, 530)])
