@@ -52,7 +52,9 @@ def link_shared_library(native: NativeBuild, out: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="tk-export-") as tmp:
         obj = Path(tmp) / "model.o"
         obj.write_bytes(native.code.object)
-        command = [c_compiler(), "-shared", "-o", str(out), str(obj)]
+        # --no-undefined: a symbol nothing provides (an external codegen's kernel, say) fails
+        # the export here, not the dlopen of a deployed model
+        command = [c_compiler(), "-shared", "-Wl,--no-undefined", "-o", str(out), str(obj)]
         if native.code.reads_thread_count:
             stub = Path(tmp) / "threads.c"
             stub.write_text(_THREAD_COUNT_C)

@@ -16,8 +16,11 @@ Example::
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,10 +31,12 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from ..dialects.graph import ConstantOp
 from ..dialects.graph.control import CONTROL_FLOW_OPS, IfOp, RegionYieldOp, WhileOp
 from ..interpreter import find_function
+from ..runtime.artifact import META, VM_ARTIFACT_FORMAT, VM_CONSTANTS, VM_PROGRAM
 from ..runtime.module import CompiledModule
 from ..runtime.profiler import BenchmarkResult
 from ..runtime.vm import VirtualMachine, VMProgram
 from ..signature import signature_of
+from .export import ExportError
 
 
 def has_control_flow(function: func.FuncOp) -> bool:
@@ -177,6 +182,7 @@ def compile_vm_program(module: ModuleOp, function: str = "main") -> tuple[VMProg
         [f.sym_name.data for f in emitter.functions],
         emitter.constants,
     )
+    program.check()
     return program, modules
 
 
@@ -189,6 +195,23 @@ class VMModule(VirtualMachine):
 
     def benchmark(self, *inputs: Any, number: int = 10, repeat: int = 5, executor: str = "vm") -> BenchmarkResult:
         return super().benchmark(*inputs, number=number, repeat=repeat)
+
+    def export_library(self, path: str | os.PathLike[str]) -> None:
+        """Write a VM artifact: ``vm.json`` (the bytecode), ``constants.npz``, and one
+        artifact per compiled function under ``functions/<k>``; ``load_module`` runs it."""
+        root = Path(path)
+        if root.exists() and not root.is_dir():
+            raise ExportError(f"export_library: {root} exists and is not a directory")
+        root.mkdir(parents=True, exist_ok=True)
+        names = []
+        for k, fn in enumerate(self.functions):
+            fn.export_library(root / "functions" / str(k))
+            names.append(f"functions/{k}")
+        with open(root / VM_CONSTANTS, "wb") as f:
+            np.savez(f, **{f"c{k}": c for k, c in enumerate(self.program.constants)})
+        (root / VM_PROGRAM).write_text(json.dumps(self.program.to_json(), indent=1))
+        meta = {"format": VM_ARTIFACT_FORMAT, "program": VM_PROGRAM, "constants": VM_CONSTANTS, "functions": names}
+        (root / META).write_text(json.dumps(meta, indent=1))
 
 
 def vm_of(lib: CompiledModule) -> VMModule:

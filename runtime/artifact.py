@@ -34,8 +34,13 @@ from .graph_executor import GraphExecutor
 from .graph_program import GraphProgram, ProgramFormatError
 from .module import CompiledModule
 from .signature import Signature
+from .vm import VirtualMachine, VMProgram
 
 ARTIFACT_FORMAT = "tensorkiln.artifact/1"
+#: a VM model: ``vm.json`` (bytecode), ``constants.npz``, one artifact per function in ``functions/<k>``
+VM_ARTIFACT_FORMAT = "tensorkiln.vm-artifact/1"
+VM_PROGRAM = "vm.json"
+VM_CONSTANTS = "constants.npz"
 META = "meta.json"
 PROGRAM = "graph.json"
 LIBRARY = "model.so"
@@ -109,9 +114,14 @@ def _read_json(path: Path) -> Any:
 
 def _read_meta(root: Path) -> dict[str, Any]:
     meta = _read_json(root / META)
-    if not isinstance(meta, dict) or meta.get("format") != ARTIFACT_FORMAT:
+    if not isinstance(meta, dict) or meta.get("format") not in (ARTIFACT_FORMAT, VM_ARTIFACT_FORMAT):
         found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
-        raise ArtifactError(f"{root / META}: format {found!r}, expected {ARTIFACT_FORMAT!r}")
+        raise ArtifactError(f"{root / META}: format {found!r}, expected {ARTIFACT_FORMAT!r} or {VM_ARTIFACT_FORMAT!r}")
+    if meta["format"] == VM_ARTIFACT_FORMAT:
+        for key in ("program", "constants", "functions"):
+            if key not in meta:
+                raise ArtifactError(f"{root / META}: no '{key}' entry")
+        return meta
     for key in ("entry", "signature", "library", "library_sha256", "program", "weights", "weight_specs"):
         if key not in meta:
             raise ArtifactError(f"{root / META}: no '{key}' entry")
@@ -140,18 +150,52 @@ def _read_weights(path: Path, specs: list[dict[str, Any]]) -> list[np.ndarray]:
     return weights
 
 
-def load_module(path: str | os.PathLike[str], executor: str = "aot") -> DeployedModule:
+class DeployedVM(VirtualMachine):
+    """A VM model loaded from an artifact (its functions are deployed AOT modules)."""
+
+    load_seconds: float = 0.0
+
+
+def _load_vm(root: Path, meta: dict[str, Any]) -> DeployedVM:
+    try:
+        with np.load(root / meta["constants"], allow_pickle=False) as data:
+            constants = [data[f"c{k}"] for k in range(len(data.files))]
+    except FileNotFoundError:
+        raise ArtifactError(f"{root / meta['constants']}: constants file missing") from None
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
+        raise ArtifactError(f"{root / meta['constants']}: not a readable .npz constants file ({e})") from e
+    try:
+        program = VMProgram.from_json(_read_json(root / meta["program"]), constants)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ArtifactError(f"{root / meta['program']}: {e}") from e
+    functions = [load_module(root / f) for f in meta["functions"]]
+    if len(functions) != len(program.function_names):
+        raise ArtifactError(f"{root / META}: {len(functions)} functions, the program calls {len(program.function_names)}")
+    return DeployedVM(program, functions)
+
+
+def load_module(path: str | os.PathLike[str], executor: str | None = None) -> DeployedModule | DeployedVM:
     """Load an artifact written by ``export_library`` (see the module docstring).
+    ``executor``: ``"aot"`` (the default) or ``"graph"``; a VM artifact runs in the VM.
 
     Example: ``y = load_module("model.tk")(x)``
     """
     start = time.perf_counter()
-    if executor not in EXECUTORS:
-        raise ValueError(f"unknown executor {executor!r} (expected one of {', '.join(EXECUTORS)})")
+    if executor is not None and executor not in (*EXECUTORS, "vm"):
+        raise ValueError(f"unknown executor {executor!r} (expected one of {', '.join((*EXECUTORS, 'vm'))})")
     root = Path(path)
     if not root.is_dir():
         raise ArtifactError(f"{root}: no such artifact directory")
     meta = _read_meta(root)
+    if meta["format"] == VM_ARTIFACT_FORMAT:
+        if executor not in (None, "vm"):
+            raise ValueError(f"{root} holds a VM program (control flow): it runs in the 'vm' executor, not {executor!r}")
+        vm = _load_vm(root, meta)
+        vm.load_seconds = time.perf_counter() - start
+        return vm
+    executor = executor or "aot"
+    if executor == "vm":
+        raise ValueError(f"{root} holds a graph/AOT model: load it with executor 'aot' or 'graph'")
     try:
         program = GraphProgram.from_json(_read_json(root / meta["program"]))
         signature = Signature.from_json(meta["signature"])
@@ -181,4 +225,4 @@ def load_module(path: str | os.PathLike[str], executor: str = "aot") -> Deployed
     return module
 
 
-__all__ = ["ARTIFACT_FORMAT", "ArtifactError", "DeployedModule", "load_module"]
+__all__ = ["ARTIFACT_FORMAT", "VM_ARTIFACT_FORMAT", "ArtifactError", "DeployedModule", "DeployedVM", "load_module"]

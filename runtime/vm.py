@@ -76,6 +76,51 @@ class VMProgram:
         }
 
 
+    @staticmethod
+    def from_json(d: dict[str, Any], constants: Sequence[np.ndarray] = ()) -> VMProgram:
+        """Read a program written by :meth:`to_json` (instructions checked)."""
+        code = []
+        for pc, ins in enumerate(d["code"]):
+            if not isinstance(ins, list) or not ins or ins[0] not in OPCODES:
+                raise ValueError(f"VM program: instruction {pc} is not one of {', '.join(OPCODES)}: {ins!r}")
+            code.append(tuple(tuple(a) if isinstance(a, list) else a for a in ins))
+        program = VMProgram(
+            Signature.from_json(d["signature"]),
+            code,
+            int(d["n_registers"]),
+            [int(r) for r in d["input_registers"]],
+            [str(n) for n in d["function_names"]],
+            list(constants),
+        )
+        program.check()
+        return program
+
+    def check(self) -> None:
+        """Raise ValueError if an instruction names a register, function, constant or
+        target that does not exist (a corrupt program must not run)."""
+        n, regs = len(self.code), range(self.n_registers)
+
+        def ok_regs(rs: Sequence[int]) -> bool:
+            return all(isinstance(r, int) and r in regs for r in rs)
+
+        for pc, ins in enumerate(self.code):
+            op = ins[0]
+            good = {
+                "call": lambda: len(ins) == 4 and 0 <= ins[1] < len(self.function_names) and ok_regs(ins[2]) and ok_regs(ins[3]),
+                "const": lambda: len(ins) == 3 and ok_regs([ins[1]]) and 0 <= ins[2] < len(self.constants),
+                "move": lambda: len(ins) == 3 and ok_regs(ins[1]) and ok_regs(ins[2]) and len(ins[1]) == len(ins[2]),
+                "jump_unless": lambda: len(ins) == 3 and ok_regs([ins[1]]) and 0 <= ins[2] < n,
+                "jump": lambda: len(ins) == 2 and 0 <= ins[1] < n,
+                "ret": lambda: len(ins) == 2 and ok_regs(ins[1]) and len(ins[1]) == len(self.signature.outputs),
+            }[op]()
+            if not good:
+                raise ValueError(f"VM program: bad operands in instruction {pc}: {ins!r}")
+        if not self.code or self.code[-1][0] not in ("ret", "jump"):
+            raise ValueError("VM program: the code does not end with ret")
+        if not ok_regs(self.input_registers) or len(self.input_registers) != len(self.signature.inputs):
+            raise ValueError("VM program: bad input registers")
+
+
 def _regs(regs: Sequence[int]) -> str:
     return ", ".join(f"r{r}" for r in regs)
 

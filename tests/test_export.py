@@ -209,3 +209,23 @@ def test_dynamic_batch_torch_model_one_artifact_at_batch_1_3_17(tmp_path):
         with torch.no_grad():
             cases.append((x.numpy(), model(x).numpy()))
     _run_loader(tmp_path / "dyn.tk", cases, tmp_path)
+
+
+def test_deployed_parallel_code_follows_the_runtime_thread_count(tmp_path, rng):
+    """The library owns its thread-count variable; the runtime keeps it in step."""
+    import json
+
+    from tensorkiln.examples.models import small_cnn
+    from tensorkiln.runtime.threads import num_threads
+
+    module, (x,) = small_cnn(batch=3)
+    lib = tk.build(module)
+    lib.export_library(tmp_path / "cnn.tk")
+    meta = json.loads((tmp_path / "cnn.tk" / "meta.json").read_text())
+    deployed = load_module(tmp_path / "cnn.tk")
+    expected = lib(x)
+    for n in (1, 2):
+        with num_threads(n):
+            np.testing.assert_allclose(deployed(x), expected, rtol=1e-6, atol=1e-6)
+            if meta["reads_thread_count"]:
+                assert deployed._thread_count.value == n  # noqa: SLF001

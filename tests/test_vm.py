@@ -166,3 +166,24 @@ def test_control_flow_ir_prints_and_parses_back():
     again = tk.parse_module(text)
     assert str(again) == text
     assert any(isinstance(op, WhileOp) for op in again.walk())
+
+
+def test_vm_artifact_round_trip_and_corrupt_bytecode(tmp_path, rng):
+    import json
+
+    from tensorkiln.runtime import ArtifactError, load_module
+
+    module = _while_module()
+    vm = build_vm(module)
+    vm.export_library(tmp_path / "vm.tk")
+    deployed = load_module(tmp_path / "vm.tk")
+    x = (rng.standard_normal((4, 3)) * 0.5).astype("f4")
+    for got, expected in zip(deployed(x), vm(x)):
+        np.testing.assert_array_equal(got, expected)
+    with pytest.raises(ValueError, match="runs in the 'vm' executor"):
+        load_module(tmp_path / "vm.tk", executor="graph")
+    program = json.loads((tmp_path / "vm.tk" / "vm.json").read_text())
+    program["code"][0] = ["jump", 999]
+    (tmp_path / "vm.tk" / "vm.json").write_text(json.dumps(program))
+    with pytest.raises(ArtifactError, match="bad operands in instruction 0"):
+        load_module(tmp_path / "vm.tk")
