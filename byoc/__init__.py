@@ -18,11 +18,30 @@ own: :func:`register_backend` + :func:`register_patterns` (see ``tests/test_byoc
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ModuleOp
+import importlib
+from typing import TYPE_CHECKING, Any
 
+# numpy and ctypes only: a deployed artifact deserializes external modules without xDSL
 from .external import ExternalModule, PythonExternalModule, TensorSpec, deserialize, register_kind
-from .pattern import Match, Pattern, is_constant, is_op, wildcard
-from .registry import get_backend, patterns_for, register_backend, register_patterns, unregister_backend
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+#: the compiler side, imported on first use
+_LAZY = {
+    **dict.fromkeys(["Match", "Pattern", "is_constant", "is_op", "wildcard"], "pattern"),
+    **dict.fromkeys(
+        ["get_backend", "patterns_for", "register_backend", "register_patterns", "unregister_backend"], "registry"
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tensorkiln.byoc' has no attribute {name!r}")
 
 
 def partition_pipeline(backend: str, *, bind_constants: bool = True, merge: bool = True) -> tuple[str, ...]:
@@ -49,6 +68,7 @@ def partition_for(
         y = tk.build(part)(x)
     """
     from ..passes.pipeline import PassContext, run_pipeline
+    from .registry import get_backend, patterns_for
 
     patterns_for(backend)  # an unknown backend fails here, naming the known ones
     if codegen:

@@ -20,6 +20,7 @@ after the native call returns (a ctypes callback cannot unwind through native co
 from __future__ import annotations
 
 import ctypes
+import importlib
 import io
 import json
 import struct
@@ -33,6 +34,13 @@ MAGIC = b"TKEXT1\n"
 
 #: kind -> class, for :func:`deserialize`
 EXTERNAL_KINDS: dict[str, type[ExternalModule]] = {}
+
+#: the built-in kinds -> the (xDSL-free) module defining each, imported by deserialize
+BUILTIN_KINDS = {
+    "example_npu.gemm": "tensorkiln.byoc.backends.npu_module",
+    "blas.sgemm": "tensorkiln.byoc.backends.blas_module",
+    "cublas.gemm": "tensorkiln.byoc.backends.cublas_module",
+}
 
 
 @dataclass(frozen=True)
@@ -157,13 +165,8 @@ def deserialize(data: bytes) -> ExternalModule:
     start = len(MAGIC) + 8
     header = json.loads(data[start : start + n])
     kind = header["kind"]
-    if kind not in EXTERNAL_KINDS:
-        from .registry import BUILTIN_BACKENDS
-
-        if header["backend"] in BUILTIN_BACKENDS:
-            import importlib
-
-            importlib.import_module(BUILTIN_BACKENDS[header["backend"]])
+    if kind not in EXTERNAL_KINDS and kind in BUILTIN_KINDS:
+        importlib.import_module(BUILTIN_KINDS[kind])
     if kind not in EXTERNAL_KINDS:
         raise ValueError(f"external module kind '{kind}' is not registered (known: {', '.join(sorted(EXTERNAL_KINDS))})")
     with np.load(io.BytesIO(data[start + n :]), allow_pickle=False) as archive:

@@ -11,7 +11,7 @@ turns a ``byoc.region`` of such composites into a :class:`GemmProgram`: plain da
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,8 @@ from ..dialects.graph.elementwise import AddOp, ReluOp, SigmoidOp, TanhOp
 from ..dialects.graph.linalg import BatchMatMulOp, DenseOp, MatMulOp
 from ..dialects.graph.types import shape_of
 from .dialect import CompositeOp, RegionOp, YieldOp
-from .external import TensorSpec, spec_of
+from .external import spec_of
+from .gemm_program import GemmProgram, run_step_numpy, step_flops  # noqa: F401  (re-exported)
 from .pattern import Match, Pattern, is_op, wildcard
 
 PRODUCTS = {DenseOp: "dense", MatMulOp: "matmul", BatchMatMulOp: "batch_matmul"}
@@ -114,30 +115,6 @@ def gemm_patterns(check: Callable[[GemmParts], bool] | None = None) -> list[tupl
 # the program of a region
 
 
-@dataclass
-class GemmProgram:
-    """Steps over named values: region inputs ``in<k>``, weights ``w<k>``, step results ``t<k>``."""
-
-    inputs: list[str] = field(default_factory=list)
-    outputs: list[str] = field(default_factory=list)
-    specs: dict[str, TensorSpec] = field(default_factory=dict)
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    weights: dict[str, np.ndarray] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "inputs": self.inputs,
-            "outputs": self.outputs,
-            "specs": {k: s.to_json() for k, s in self.specs.items()},
-            "steps": self.steps,
-        }
-
-    @staticmethod
-    def from_json(data: dict[str, Any], weights: dict[str, np.ndarray]) -> GemmProgram:
-        specs = {k: TensorSpec.from_json(s) for k, s in data["specs"].items()}
-        return GemmProgram(list(data["inputs"]), list(data["outputs"]), specs, list(data["steps"]), dict(weights))
-
-
 def gemm_program(region: RegionOp, backend: str) -> GemmProgram:
     """The program of ``region``: one step per composite (raises ValueError naming a
     composite that is not a product with a bias/activation epilogue)."""
@@ -182,30 +159,6 @@ def gemm_program(region: RegionOp, backend: str) -> GemmProgram:
             }
         )
     return program
-
-
-def _activate(y: np.ndarray, act: str | None) -> np.ndarray:
-    if act == "relu":
-        return np.maximum(y, np.float32(0))
-    if act == "sigmoid":
-        return (1 / (1 + np.exp(-y))).astype(y.dtype)
-    if act == "tanh":
-        return np.tanh(y)
-    return y
-
-
-def run_step_numpy(step: dict[str, Any], a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
-    """One step with numpy (the meaning every backend must reproduce)."""
-    y = np.matmul(a, b.T) if step["op"] == "dense" else np.matmul(a, b)
-    if bias is not None:
-        y = y + bias
-    return _activate(y, step["act"]).astype(np.float32, copy=False)
-
-
-def step_flops(step: dict[str, Any], specs: dict[str, TensorSpec], symbols: dict[str, int]) -> int:
-    """2*M*N*K of a step's product (for the profiler and the NPU's cost log)."""
-    a, out = specs[step["a"]].concrete(symbols), specs[step["out"]].concrete(symbols)
-    return 2 * int(np.prod(out, dtype=np.int64)) * int(a[-1])
 
 
 __all__ = ["GemmParts", "GemmProgram", "gemm_parts", "gemm_patterns", "gemm_program", "run_step_numpy", "step_flops"]

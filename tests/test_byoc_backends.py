@@ -3,6 +3,9 @@ model without offload, the NPU's decision log, serialization, errors, cuBLAS ski
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -153,3 +156,29 @@ def test_cublas_partitions_anywhere_and_skips_cleanly_without_a_gpu(rng):
         pytest.skip(f"cuBLAS offload not run: {reason}")
     offloaded = tk.byoc.partition_for(module, "cublas")
     _check(offloaded, module, [_f4(rng, 4, 33)], rtol=1e-4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_modules_deserialize_and_run_without_the_compiler(rng, backend, tmp_path):
+    """What an export artifact needs: bytes -> module -> run, in a process without xDSL."""
+    (ext,) = external_modules(tk.byoc.partition_for(_mlp(rng, batch=3), backend))
+    x = _f4(rng, 3, 33)
+    (tmp_path / "module.bin").write_bytes(ext.serialize())
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "want.npy", ext.run(x)[0])
+    code = f"""
+import sys
+sys.modules["xdsl"] = None  # importing xDSL now fails
+import subprocess
+import sys
+
+import numpy as np
+from tensorkiln.byoc.external import deserialize
+module = deserialize(open({str(tmp_path / "module.bin")!r}, "rb").read())
+got = module.run(np.load({str(tmp_path / "x.npy")!r}))[0]
+np.testing.assert_array_equal(got, np.load({str(tmp_path / "want.npy")!r}))
+print(type(module).__name__)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == type(ext).__name__

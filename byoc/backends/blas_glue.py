@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..external import TensorSpec
-from ..gemm import GemmProgram
+from ..gemm_program import GemmProgram
 
 SGEMM_SYMBOL = "tk_blas_sgemm"
 GLUE_FUNCTION = "tk_blas_glue"

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..external import ExternalModule, TensorSpec
-from ..gemm import GemmProgram, step_flops
+from ..gemm_program import GemmProgram, step_flops
 
 
 def run_program(program: GemmProgram, inputs: Sequence[np.ndarray], run_step) -> list[np.ndarray]:
