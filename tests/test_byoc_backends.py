@@ -3,6 +3,8 @@ model without offload, the NPU's decision log, serialization, errors, cuBLAS ski
 
 from __future__ import annotations
 
+import ctypes
+import shutil
 import subprocess
 import sys
 
@@ -12,6 +14,7 @@ import pytest
 import tensorkiln as tk
 from tensorkiln.byoc import deserialize, external_modules
 from tensorkiln.byoc.backends import blas, cublas
+from tensorkiln.byoc.deploy import bind_trampolines, trampoline_source
 
 BLAS_MISSING = blas.unavailable()
 BACKENDS = [
@@ -182,3 +185,24 @@ print(type(module).__name__)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == type(ext).__name__
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) to link a shared library")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_trampolines_call_a_deserialized_module_from_a_shared_library(rng, backend, tmp_path):
+    """The export path's two halves: a C trampoline linked into a library, bound at load."""
+    (ext,) = external_modules(tk.byoc.partition_for(_mlp(rng), backend))  # symbolic batch: dims passed
+    source = tmp_path / "trampolines.c"
+    source.write_text(trampoline_source([ext]))
+    library = tmp_path / "libext.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    loaded = deserialize(ext.serialize())
+    lib = ctypes.CDLL(str(library))
+    bind_trampolines(lib, [loaded])
+    x = _f4(rng, 6, 33)
+    out = np.empty((6, 7), np.float32)
+    entry = getattr(lib, ext.symbol)
+    entry.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]
+    entry(x.ctypes.data, 6, out.ctypes.data, 6)
+    loaded.raise_pending()
+    np.testing.assert_array_equal(out, ext.run(x)[0])
