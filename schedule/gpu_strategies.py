@@ -114,6 +114,8 @@ GPU_STRATEGIES: tuple[tuple[str, tuple[Strategy, ...]], ...] = (
     ("batch_matmul", (gemm_shared, gemm)),
     ("matmul", (gemm_shared, gemm)),
     ("dense", (gemm_shared, gemm)),
+    # direct convolution: register tiles over the output's rows and columns reuse inputs
+    ("conv2d", (gemm,)),
 )
 
 
