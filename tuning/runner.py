@@ -123,6 +123,11 @@ class Runner:
 
     # -- measuring ----------------------------------------------------------------------
 
+    def instantiate(self, task: Task, trace: Sequence[dict[str, Any]]) -> str:
+        """The module text measured for ``trace`` (:func:`instantiate`; a hook for tests
+        that inject faulty code)."""
+        return instantiate(task, trace)
+
     def measure(self, task: Task, candidates: Sequence[Candidate | Sequence[dict]], tuner: str = "") -> list[Record]:
         """One record per candidate, in order (failures included, with their error)."""
         expected = self.reference(task)
@@ -134,7 +139,7 @@ class Runner:
             base = dict(key=task.key, target=task.target, trace=list(cand.trace), config=cand.config,
                         task=task.name, tuner=tuner, flops=task.flops, threads=threads)
             try:
-                text = instantiate(task, cand.trace)
+                text = self.instantiate(task, cand.trace)
             except (ScheduleError, ValueError, TypeError, KeyError) as error:
                 records[k] = Record(**base, error=ErrorCode.INSTANTIATION_ERROR.value, message=str(error)[:500])
                 continue

@@ -197,17 +197,26 @@ class ModelBasedTuner(Tuner):
         model: CostModel | str = "auto",
         features: Callable[[Sequence[int]], np.ndarray] | None = None,
         epsilon: float = 0.1,
-        sa_steps: int = 100,
+        sa_steps: int = 40,
         sa_walkers: int = 64,
         warmup: int = 8,
     ):
         super().__init__(space, seed)
         self.model = make_model(model, seed) if isinstance(model, str) else model
-        self.features = features or (lambda idx: knob_features(space, idx))
+        self._describe = features or (lambda idx: knob_features(space, idx))
+        self._cache: dict[int, np.ndarray] = {}
         self.epsilon = epsilon
         self.sa_steps = sa_steps
         self.sa_walkers = sa_walkers
         self.warmup = warmup
+
+    def features(self, indices: Sequence[int]) -> np.ndarray:
+        """Feature rows of ``indices`` (each computed once)."""
+        missing = [i for i in dict.fromkeys(indices) if i not in self._cache]
+        if missing:
+            for i, row in zip(missing, self._describe(missing)):
+                self._cache[i] = row
+        return np.array([self._cache[i] for i in indices])
 
     def _fit(self) -> None:
         indices = list(self.tried)
@@ -229,7 +238,7 @@ class ModelBasedTuner(Tuner):
     def _anneal(self, n: int) -> list[int]:
         """The ``n`` best-scored untried configs seen by annealing walkers."""
         size = len(self.space)
-        if size <= 2048:  # small space: score everything
+        if size <= 4096:  # small space: score everything
             pool = [i for i in range(size) if i not in self.tried]
             scores = self._score(pool)
             order = np.argsort(-scores, kind="stable")
