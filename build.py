@@ -115,11 +115,11 @@ def build(
     work = module.clone()
     externals = bind_externals(work)  # byoc: symbols of external modules, before code is loaded
     if tuning_log is None:
-        reports = [optimize_graph(work, ctx), run_pipeline(work, TO_LOOPS + schedule_pipeline(cpu), ctx)]
+        reports = [optimize_graph(work, ctx, layout=cpu.layout), run_pipeline(work, TO_LOOPS + schedule_pipeline(cpu), ctx)]
     else:
         from .tuning.dispatch import schedule_from_log
 
-        reports = [optimize_graph(work, ctx), run_pipeline(work, TO_LOOPS, ctx)]
+        reports = [optimize_graph(work, ctx, layout=cpu.layout), run_pipeline(work, TO_LOOPS, ctx)]
         schedule_from_log(work, target, tuning_log, lambda m: reports.append(run_pipeline(m, schedule_pipeline(cpu), ctx)))
     # dumps and instruments want every pass to run: no disk cache for those builds
     use_cache = not ctx.dump_ir and not ctx.instruments

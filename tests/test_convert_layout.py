@@ -113,3 +113,17 @@ def test_pipeline_layout_is_the_targets_choice():
     assert "convert-layout{layout=NHWC}" in graph_pipeline(2, "NHWC")
     assert not any(p.startswith("convert-layout") for p in graph_pipeline(2, "NCHW"))
     assert not any(p.startswith("convert-layout") for p in graph_pipeline(1))
+
+
+def test_target_chooses_the_layout(rng):
+    weight = rng.standard_normal((4, 3, 3, 3)).astype("f4")
+    b = tk.GraphBuilder()
+    module = b.finish(b.conv2d(b.input("x", (1, 3, 7, 6)), weight, padding=1))
+    data = rng.standard_normal((1, 3, 7, 6)).astype("f4")
+    expected = tk.create_executor("interpreter", module).evaluate()(data)
+    for target, converted in (("llvm", True), ("llvm -layout=NHWC", True), ("llvm -layout=NCHW", False)):
+        lib = tk.build(module, target=target)
+        assert any(name.startswith("convert-layout") for name, _ in lib.pass_timings) == converted
+        np.testing.assert_allclose(lib(data), expected, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="-layout=NHWC|NCHW"):
+        tk.build(module, target="llvm -layout=NCWH")

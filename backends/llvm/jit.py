@@ -27,16 +27,19 @@ from ...runtime import threads
 
 @dataclass(frozen=True)
 class CPUTarget:
-    """Where code will run: CPU name, features and optimisation level."""
+    """Where code will run: CPU name, features, optimisation level, and the data layout
+    its convolutions run in (``layout``: NHWC, whose channels the conv strategy
+    vectorizes; ``-layout=NCHW`` keeps the model's own)."""
 
     cpu: str
     features: str
     opt_level: int = 3
     options: tuple[tuple[str, str], ...] = field(default=())
+    layout: str = "NHWC"
 
     @staticmethod
     def parse(target: str) -> CPUTarget:
-        """Parse ``"llvm [-mcpu=NAME] [-mattr=+f,-g] [-opt-level=N]"``."""
+        """Parse ``"llvm [-mcpu=NAME] [-mattr=+f,-g] [-opt-level=N] [-layout=NHWC|NCHW]"``."""
         words = shlex.split(target)
         if not words or words[0] != "llvm":
             raise ValueError(f"not an LLVM CPU target: {target!r} (expected 'llvm ...')")
@@ -45,6 +48,7 @@ class CPUTarget:
         host_features = llvm.get_host_cpu_features().flatten()
         extra = []
         opt = 3
+        layout = "NHWC"
         for word in words[1:]:
             key, _, value = word.partition("=")
             if key == "-mcpu":
@@ -54,13 +58,18 @@ class CPUTarget:
                 extra.append(value)
             elif key == "-opt-level":
                 opt = int(value)
+            elif key == "-layout" and value in ("NHWC", "NCHW"):
+                layout = value
             else:
-                raise ValueError(f"unknown option {word!r} in target {target!r} (known: -mcpu, -mattr, -opt-level)")
+                raise ValueError(
+                    f"unknown option {word!r} in target {target!r} "
+                    "(known: -mcpu, -mattr, -opt-level, -layout=NHWC|NCHW)"
+                )
         features = ",".join(f for f in [host_features, *extra] if f)
         # LLVM prefers 256-bit vectors on AVX-512 CPUs; our kernels are wide enough for zmm.
         if "+avx512f" in features and "prefer-256-bit" not in features:
             features += ",-prefer-256-bit"
-        return CPUTarget(cpu, features, opt)
+        return CPUTarget(cpu, features, opt, layout=layout)
 
     def describe(self) -> str:
         return f"llvm -mcpu={self.cpu}"
