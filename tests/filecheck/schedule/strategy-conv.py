@@ -1,0 +1,37 @@
+# RUN: python %s | filecheck %s
+"""default-schedule on conv2d (after convert-layout: NHWC, weight HWIO): the GEMM register
+tile over output pixels x output channels (conv2d_register_tile). 64 channels = 4 vectors
+of 16: 4 pixel rows (16 zmm accumulators in a local tile), reduction over (ky, kx, c)
+outside the unrolled rows and vectorized channels. A 7-wide image is not a multiple of 4
+rows: its rows and columns are fused into one pixel loop (49 pixels, shifted last tile)."""
+
+import numpy as np
+import tensorkiln as tk
+from tensorkiln.build import TO_LOOPS
+from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
+from tensorkiln.schedule import kernels
+
+def scheduled(module):
+    ctx = PassContext(opt_level=2, dump_ir=False)
+    optimize_graph(module, ctx)
+    run_pipeline(module, TO_LOOPS + ("default-schedule{vector_bits=512}",), ctx)
+    return module
+
+b = tk.GraphBuilder()
+w = np.ones((64, 32, 3, 3), np.float32)
+m = scheduled(b.finish(b.conv2d(b.input("x", (1, 32, 7, 7)), w, padding=1)))
+for k in kernels(m):
+    if k.attributes["tk.kernel"].data.startswith("conv2d"):
+        print(k)
+
+# CHECK-LABEL: func.func @conv2d_0(%0: memref<1x7x7x32xf32>, %1: memref<3x3x32x64xf32>, %2: memref<1x7x7x64xf32>)
+# CHECK-SAME:      tk.strategy = "conv2d_register_tile"
+# CHECK:         loop.for {{.*}} parallel name("i1.i2.fused.outer.i3.outer.fused")
+# CHECK:           loop.alloc() {scope = "local"} : memref<4x64xf32>
+# CHECK:           vectorized name("i3.inner.init")
+# CHECK:           name("k0")
+# CHECK:             name("k1")
+# CHECK:               name("k2")
+# CHECK:                 unrolled name("i1.i2.fused.inner")
+# CHECK:                   vectorized name("i3.inner")
+# CHECK:           vectorized name("i3.inner.write")
