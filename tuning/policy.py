@@ -89,6 +89,8 @@ class TemplatePolicy(SearchPolicy):
                     # not schedulable, or the same trace as a measured config: learn without measuring
                     self.tuner.update([index], [math.inf if trace is None else known])
                     continue
+                if any(trace_key(c.trace) == trace_key(trace) for c in batch):
+                    continue  # the same schedule as another config of this batch: learned when it is measured
                 batch.append(Candidate(trace, self._config(index)))
         return batch
 

@@ -168,12 +168,18 @@ def _vectorize_innermost(s: Schedule, axis: str) -> None:
 
 
 def _parallel_outermost(s: Schedule) -> None:
-    """Parallelize the outermost loop with more than one iteration."""
-    for name in s.loops():
-        extent = s.extent(name)
+    """Parallelize the outermost loop with more than one iteration, going down the
+    outer band (a loop alone in its parent) only."""
+    from ..dialects import loop as loop_dialect
+    from ..schedule.nest import static_trip_bound
+
+    nests = [op for op in s.kernel.body.block.ops if isinstance(op, loop_dialect.ForOp)]
+    while len(nests) == 1:
+        extent = static_trip_bound(nests[0])
         if extent is None or extent > 1:
-            s.parallel(name)
+            s.parallel(nests[0].loop_name.data)
             return
+        nests = [op for op in nests[0].body.block.ops if isinstance(op, loop_dialect.ForOp)]
 
 
 def _is_matrix_product(task: Task, info: LoopInfo) -> bool:

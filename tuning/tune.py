@@ -15,7 +15,7 @@ measured again: running the same call twice measures nothing new the second time
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,10 +99,13 @@ def tune_tasks(
     batch_size: int = 8,
     seed: int = 0,
     progress: bool = True,
+    policy: Callable[[Task], SearchPolicy] | None = None,
 ) -> dict[str, TaskState]:
     """Tune ``tasks`` with ``trials`` measurements in all (see the module docstring);
-    returns each task's state (records, best, curve) by workload key."""
-    states = {t.key: TaskState(t, make_policy(t, tuner, seed)) for t in tasks}
+    returns each task's state (records, best, curve) by workload key. ``policy``: a
+    factory of a custom search policy per task (default: the one ``tuner`` names)."""
+    factory = policy or (lambda t: make_policy(t, tuner, seed))
+    states = {t.key: TaskState(t, factory(t)) for t in tasks}
     if log_file is not None:
         old: dict[str, list[Record]] = {}
         for r in load_records(log_file):

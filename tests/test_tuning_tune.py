@@ -1,0 +1,241 @@
+"""tk.tune end to end on small kernels: logs, resume, apply-best in tk.build, the
+template and evolutionary policies, and the optional plot and Dask runner."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from tuning_helpers import CRASHING, FaultyRunner, matmul_module, split, two_layer_module
+
+import tensorkiln as tk
+from tensorkiln.build import lower_to_loops
+from tensorkiln.schedule.schedule import kernels
+from tensorkiln.tuning.dispatch import schedule_from_log
+from tensorkiln.tuning.policy import TemplatePolicy, trace_key
+from tensorkiln.tuning.record import ErrorCode, Record, load_records, save_records
+from tensorkiln.tuning.runner import Runner, instantiate
+from tensorkiln.tuning.sketch import SketchPolicy, generate_sketches
+from tensorkiln.tuning.templates import LoopInfo, template_for
+from tensorkiln.tuning.tune import tune_tasks
+
+
+@pytest.fixture(scope="module")
+def runner():
+    with Runner(timeout=20, min_repeat_ms=1, repeat=2) as r:
+        yield r
+
+
+def test_tune_logs_resumes_and_builds(tmp_path, runner, rng) -> None:
+    module = two_layer_module()
+    log = tmp_path / "tune.jsonl"
+    best = tk.tune(module, "llvm", trials=6, log_file=str(log), tuner="random", runner=runner, batch_size=3,
+                   progress=False)
+    records = list(load_records(log))
+    assert len(records) == 6
+    assert {r.key for r in records} == set(best) == {t.key for t in tk.extract_tasks(module)}
+    # a rerun with the same budget measures nothing; a larger one only the difference
+    tk.tune(module, "llvm", trials=6, log_file=str(log), tuner="random", runner=runner, progress=False)
+    assert len(list(load_records(log))) == 6
+    tk.tune(module, "llvm", trials=9, log_file=str(log), tuner="random", runner=runner, batch_size=3, progress=False)
+    again = list(load_records(log))
+    assert len(again) == 9
+    assert len({trace_key(r.trace) + r.key for r in again}) == 9, "a candidate was measured twice"
+    lib = tk.build(module, "llvm", tuning_log=str(log))
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((9, 13), (13, 13), (13, 7), (13, 13))]
+    x, w1, w2, w3 = args
+    expected = np.maximum(np.maximum(x @ w1, 0) @ w3, 0) @ w2
+    np.testing.assert_allclose(lib(*args), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_each_task_starts_with_its_default_schedule(tmp_path, runner) -> None:
+    (task,) = tk.extract_tasks(matmul_module(16, 24, 40))
+    states = tune_tasks([task], 3, tuner="xgb", runner=runner, batch_size=3, progress=False)
+    first = states[task.key].records[0]
+    assert first.config == {"template": "default", "values": None}
+
+
+def test_tuning_goes_on_after_faulty_candidates(tmp_path) -> None:
+    (task,) = tk.extract_tasks(matmul_module())
+    log = tmp_path / "faulty.jsonl"
+
+    class Policy:
+        """Proposes a crashing candidate between two good ones."""
+
+        name = "scripted"
+
+        def __init__(self):
+            self.batches = [[split(2)], [split(1)], [split(4)]]
+
+        def propose(self, n):
+            from tensorkiln.tuning.runner import Candidate
+
+            return [Candidate(t) for t in self.batches.pop(0)] if self.batches else []
+
+        def feed(self, records):
+            pass
+
+        def exhausted(self):
+            return not self.batches
+
+    with FaultyRunner({1: CRASHING}, timeout=20, min_repeat_ms=1) as faulty:
+        states = tune_tasks([task], 3, str(log), runner=faulty, batch_size=1, progress=False,
+                            policy=lambda t: Policy())
+    errors = [r.error for r in load_records(log)]
+    assert errors == ["NO_ERROR", "RUNTIME_ERROR", "NO_ERROR"]
+    assert states[task.key].best.trace in (split(2), split(4))
+
+
+def _fake(task, trace, cost: float, error: str = "NO_ERROR") -> Record:
+    return Record(key=task.key, target="llvm", trace=trace, costs=[cost] if error == "NO_ERROR" else [], error=error,
+                  flops=task.flops, task=task.name)
+
+
+def test_apply_best_picks_the_fastest_record(tmp_path, caplog) -> None:
+    module = two_layer_module()
+    relu, last = tk.extract_tasks(module)
+    slow, fast, broken = split(3), split(2, "i1"), split(5)
+    log = tmp_path / "best.jsonl"
+    save_records(log, [_fake(relu, slow, 3e-3), _fake(relu, fast, 1e-3), _fake(relu, broken, 1e-9, "WRONG_RESULT")])
+    loops = lower_to_loops(module)
+    from tensorkiln.passes.pipeline import PassContext, optimize_graph
+
+    loops = module.clone()
+    optimize_graph(loops, PassContext(opt_level=2, dump_ir=False))
+    loops = lower_to_loops(loops)
+    with caplog.at_level(logging.WARNING, logger="tensorkiln.tuning"):
+        report = schedule_from_log(loops, "llvm", log, lambda m: None)
+    assert sorted(report["tuned"]) == sorted(relu.names)
+    assert report["untuned"] == [last.name]
+    untuned_logs = [r for r in caplog.records if "no record" in r.getMessage()]
+    assert len(untuned_logs) == 1 and last.name in untuned_logs[0].getMessage()
+    names = {k.sym_name.data: str(k) for k in kernels(loops)}
+    for name in relu.names:
+        assert 'name("i1.outer")' in names[name] and 'name("i0.outer")' not in names[name]
+
+
+def test_build_with_a_log_for_another_model_uses_defaults(tmp_path, rng, caplog) -> None:
+    (other,) = tk.extract_tasks(matmul_module(5, 6, 7))
+    log = tmp_path / "other.jsonl"
+    save_records(log, [_fake(other, split(2), 1e-3)])
+    module = matmul_module()
+    with caplog.at_level(logging.WARNING, logger="tensorkiln.tuning"):
+        lib = tk.build(module, "llvm", tuning_log=str(log))
+    assert any("no record for 1 task" in r.getMessage() for r in caplog.records)
+    x, w = rng.standard_normal((8, 12)).astype(np.float32), rng.standard_normal((12, 10)).astype(np.float32)
+    np.testing.assert_allclose(lib(x, w), x @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_build_with_a_missing_log_names_it(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="tuning log not found: .*nope.jsonl"):
+        tk.build(matmul_module(), "llvm", tuning_log=str(tmp_path / "nope.jsonl"))
+
+
+def test_unknown_tuner_is_named() -> None:
+    with pytest.raises(ValueError, match="unknown tuner 'annealing'"):
+        tk.tune(matmul_module(), trials=1, tuner="annealing", progress=False)
+
+
+# -- policies without measuring -----------------------------------------------------------
+
+
+def _feed_fake(policy, candidates, rng) -> None:
+    records = []
+    for c in candidates:
+        r = Record(key=policy.task.key, target="llvm", trace=c.trace, config=c.config, costs=[float(rng.uniform(1, 2))],
+                   flops=policy.task.flops)
+        records.append(r)
+    policy.feed(records)
+
+
+def test_matmul_template_space_default_and_traces() -> None:
+    (task,) = tk.extract_tasks(matmul_module(16, 24, 40))
+    template = template_for(task)
+    assert template.name == "matmul"
+    space = template.space(task, 16)
+    default = template.default_config(space, 16)
+    assert default["tile_rows"] == 4 and default["tile_cols"] == 64 and default["cache_write"]
+    trace = template.trace(task, default)
+    assert [s["primitive"] for s in trace][:2] == ["tile", "cache_write"]
+    assert instantiate(task, trace) == instantiate(task, template.trace(task, space[default.index]))
+
+
+@pytest.mark.parametrize("tuner", ["xgb", "ga"])
+def test_template_policy_proposes_new_schedulable_candidates(tuner, rng) -> None:
+    (task,) = tk.extract_tasks(matmul_module(16, 24, 40))
+    policy = TemplatePolicy(task, tuner, seed=1)
+    seen = set()
+    for _ in range(3):
+        batch = policy.propose(6)
+        assert batch
+        for c in batch:
+            key = trace_key(c.trace)
+            assert key not in seen
+            seen.add(key)
+            instantiate(task, c.trace)
+        _feed_fake(policy, batch, rng)
+
+
+def test_sketches_follow_the_loop_structure() -> None:
+    (mm,) = tk.extract_tasks(matmul_module(16, 24, 40))
+    sketches = generate_sketches(LoopInfo.of(mm))
+    assert {s["kind"] for s in sketches} == {"tiled"} and {s["pack"] for s in sketches} == {None, 0, 1}
+    b = tk.GraphBuilder()
+    x = b.input("x", (3, 37))
+    (elementwise,) = tk.extract_tasks(b.finish(b.relu(b.add(x, x))))
+    assert generate_sketches(LoopInfo.of(elementwise)) == [{"kind": "elementwise"}]
+
+
+def test_evolutionary_policy_learns_and_proposes_valid_candidates(rng) -> None:
+    (task,) = tk.extract_tasks(matmul_module(16, 24, 40))
+    policy = SketchPolicy(task, seed=0, population=8, generations=1)
+    first = policy.propose(6)
+    assert first[0].config == {"sketch": "default", "values": None}
+    seen = set()
+    for _ in range(3):
+        batch = policy.propose(6) if seen else first
+        assert len(batch) == 6
+        for c in batch:
+            key = trace_key(c.trace)
+            assert key not in seen
+            seen.add(key)
+            instantiate(task, c.trace)
+        _feed_fake(policy, batch, rng)
+    assert len(policy._data) >= 4  # the cost model trained on the fed records
+
+
+def test_sketch_candidates_compute_the_right_result(runner) -> None:
+    """A few evolutionary candidates, measured: all pass the reference check."""
+    b = tk.GraphBuilder()
+    x = b.input("x", (1, 3, 9, 7))
+    module = b.finish(b.relu(b.conv2d(x, b.input("w", (5, 3, 3, 3)), None, strides=1, padding=1)))
+    (task,) = [t for t in tk.extract_tasks(module) if t.tag.startswith("conv2d")]  # (layout transposes beside)
+    policy = SketchPolicy(task, seed=2, population=8, generations=1)
+    records = runner.measure(task, policy.propose(5))
+    assert all(r.error in (ErrorCode.NO_ERROR.value,) for r in records), [(r.error, r.message) for r in records]
+
+
+# -- optional extras -------------------------------------------------------------------
+
+
+def test_plot(tmp_path) -> None:
+    pytest.importorskip("matplotlib", reason="tk.tuning.plot needs matplotlib (optional extra 'tuning')")
+    (task,) = tk.extract_tasks(matmul_module())
+    log = tmp_path / "p.jsonl"
+    save_records(log, [_fake(task, split(k), 1e-3 / k) for k in (1, 2, 3)])
+    path = tk.tuning.plot(str(log))
+    assert path.endswith(".png") and (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_dask_runner_on_a_local_cluster(tmp_path) -> None:
+    distributed = pytest.importorskip("distributed", reason="the Dask runner needs dask.distributed (extra 'tuning')")
+    from tensorkiln.tuning.distributed import dask_runner
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            runner = dask_runner(client, timeout=30, min_repeat_ms=1)
+            log = tmp_path / "dask.jsonl"
+            best = tk.tune(matmul_module(), trials=2, log_file=str(log), tuner="random", runner=runner, batch_size=2,
+                           progress=False)
+    assert len(list(load_records(log))) == 2 and len(best) == 1
