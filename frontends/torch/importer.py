@@ -101,6 +101,8 @@ class _Importer:
         self.ctx = ImportContext(self.builder)
         self.values: dict[Any, Any] = {}
         self.params: dict[str, np.ndarray] = {}
+        # higher-order ops (torch.cond, while_loop) convert their branch graphs with this
+        self.ctx.convert_subgraph = self.convert_subgraph
 
     # -- placeholders ----------------------------------------------------------------
 
@@ -151,6 +153,8 @@ class _Importer:
         import torch
 
         if isinstance(a, torch.fx.Node):
+            if a.op == "get_attr":  # a subgraph of a higher-order op (torch.cond's branches)
+                return getattr(self.ep.graph_module, a.target)
             return self.values[a]
         if isinstance(a, list | tuple):
             return type(a)(self.arg(x) for x in a)
@@ -186,6 +190,29 @@ class _Importer:
         while op is not None:
             op.location = _location(node)
             op = op.next_op
+
+    def convert_subgraph(self, graph_module: Any, inputs: list[SSAValue]) -> list[SSAValue]:
+        """Convert a higher-order op's subgraph at the builder's insertion point, its
+        placeholders bound to ``inputs``; returns its outputs."""
+        missing = unsupported_nodes(graph_module.graph)
+        if missing:
+            listed = "; ".join(f"{name} ({', '.join(nodes[:5])})" for name, nodes in missing.items())
+            raise UnsupportedOperatorError(f"unsupported operators in a control-flow subgraph: {listed}")
+        saved, self.values = self.values, {}
+        try:
+            placeholders = [n for n in graph_module.graph.nodes if n.op == "placeholder"]
+            if len(placeholders) != len(inputs):
+                raise TorchImportError(f"subgraph takes {len(placeholders)} inputs, given {len(inputs)}")
+            self.values.update(zip(placeholders, inputs))
+            outputs: list[SSAValue] = []
+            for node in graph_module.graph.nodes:
+                if node.op == "call_function" and not _is_dead(node):
+                    self.call(node)
+                elif node.op == "output":
+                    outputs = _flatten_outputs(self.arg(node.args[0]))
+            return outputs
+        finally:
+            self.values = saved
 
     def run(self) -> ModuleOp:
         missing = unsupported_nodes(self.ep.graph)

@@ -39,6 +39,8 @@ def target_name(target: Any) -> str:
     name = getattr(target, "name", None)
     if callable(name):  # torch OpOverload: name() -> "aten::add.Tensor"
         overload = name()
+        if "::" not in overload:  # a higher-order op (torch.cond: "cond") -> "higher_order.cond"
+            return f"higher_order.{overload}"
         namespace, _, rest = overload.partition("::")
         return f"{namespace}.{rest}" + ("" if "." in rest else ".default")
     module = getattr(target, "__module__", "") or ""
