@@ -164,6 +164,13 @@ class _KernelConverter:
         self.launch = Launch(kernel)
         bound = [f for f in kernel.walk() if isinstance(f, loop.ForOp) and _axis_of(f.kind.data)]
         self.has_threads = any(f.kind.data.startswith("threadIdx") for f in bound)
+        # block sizes first: a phase shorter than the block needs its guard even when an
+        # earlier phase on the same axis was shorter still
+        for f in bound:
+            axis = _axis_of(f.kind.data)
+            extent = _trip_bound(f)
+            if axis[0] == "threadIdx" and extent is not None:
+                self.launch.block[axis[1]] = max(self.launch.block[axis[1]], extent)
         self.phases = _Phases()
         self.ids: dict[str, SSAValue] = {}
 

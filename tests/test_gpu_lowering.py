@@ -162,3 +162,33 @@ def test_bad_cuda_target_strings():
     module = b.finish(b.relu(b.input("x", (3, 5))))
     with pytest.raises(ValueError, match="unknown option '-mcpu=x'"):
         tk.emit_source(module, target="cuda -mcpu=x")
+
+
+SHORT_PHASE_FIRST = """
+builtin.module {
+  func.func @k(%A: memref<?xf32>, %B: memref<?xf32>, %C: memref<?x32xf32>) attributes {tk.kernel = "k"} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %n = loop.dim %A, 0 : memref<?xf32>
+    loop.for %r = %c0 to %n step %c1 blockIdx.x {
+      loop.for %t = %c0 to %c1 step %c1 threadIdx.x {
+        %x = loop.load %A[%r] : memref<?xf32>
+        loop.store %x, %B[%r] : memref<?xf32>
+      }
+      loop.for %u = %c0 to %c32 step %c1 threadIdx.x {
+        %y = loop.load %A[%r] : memref<?xf32>
+        loop.store %y, %C[%r, %u] : memref<?x32xf32>
+      }
+    }
+    func.return
+  }
+}
+"""
+
+
+def test_a_phase_shorter_than_the_block_is_guarded_whatever_the_order():
+    """The block has 32 threads; the first phase has one iteration: only thread 0 runs it."""
+    text = str(_lower(SHORT_PHASE_FIRST, ("loop-to-gpu",)))
+    assert "gpu.known_block_size = array<i32: 32, 1, 1>" in text
+    assert text.count("scf.if") == 1 and text.index("scf.if") < text.index("%B[")
