@@ -33,7 +33,7 @@ from ..dialects.graph.control import CONTROL_FLOW_OPS, IfOp, RegionYieldOp, Whil
 from ..interpreter import find_function
 from ..runtime.artifact import META, VM_ARTIFACT_FORMAT, VM_CONSTANTS, VM_PROGRAM
 from ..runtime.module import CompiledModule
-from ..runtime.profiler import BenchmarkResult
+from ..runtime.profiler import BenchmarkResult, KernelStat, ProfileReport
 from ..runtime.vm import VirtualMachine, VMProgram
 from ..signature import signature_of
 from .export import ExportError
@@ -192,6 +192,36 @@ class VMModule(VirtualMachine):
 
     compile_seconds: float
     pass_timings: list[tuple[str, float]]
+    first_run_seconds: float | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self.first_run_seconds is None:
+            start = time.perf_counter()
+            result = super().__call__(*args)
+            self.first_run_seconds = time.perf_counter() - start
+            return result
+        return super().__call__(*args)
+
+    def profile(self, *inputs: Any, runs: int = 10) -> ProfileReport:
+        """Per compiled function: calls per run, total and mean time, share (slowest first);
+        plus compile time, first-run and steady-state latency of the VM."""
+        if self.first_run_seconds is None:
+            self(*inputs)
+        totals: dict[str, float] = {}
+        calls: dict[str, int] = {}
+        for _ in range(runs):
+            _, seconds = self.run_timed(*inputs)
+            for name, times in seconds.items():
+                totals[name] = totals.get(name, 0.0) + sum(times)
+                calls[name] = calls.get(name, 0) + len(times)
+        total = sum(totals.values())
+        stats = [
+            KernelStat(n, calls[n] // runs, totals[n] / runs, totals[n] / calls[n], totals[n] / total if total else 0.0)
+            for n in totals
+        ]
+        stats.sort(key=lambda k: k.total_seconds, reverse=True)
+        steady = self.benchmark(*inputs, number=max(1, runs), repeat=5).median
+        return ProfileReport(stats, self.compile_seconds, self.first_run_seconds, steady, total / runs, runs, executor="vm")
 
     def benchmark(self, *inputs: Any, number: int = 10, repeat: int = 5, executor: str = "vm") -> BenchmarkResult:
         return super().benchmark(*inputs, number=number, repeat=repeat)

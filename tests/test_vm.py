@@ -187,3 +187,15 @@ def test_vm_artifact_round_trip_and_corrupt_bytecode(tmp_path, rng):
     (tmp_path / "vm.tk" / "vm.json").write_text(json.dumps(program))
     with pytest.raises(ArtifactError, match="bad operands in instruction 0"):
         load_module(tmp_path / "vm.tk")
+
+
+def test_vm_profile_counts_calls_per_function(rng):
+    vm = build_vm(_while_module())
+    x = (rng.standard_normal((2, 3)) * 0.1).astype("f4")
+    _, trips = _numpy_while(x)
+    report = vm.profile(x, runs=2)
+    calls = {k.name: k.calls for k in report.kernels}
+    cond = next(n for n in calls if "_cond" in n)
+    body = next(n for n in calls if "_body" in n)
+    assert calls[cond] == trips + 1 and calls[body] == trips
+    assert report.executor == "vm" and report.first_run_seconds is not None and report.compile_seconds > 0
