@@ -1,7 +1,11 @@
 """The torch model zoo end to end: import, build, first run and steady-state latency of
-tensorkiln against torch eager, on one thread. Writes its table to BENCHMARKS.md.
+tensorkiln against torch eager at 1 and 2 threads; then the headline models (MLP
+784-512-256-10, ResNet basic block, transformer encoder layer, zoo CNNs at batch 1)
+against torch eager, torch.compile and ONNX Runtime at 1 and 2 threads. Writes two
+tables to BENCHMARKS.md.
 
     .venv/bin/python benchmarks/models.py [--repeat 30] [--models resnet18,mlp] [--no-full]
+                                          [--no-compile] [--no-zoo] [--no-peers]
 
 For each model of ``tensorkiln.examples.torch_zoo`` (and a full-size ResNet-50 at 64x64,
 to check that the frontend's import time is a small fraction of build time):
@@ -13,7 +17,8 @@ to check that the frontend's import time is a small fraction of build time):
 - steady state: tensorkiln and torch eager called alternately in one loop on the same
   input, the median of each and their ratio (> 1: tensorkiln is slower).
 
-torch runs with ``torch.set_num_threads(1)``: tensorkiln's code is single-threaded for now.
+Thread counts: tensorkiln's ``set_num_threads`` and ``torch.set_num_threads`` together,
+alternating 1 and 2 in blocks (``peers.interleaved_at_threads``).
 """
 
 from __future__ import annotations
@@ -26,7 +31,18 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from report import interleaved, machine, median_time, table, write_section  # noqa: E402
+from peers import (  # noqa: E402  (first: sets the thread-pool environment before torch loads)
+    THREADS,
+    compiled_fn,
+    eager_fn,
+    interleaved_at_threads,
+    load_average,
+    ms,
+    onnxruntime_fns,
+    ratio,
+    tensorkiln_fn,
+)
+from report import machine, median_time, table, write_section  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -85,7 +101,9 @@ def bench(entry: ZooEntry, repeat: int) -> dict:
         def run_tk():
             return lib(*arrays)
 
-        row["tk"], row["torch"] = interleaved([run_tk, run_torch], repeat)
+        times = interleaved_at_threads({n: [run_tk, run_torch] for n in THREADS}, repeat)
+        row["tk"], row["torch"] = times[1]
+        row["tk2"], row["torch2"] = times[2]
     return row
 
 
@@ -97,7 +115,8 @@ def render(rows: list[dict], repeat: int) -> str:
     load = os.getloadavg()[0]
     header = [
         "model", "export (s)", "import (s)", "of it convert (s)", "build (s)", "import/build", "first run (ms)",
-        "tensorkiln (ms)", "torch eager (ms)", "tk/torch", "rel. L2 err",
+        "tk 1 thread (ms)", "torch 1 thread (ms)", "tk/torch 1t", "tk 2 threads (ms)", "torch 2 threads (ms)",
+        "tk/torch 2t", "rel. L2 err",
     ]  # fmt: skip
     body, failed = [], []
     for r in rows:
@@ -108,21 +127,24 @@ def render(rows: list[dict], repeat: int) -> str:
             f"{r['name']}", f"{r['export']:.2f}", f"{r['import']:.2f}", f"{r['convert']:.2f}",
             f"{r['build']:.1f}",
             f"{r['import'] / r['build']:.1%}", _ms(r["first_run"]), _ms(r["tk"]), _ms(r["torch"]),
-            f"{r['tk'] / r['torch']:.2f}", f"{r['error_l2']:.1e}",
+            f"{r['tk'] / r['torch']:.2f}", _ms(r["tk2"]), _ms(r["torch2"]), f"{r['tk2'] / r['torch2']:.2f}",
+            f"{r['error_l2']:.1e}",
         ])  # fmt: skip
     text = [
-        "## Torch model zoo: tensorkiln vs torch eager",
+        "## Torch model zoo: tensorkiln vs torch eager (1 and 2 threads)",
         "",
         f"`benchmarks/models.py` on {machine()} (load average {load:.1f} at the end of the run: "
-        f"the machine is shared, so read the ratios, not the absolute times); torch {torch.__version__} eager with "
-        f"`torch.set_num_threads(1)` (tensorkiln's code is single-threaded). Models: "
+        f"the machine is shared, so read the ratios, not the absolute times); torch {torch.__version__} eager; "
+        "threads set together for both (tensorkiln's `set_num_threads`, `torch.set_num_threads`), idle "
+        "OpenMP threads sleeping (`OMP_WAIT_POLICY=passive`). Models: "
         "`tensorkiln/examples/torch_zoo.py` (small widths, 32x32 images, batch 2), and "
         "`resnet50_full`: ResNet-50 at full width and depth (25.6M parameters), batch 1, 64x64.",
         "",
         "Import = `from_exported_program` (median): torch's `run_decompositions` to Core ATen, then our "
         "conversion to graph IR, timed alone in the next column; build = one "
         "`tk.build`, first run = the compiled model's first call; steady state = medians of "
-        f"{repeat} calls of each, tensorkiln and torch alternating in one loop on the same input. "
+        f"{repeat} calls of each per thread count, tensorkiln and torch alternating on the same input, "
+        "1 and 2 threads alternating in blocks. "
         "tk/torch > 1 means tensorkiln is slower. rel. L2 err: compiled vs torch on fresh inputs "
         "(worst output).",
         "",
@@ -143,16 +165,84 @@ def render(rows: list[dict], repeat: int) -> str:
     return "\n".join(text)
 
 
+def headline_models() -> list[tuple[str, torch.nn.Module, tuple[torch.Tensor, ...]]]:
+    """The models the issue names, at batch 1: fusion.py's MLP / ResNet basic block /
+    encoder layer, and the zoo's CNNs."""
+    from fusion import MODELS
+
+    found = []
+    for name, make in MODELS.items():
+        model, x = make()
+        found.append((name, model.eval(), (x,)))
+    for zoo_name in ("resnet18", "mobilenet_v2", "squeezenet", "shufflenet_v2", "efficientnet"):
+        entry = ZOO[zoo_name]
+        inputs = tuple(a[:1] for a in random_inputs(entry, seed=0))
+        found.append((f"zoo {zoo_name} batch 1", entry.build(), inputs))
+    return found
+
+
+def bench_peers(repeat: int, compile_: bool, only: str = "") -> str:
+    """The headline models vs torch eager, torch.compile and ONNX Runtime."""
+    peers = ["tensorkiln", "torch eager", "torch.compile", "ONNX Runtime"]
+    rows = []
+    for name, model, inputs in headline_models():
+        if only and only not in name:
+            continue
+        try:
+            ours = tensorkiln_fn(model, inputs)
+        except Exception as error:  # a model we do not compile is a result, not a crash
+            print(f"{name}: tensorkiln: {type(error).__name__}: {error}")
+            continue
+        compiled = compiled_fn(model, inputs) if compile_ else None
+        ort = onnxruntime_fns(model, inputs, THREADS)
+        for what in (compiled, ort):
+            if isinstance(what, str):
+                print(f"  {name}: {what}")
+        fns = {
+            n: [ours, eager_fn(model, inputs), compiled if callable(compiled) else None, ort[n] if isinstance(ort, dict) else None]
+            for n in THREADS
+        }
+        times = interleaved_at_threads(fns, repeat)
+        for n in THREADS:
+            t = times[n]
+            rows.append([name, str(n), *map(ms, t), ratio(t[0], t[1]), ratio(t[0], t[2]), ratio(t[0], t[3])])
+            print(" | ".join(rows[-1]), flush=True)
+    return "\n".join(
+        [
+            "## Models at batch 1: tensorkiln vs torch eager, torch.compile, ONNX Runtime (1 and 2 threads)",
+            "",
+            f"`benchmarks/models.py` on {machine()}, torch {torch.__version__}; medians of {repeat} calls per thread",
+            "count, the peers called in turn and the thread counts alternating in 3 blocks. Threads: tensorkiln's",
+            "`set_num_threads` and `torch.set_num_threads` (torch.compile's code too); ONNX Runtime one session per",
+            "count (`intra_op_num_threads`, exported with `torch.onnx.export(dynamo=True)`). Idle pool threads sleep",
+            "(`OMP_WAIT_POLICY=passive`, ORT without spinning). tk/x < 1: tensorkiln is faster.",
+            f"Load average at the end of the run: {load_average()} (a shared machine: read the ratios).",
+            "",
+            table(["model", "threads", *[f"{p} (ms)" for p in peers], "tk/eager", "tk/compile", "tk/ORT"], rows),
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=30, help="steady-state calls per model and side")
     parser.add_argument("--models", default="", help="comma-separated zoo names (default: all)")
     parser.add_argument("--no-full", action="store_true", help="skip the full-size ResNet-50")
     parser.add_argument("--no-write", action="store_true", help="print the table, leave BENCHMARKS.md alone")
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile in the peers table")
+    parser.add_argument("--no-zoo", action="store_true", help="only the peers table")
+    parser.add_argument("--no-peers", action="store_true", help="only the zoo table")
+    parser.add_argument("--only", default="", help="peers table: models whose name contains this")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=FutureWarning)
-    torch.set_num_threads(1)
 
+    if not args.no_peers:
+        markdown = bench_peers(args.repeat, not args.no_compile, args.only)
+        print(markdown)
+        if not args.no_write:
+            write_section("model-peers", markdown)
+    if args.no_zoo:
+        return
     entries = [ZOO[n] for n in args.models.split(",")] if args.models else list(ZOO.values())
     if not args.no_full:
         entries.append(resnet50_full())
@@ -165,15 +255,14 @@ def main() -> None:
         else:
             print(
                 f"{entry.name:22s} import {row['import']:.2f}s build {row['build']:.1f}s "
-                f"first {_ms(row['first_run'])}ms tk {_ms(row['tk'])}ms torch {_ms(row['torch'])}ms "
-                f"ratio {row['tk'] / row['torch']:.2f} err {row['error_l2']:.1e}",
+                f"first {_ms(row['first_run'])}ms tk {_ms(row['tk'])}/{_ms(row['tk2'])}ms "
+                f"torch {_ms(row['torch'])}/{_ms(row['torch2'])}ms (1/2 threads) err {row['error_l2']:.1e}",
                 flush=True,
             )
     markdown = render(rows, args.repeat)
     print(markdown)
     if not args.no_write:
         write_section("torch-models", markdown)
-
 
 if __name__ == "__main__":
     main()

@@ -117,6 +117,19 @@ def _libgomp() -> ctypes.CDLL | None:
             del os.environ["OMP_WAIT_POLICY"]
 
 
+#: the OpenMP runtime functions generated code may call (parallel loops; the first three
+#: by code from before dynamic scheduling, e.g. in a disk cache)
+OPENMP_FUNCTIONS = (
+    "GOMP_parallel",
+    "omp_get_thread_num",
+    "omp_get_num_threads",
+    "GOMP_parallel_loop_nonmonotonic_dynamic",
+    "GOMP_loop_nonmonotonic_dynamic_next",
+    "GOMP_loop_end_nowait",
+    "omp_get_max_threads",
+)
+
+
 def openmp_function(name: str) -> int:
     """The address of OpenMP runtime function ``name`` (``GOMP_parallel``...) in
     tensorkiln's libgomp: what the generated code's calls bind to."""
@@ -163,6 +176,7 @@ __all__ = [
     "DEFAULT_WAIT_POLICY",
     "ENV_VARIABLE",
     "NUM_THREADS_SYMBOL",
+    "OPENMP_FUNCTIONS",
     "default_num_threads",
     "get_num_threads",
     "native_address",

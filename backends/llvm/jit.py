@@ -160,17 +160,12 @@ _OPENMP_PREFIXES = ("GOMP_", "omp_")
 
 @lru_cache(maxsize=1)
 def load_openmp_runtime() -> str:
-    """Load libgomp into the process for good (MCJIT then resolves ``GOMP_parallel``,
-    ``omp_get_thread_num``...); returns the library's name."""
-    name = ctypes.util.find_library("gomp") or "libgomp.so.1"
-    try:
-        llvm.load_library_permanently(name)
-    except RuntimeError as e:
-        raise RuntimeError(
-            f"parallel loops need the OpenMP runtime libgomp, which could not be loaded ({name}: {e}); "
-            "install it (e.g. apt-get install libgomp1) or schedule the loops serial"
-        ) from e
-    return name
+    """Bind the OpenMP runtime functions generated code calls (``GOMP_...``, ``omp_...``)
+    to tensorkiln's own instance of libgomp (:mod:`tensorkiln.runtime.threads`: not the
+    copy torch loads, and with its own thread-wait policy); returns the library's name."""
+    for name in threads.OPENMP_FUNCTIONS:
+        bind_external_symbol(name, threads.openmp_function(name))
+    return ctypes.util.find_library("gomp") or "libgomp.so.1"
 
 
 @lru_cache(maxsize=1)
@@ -182,9 +177,8 @@ def link_runtime(module: llvm.ModuleRef) -> None:
     """Make the native symbols ``module`` needs from tensorkiln's runtime resolvable:
     libgomp for parallel loops (bound to tensorkiln's own instance of it, see
     :mod:`tensorkiln.runtime.threads`), the thread-count variable."""
-    for f in module.functions:
-        if f.is_declaration and f.name.startswith(_OPENMP_PREFIXES):
-            bind_external_symbol(f.name, threads.openmp_function(f.name))
+    if any(f.is_declaration and f.name.startswith(_OPENMP_PREFIXES) for f in module.functions):
+        load_openmp_runtime()
     if any(g.name == threads.NUM_THREADS_SYMBOL for g in module.global_variables):
         _bind_thread_count()
 

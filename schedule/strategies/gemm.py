@@ -58,15 +58,19 @@ def column_vectors(columns: int | None, lanes: int) -> int:
     decisions={"rows": (1, 2, 4, 6, 8), "vectors": (1, 2, 3, 4)},
 )
 def gemm(s: Schedule, info: KernelInfo, rows: int = GEMM_ROWS, vectors: int | None = None) -> None:
-    """Register-tile the last two output loops (rows x columns) of a matrix product."""
-    *batch, r, c = info.output_loops
+    """Register-tile the rows x columns of a matrix product: the columns are the last
+    output loop, the rows the last one before it that has more than one iteration
+    (a dense layer on (tokens, 1, features) has rows outside a loop of one)."""
+    *outer, c = info.output_loops
+    r = next((name for name in reversed(outer) if s.extent(name) != 1), outer[-1])
+    batch = [name for name in outer if name != r]
     m, n = s.extent(r), s.extent(c)
     vectors = vectors or column_vectors(n, info.lanes)
     row_factor, row_tail = tile_factor(m, rows)
     col_factor, col_tail = tile_factor(n, vectors * info.lanes)
     ro, ri = s.split(r, row_factor, tail=row_tail)
     co, ci = s.split(c, col_factor, tail=col_tail)
-    s.reorder(ro, co, ri, ci)
+    s.reorder(*batch, ro, co, ri, ci)
     s.cache_write(co)
     s.unroll(ri)
     for name in (ci, f"{ci}.init", f"{ci}.write"):
