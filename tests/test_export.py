@@ -229,3 +229,26 @@ def test_deployed_parallel_code_follows_the_runtime_thread_count(tmp_path, rng):
             np.testing.assert_allclose(deployed(x), expected, rtol=1e-6, atol=1e-6)
             if meta["reads_thread_count"]:
                 assert deployed._thread_count.value == n  # noqa: SLF001
+
+
+def test_runtime_imports_only_numpy_ctypes_and_the_stdlib():
+    """Layering: what a deployed model imports never reaches the compiler."""
+    import ast
+
+    runtime = Path(tk.__file__).resolve().parent / "runtime"
+    allowed_third_party = {"numpy"}
+    for path in sorted(runtime.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:  # relative: must stay inside runtime/
+                    assert node.level == 1, f"{path.name}: imports outside runtime/ ({ast.unparse(node)})"
+                    continue
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                assert top in allowed_third_party or top in sys.stdlib_module_names, f"{path.name} imports {name}"
