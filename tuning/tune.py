@@ -84,8 +84,8 @@ def _pick(states: Sequence[TaskState]) -> TaskState | None:
     if not live:
         return None
     fresh = [s for s in live if not s.curve]
-    if fresh:
-        return fresh[0]
+    if fresh:  # warm-up round: every task once, the most work first
+        return max(fresh, key=lambda s: s.task.flops * s.task.weight)
     return max(live, key=lambda s: s.gain())
 
 
@@ -124,7 +124,10 @@ def tune_tasks(
             state = _pick(list(states.values()))
             if state is None:
                 break
-            candidates = state.policy.propose(min(batch_size, trials - used))
+            size = batch_size
+            if not state.curve:  # the warm-up round leaves budget for the tasks that gain most
+                size = max(2, min(batch_size, trials // (2 * len(states))))
+            candidates = state.policy.propose(min(size, trials - used))
             if not candidates:
                 state.policy.exhausted = lambda: True  # type: ignore[method-assign]
                 continue
