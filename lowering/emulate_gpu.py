@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, gpu, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
@@ -64,9 +64,12 @@ class _Scope:
     linear: SSAValue | None = None
 
     def ins(self, op: Operation) -> SSAValue | None:
-        self.block.insert_op_before(op, self.block.last_op) if isinstance(
-            self.block.last_op, loop.YieldOp | func.ReturnOp
-        ) else self.block.add_op(op)
+        """Append ``op`` (before the block's terminator, if it has one)."""
+        last = self.block.last_op
+        if isinstance(last, loop.YieldOp | func.ReturnOp):
+            self.block.insert_op_before(op, last)
+        else:
+            self.block.add_op(op)
         return op.results[0] if op.results else None
 
     def const(self, n: int) -> SSAValue:
@@ -168,8 +171,9 @@ class _KernelEmulator:
         tz, ty, tx = threads
         inner.threads = (tx, ty, tz)
         bx, by, _ = self.block_size
-        linear = inner.ins(arith.AddiOp(inner.ins(arith.MuliOp(inner.ins(arith.AddiOp(inner.ins(arith.MuliOp(tz, inner.const(by))), ty)), inner.const(bx))), tx))
-        inner.linear = linear
+        # the thread's number in its block: (tz * by + ty) * bx + tx
+        row = inner.ins(arith.AddiOp(inner.ins(arith.MuliOp(tz, inner.const(by))), ty))
+        inner.linear = inner.ins(arith.AddiOp(inner.ins(arith.MuliOp(row, inner.const(bx))), tx))
         for op in ops:
             self.convert_op(op, inner)
 

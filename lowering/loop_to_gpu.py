@@ -53,7 +53,6 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import arith, func, gpu, memref, scf
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
