@@ -139,7 +139,7 @@ class SketchPolicy(SearchPolicy):
 
     name = "evolutionary"
 
-    def __init__(self, task: Task, seed: int = 0, population: int = 48, generations: int = 3, epsilon: float = 0.15,
+    def __init__(self, task: Task, seed: int = 0, population: int = 24, generations: int = 2, epsilon: float = 0.15,
                  model: str = "auto"):
         super().__init__(task, seed)
         self.info = LoopInfo.of(task)

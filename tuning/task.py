@@ -139,8 +139,12 @@ class Task:
         return f"{self.tag}[{shapes}]"
 
     def kernel(self) -> func.FuncOp:
-        """A fresh copy of the unscheduled kernel, alone in its own module."""
-        return parse_kernel_module(self.kernel_text)[1]
+        """A fresh copy of the unscheduled kernel, alone in its own module (the text is
+        parsed once; copies are clones, several times faster than parsing)."""
+        parsed = self.__dict__.get("_parsed")
+        if parsed is None:
+            parsed = self.__dict__["_parsed"] = parse_kernel_module(self.kernel_text)[0]
+        return kernels(parsed.clone())[0]
 
     def __repr__(self) -> str:
         return f"Task({self.name}, weight={self.weight}, flops={self.flops}, key={self.key})"
