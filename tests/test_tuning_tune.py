@@ -239,3 +239,22 @@ def test_dask_runner_on_a_local_cluster(tmp_path) -> None:
             best = tk.tune(matmul_module(), trials=2, log_file=str(log), tuner="random", runner=runner, batch_size=2,
                            progress=False)
     assert len(list(load_records(log))) == 2 and len(best) == 1
+
+
+def test_tuned_dense_with_a_constant_weight_keeps_its_layout(tmp_path, rng) -> None:
+    """The default strategy packs a constant dense weight (and rewrites the caller); a
+    tuned schedule of the same kernel reads the original layout: the build must not mix them."""
+    w = rng.standard_normal((24, 37)).astype(np.float32)
+    bias = rng.standard_normal(24).astype(np.float32)
+    b = tk.GraphBuilder()
+    module = b.finish(b.relu(b.dense(b.input("x", (5, 37)), w, bias)))
+    (task,) = [t for t in tk.extract_tasks(module) if t.tag.startswith("dense")]
+    trace = [{"primitive": "split", "args": {"loop": "i1", "factor": 8}},
+             {"primitive": "vectorize", "args": {"loop": "k0"}}]
+    instantiate(task, [trace[0]])
+    log = tmp_path / "dense.jsonl"
+    save_records(log, [_fake(task, [trace[0]], 1e-6)])
+    x = rng.standard_normal((5, 37)).astype(np.float32)
+    expected = np.maximum(x @ w.T + bias, 0)
+    np.testing.assert_allclose(tk.build(module, "llvm")(x), expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(tk.build(module, "llvm", tuning_log=str(log))(x), expected, rtol=1e-4, atol=1e-4)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from ..schedule import Schedule, ScheduleError
-from ..schedule.schedule import kernels
+from ..schedule.schedule import KERNEL_ATTR, kernels
 from .record import Record, best_records, load_records
 from .task import is_static, task_of
 
@@ -44,9 +44,14 @@ def best_of_log(log_file: str | Path) -> dict[str, Record]:
 def schedule_from_log(loops: ModuleOp, target: str, log_file: str | Path, run_default) -> dict[str, list[str]]:
     """Schedule the kernels of a loop-level module: best records where the log has
     them, ``run_default(loops)`` (the default-schedule pipeline) for the rest.
-    Returns ``{"tuned": [kernel names], "untuned": [task names]}``."""
+    Returns ``{"tuned": [kernel names], "untuned": [task names]}``.
+
+    The tuned kernels are hidden from the default pipeline (their ``tk.kernel`` tag is
+    taken off while it runs): a default strategy may re-lay out a kernel's constant
+    argument and rewrite its callers to pass a packed copy, which a tuned schedule of
+    the original kernel would then misread."""
     best = best_of_log(log_file)
-    chosen: list[tuple[str, func.FuncOp, Record]] = []
+    chosen: list[tuple[func.FuncOp, Record]] = []
     untuned: list[str] = []
     for kernel in kernels(loops):
         if not is_static(kernel):
@@ -57,20 +62,27 @@ def schedule_from_log(loops: ModuleOp, target: str, log_file: str | Path, run_de
             if task.name not in untuned:
                 untuned.append(task.name)
         else:
-            chosen.append((kernel.sym_name.data, kernel.clone(), record))
-    run_default(loops)
-    by_name = {k.sym_name.data: k for k in kernels(loops)}
+            chosen.append((kernel, record))
+    tags = {}
+    for kernel, _ in chosen:
+        tags[kernel.sym_name.data] = kernel.attributes.pop(KERNEL_ATTR)
+    try:
+        run_default(loops)
+    finally:
+        for kernel, _ in chosen:
+            kernel.attributes[KERNEL_ATTR] = tags[kernel.sym_name.data]
     tuned = []
-    for name, fresh, record in chosen:
-        scheduled = by_name[name]
-        backup = scheduled.clone()
-        Rewriter.replace_op(scheduled, fresh)
+    for kernel, record in chosen:
+        name = kernel.sym_name.data
+        trial = kernel.clone()
+        Rewriter.insert_op(trial, InsertPoint.after(kernel))  # in the module: tensorize adds functions there
         try:
-            Schedule.replay(fresh, record.trace)
+            Schedule.replay(trial, record.trace)
         except ScheduleError as error:
-            log.warning("tuning record for %s does not replay (%s); using the default schedule", name, error)
-            Rewriter.replace_op(fresh, backup)
+            log.warning("tuning record for %s does not replay (%s); it keeps its plain loop nest", name, error)
+            Rewriter.erase_op(trial)
             continue
+        Rewriter.erase_op(kernel)
         tuned.append(name)
     if untuned:
         log.warning("tuning log %s has no record for %d task(s), default schedules used: %s", log_file, len(untuned),
