@@ -98,8 +98,10 @@ def test_load_in_process_both_executors_and_profile(exported, rng):
     assert report.kernels and report.first_run_seconds is not None
     with pytest.raises(ValueError, match=r"argument 'x'.*expected 19, got 18"):
         load_module(path)(np.zeros((5, 18), "f4"))
-    with pytest.raises(ValueError, match="unknown executor 'vm'"):
+    with pytest.raises(ValueError, match="holds a graph/AOT model"):
         load_module(path, executor="vm")
+    with pytest.raises(ValueError, match="unknown executor 'relay'"):
+        load_module(path, executor="relay")
 
 
 def test_swapping_the_weights_file_needs_no_rebuild(tmp_path, rng):
