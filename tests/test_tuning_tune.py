@@ -258,3 +258,17 @@ def test_tuned_dense_with_a_constant_weight_keeps_its_layout(tmp_path, rng) -> N
     expected = np.maximum(x @ w.T + bias, 0)
     np.testing.assert_allclose(tk.build(module, "llvm")(x), expected, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(tk.build(module, "llvm", tuning_log=str(log))(x), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("tuner", ["xgb", "evolutionary"])
+def test_a_kernel_without_output_loops_is_tuned_to_its_default(tuner) -> None:
+    b = tk.GraphBuilder()
+    x = b.input("x", (7, 9))
+    tasks = tk.extract_tasks(b.finish(b.reduce_sum(x, [0, 1])))
+    assert tasks and not LoopInfo.of(tasks[-1]).outputs
+    from tensorkiln.tuning.tune import make_policy
+
+    for task in tasks:
+        policy = make_policy(task, tuner)
+        batch = policy.propose(4)
+        assert batch and batch[0].trace is not None

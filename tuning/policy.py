@@ -53,16 +53,14 @@ class TemplatePolicy(SearchPolicy):
 
     def __init__(self, task: Task, tuner: str = "xgb", seed: int = 0):
         super().__init__(task, seed)
-        template = template_for(task)
-        if template is None:
-            raise ValueError(f"no schedule template matches task {task.name}")
-        self.template = template
-        self.lanes = lanes_of(task.target)
-        self.space = template.space(task, self.lanes)
-        self.tuner = make_tuner(tuner, self.space, seed)
         self.name = tuner
+        self.lanes = lanes_of(task.target)
         self._default = default_trace(task)
         self._traces: dict[int, list | None] = {}
+        # no template fits (e.g. a kernel without output loops): only the default is measured
+        self.template = template_for(task)
+        self.space = self.template.space(task, self.lanes) if self.template is not None else None
+        self.tuner = make_tuner(tuner, self.space, seed) if self.space is not None else None
 
     def _trace(self, index: int) -> list | None:
         if index not in self._traces:
@@ -80,7 +78,7 @@ class TemplatePolicy(SearchPolicy):
         if trace_key(self._default) not in self.measured:
             batch.append(Candidate(self._default, {"template": "default", "values": None}))
         attempts = 0
-        while len(batch) < n and self.tuner.has_next() and attempts < 20:
+        while self.tuner is not None and len(batch) < n and self.tuner.has_next() and attempts < 20:
             attempts += 1
             for index in self.tuner.next_batch(n - len(batch)):
                 trace = self._trace(index)
@@ -98,7 +96,7 @@ class TemplatePolicy(SearchPolicy):
         super().feed(records)
         for r in records:
             config = r.config or {}
-            if config.get("template") != self.template.name or config.get("values") is None:
+            if self.template is None or config.get("template") != self.template.name or config.get("values") is None:
                 continue
             try:
                 index = self.space.index_of(config["values"])
@@ -108,4 +106,6 @@ class TemplatePolicy(SearchPolicy):
             self.tuner.update([index], [r.cost])
 
     def exhausted(self) -> bool:
+        if self.tuner is None:
+            return trace_key(self._default) in self.measured
         return not self.tuner.has_next()
