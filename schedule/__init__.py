@@ -3,7 +3,7 @@
 Computation (te) says what a kernel computes; a schedule transforms its loop nest:
 ``split``, ``reorder``, ``fuse``, ``tile``, ``parallel``, ``vectorize``, ``unroll``,
 ``bind``, ``cache_write``, ``cache_read``, ``compute_at``, ``compute_inline``,
-``tensorize``, ``transform_layout``. :class:`Schedule` applies them by loop name and records a JSON trace
+``tensorize``, ``transform_layout``, ``simplify_indices``. :class:`Schedule` applies them by loop name and records a JSON trace
 that :meth:`Schedule.replay` re-applies (what a tuner searches over and stores)::
 
     from tensorkiln.build import lower_to_loops
@@ -26,6 +26,7 @@ from .loops import bind, fuse, parallel, reorder, split, tile, unroll, vectorize
 from .layout import transform_layout
 from .nest import ScheduleError
 from .schedule import PRIMITIVES, Schedule, kernels, trace_from_json, trace_to_json
+from .simplify import simplify_indices
 from .tensorize import tensorize
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "kernels",
     "parallel",
     "reorder",
+    "simplify_indices",
     "split",
     "tensorize",
     "tile",

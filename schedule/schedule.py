@@ -32,6 +32,7 @@ from .cache import cache_read, cache_write, compute_at, compute_inline
 from .loops import bind, fuse, parallel, reorder, split, tile, unroll, vectorize
 from .nest import ScheduleError, all_loops, find_loop, normalize, static_trip_bound
 from .layout import transform_layout
+from .simplify import simplify_indices
 from .tensorize import tensorize
 
 #: primitive name -> function(kernel, **args); the vocabulary of a trace
@@ -52,6 +53,7 @@ PRIMITIVES: dict[str, Callable[..., Any]] = {
         compute_inline,
         tensorize,
         transform_layout,
+        simplify_indices,
     )
 }
 
@@ -207,6 +209,10 @@ class Schedule:
         """Permute the dims of kernel argument ``buffer`` (its callers pass it permuted;
         see ``layout.py``)."""
         return self.apply("transform_layout", {"buffer": buffer, "permutation": list(permutation)})
+
+    def simplify_indices(self) -> int:
+        """Fold index divisions/remainders the loop bounds make trivial (see ``simplify.py``)."""
+        return self.apply("simplify_indices", {})
 
     def tensorize(self, loop: str, microkernel: str) -> list[str]:
         """Replace the nest ``loop`` by a call to ``@microkernel``; returns its argument types."""

@@ -316,6 +316,7 @@ def test_random_schedules(case: str, seed: int, rng: np.random.Generator) -> Non
 
 FULL_TRACE = [
     ("transform_layout", {"buffer": 1, "permutation": [1, 0]}),
+    ("simplify_indices", {}),
     ("tile", {"x": "i0", "y": "i1", "x_factor": 4, "y_factor": 16}),
     ("cache_write", {"at_loop": "i1.outer"}),
     ("split", {"loop": "k0", "factor": 4}),

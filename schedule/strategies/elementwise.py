@@ -31,6 +31,7 @@ def stores_are_affine(info: KernelInfo) -> bool:
 def injective_vectorized(s: Schedule, info: KernelInfo, block: int = 1024) -> None:
     """Vectorize the innermost output loop; parallel outer loops (a 1-D kernel is split
     into blocks of ``block`` elements first)."""
+    s.simplify_indices()
     *outer, inner = info.output_loops
     if not outer:
         extent = s.extent(inner)

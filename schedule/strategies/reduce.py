@@ -46,6 +46,7 @@ def _rows_apply(info: KernelInfo) -> bool:
 @register_strategy("reduce_rows", ops=("reduce",), plevel=10, applies=_rows_apply)
 def reduce_rows(s: Schedule, info: KernelInfo) -> None:
     """Vectorize the innermost reduction loop; parallel outer loops."""
+    s.simplify_indices()
     s.vectorize(info.reduction_loops[-1])
     parallelize_outer(s, info.output_loops, info)
 
@@ -65,6 +66,7 @@ def tile_factor(extent: int | None, want: int) -> tuple[int, str]:
 )
 def reduce_columns(s: Schedule, info: KernelInfo, vectors: int = 2) -> None:
     """Accumulate ``vectors`` SIMD vectors of adjacent outputs in a local tile."""
+    s.simplify_indices()
     *outer, last = info.output_loops
     factor, tail = tile_factor(s.extent(last), vectors * info.lanes)
     blocks, inner = s.split(last, factor, tail=tail)
