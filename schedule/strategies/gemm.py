@@ -28,6 +28,8 @@ from .reduce import tile_factor
 from .registry import register_strategy
 
 GEMM_ROWS = 4
+#: per-core L2 cache (Zen 4: 1 MiB), for the loop-order choice
+L2_BYTES = 1 << 20
 #: column-tile candidates, in SIMD vectors (the first of equal waste wins)
 GEMM_VECTOR_CHOICES = (4, 3, 2, 1)
 
@@ -55,9 +57,11 @@ def column_vectors(columns: int | None, lanes: int) -> int:
     ops=("matmul", "batch_matmul"),
     plevel=15,
     applies=is_gemm,
-    decisions={"rows": (1, 2, 4, 6, 8), "vectors": (1, 2, 3, 4)},
+    decisions={"rows": (1, 2, 4, 6, 8), "vectors": (1, 2, 3, 4), "panel_first": (False, True)},
 )
-def gemm(s: Schedule, info: KernelInfo, rows: int = GEMM_ROWS, vectors: int | None = None) -> None:
+def gemm(
+    s: Schedule, info: KernelInfo, rows: int = GEMM_ROWS, vectors: int | None = None, panel_first: bool | None = None
+) -> None:
     """Register-tile the rows x columns of a matrix product: the columns are the last
     output loop, the rows the last one before it that has more than one iteration
     (a dense layer on (tokens, 1, features) has rows outside a loop of one)."""
@@ -70,12 +74,29 @@ def gemm(s: Schedule, info: KernelInfo, rows: int = GEMM_ROWS, vectors: int | No
     col_factor, col_tail = tile_factor(n, vectors * info.lanes)
     ro, ri = s.split(r, row_factor, tail=row_tail)
     co, ci = s.split(c, col_factor, tail=col_tail)
-    s.reorder(*batch, ro, co, ri, ci)
-    s.cache_write(co)
+    if panel_first is None:
+        panel_first = _panel_first(info, m, n)
+    outer = [co, ro] if panel_first else [ro, co]
+    s.reorder(*batch, *outer, ri, ci)
+    s.cache_write(outer[-1])
     s.unroll(ri)
     for name in (ci, f"{ci}.init", f"{ci}.write"):
         s.vectorize(name)
-    parallelize_outer(s, [*batch, ro, co], info)
+    parallelize_outer(s, [*batch, *outer], info)
+
+
+def _panel_first(info: KernelInfo, m: int | None, n: int | None) -> bool:
+    """Column blocks outside row blocks when B (k x n) would not stay in the L2 cache
+    between row blocks, and there are column blocks enough to share among threads: each
+    column panel of B (k x tile) is then read from L2 by every row block, instead of all
+    of B from L3 for every row block."""
+    k = 1
+    for name in info.reduction_loops:
+        extent = info.extents.get(name)
+        k = k * extent if extent is not None and k is not None else None
+    if k is None or n is None:
+        return False
+    return k * n * 4 > L2_BYTES and n >= 4 * GEMM_VECTOR_CHOICES[0] * info.lanes
 
 
 def packable_weight(info: KernelInfo) -> int | None:

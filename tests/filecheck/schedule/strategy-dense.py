@@ -3,8 +3,8 @@
 takes the weight transposed (transform_layout, recorded in tk.layouts), the host
 function gets a new weight holding the transposed data (packed at compile time) in
 place of the original, and the kernel is then a GEMM register tile. Batch 1 (a
-matrix-vector product): a 1 x 64 tile streaming the packed rows, column blocks in
-parallel. A dense followed by a transpose keeps its packed GEMM (the transpose is
+matrix-vector product): a 1 x 64 tile streaming the packed rows, column blocks
+outermost (the packed weight is larger than L2: column panels first) and in parallel. A dense followed by a transpose keeps its packed GEMM (the transpose is
 its own kernel)."""
 
 import numpy as np
@@ -47,9 +47,8 @@ print(scheduled(b.finish(b.dense(b.input("x", (1, 784)), w))))
 # CHECK-LABEL: func.func @dense_0(
 # CHECK-SAME:      memref<784x512xf32>
 # CHECK-SAME:      tk.strategy = "dense_packed"
-# CHECK:         loop.for {{.*}} name("i0.outer") {
-# CHECK-NEXT:      loop.for {{.*}} parallel name("i1.outer") {
-# CHECK-NEXT:        loop.alloc() {scope = "local"} : memref<1x64xf32>
+# CHECK:         loop.for {{.*}} parallel name("i1.outer.i0.outer.fused") {
+# CHECK:             loop.alloc() {scope = "local"} : memref<1x64xf32>
 # CHECK:             loop.for {{.*}} name("k0") {
 # CHECK-NEXT:          loop.for {{.*}} unrolled name("i0.inner") {
 # CHECK-NEXT:            loop.for {{.*}} vectorized name("i1.inner") {

@@ -56,3 +56,13 @@ print(scheduled(b.finish(b.batch_matmul(b.input("x", (6, 8, 16)), b.input("y", (
 # CHECK:         name("i2.outer")
 # CHECK:         vectorized name("i2.inner")
 # CHECK:         func.return
+
+b = tk.GraphBuilder()
+print(scheduled(b.finish(b.matmul(b.input("x", (64, 1024)), b.input("y", (1024, 1024))))))
+
+# B (1024 x 1024, 4 MiB) does not stay in L2 between row blocks: column panels outside
+# row blocks, the column blocks in parallel.
+# CHECK-LABEL: func.func @matmul_0(
+# CHECK:         loop.for {{.*}} parallel name("i1.outer") {
+# CHECK-NEXT:      loop.for {{.*}} name("i0.outer") {
+# CHECK-NEXT:        loop.alloc() {scope = "local"} : memref<4x64xf32>
