@@ -21,10 +21,15 @@ nvidia-smi -L 2>&1 | head -2
 python3 - <<'PY' 2>&1 | tee "$OUT/versions.txt"
 import cupy, numpy, torch, xdsl
 print("torch", torch.__version__, "cuda", torch.cuda.is_available(), "| cupy", cupy.__version__, "| numpy", numpy.__version__)
+try:
+    import llvmlite
+    print("llvmlite", llvmlite.__version__, "(the CPU backend wants 0.50; the CUDA path does not use it)")
+except ImportError:
+    print("no llvmlite")
 import tensorkiln
 print("tensorkiln from", tensorkiln.__file__)
 PY
-timeout 150 python3 -m pytest -q -p no:cacheprovider -x --timeout=60 tests/test_cuda_device.py 2>&1 | tee "$OUT/gpu_tests.log"
+timeout 150 python3 -m pytest -q -p no:cacheprovider --timeout=60 -rf tests/test_cuda_device.py 2>&1 | tee "$OUT/gpu_tests.log"
 tests_rc=${PIPESTATUS[0]}
 timeout 200 python3 benchmarks/gpu_bench.py --out "$OUT" 2>&1 | tee "$OUT/gpu_bench.log"
 bench_rc=${PIPESTATUS[0]}
