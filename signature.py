@@ -5,6 +5,7 @@ from __future__ import annotations
 from xdsl.dialects import func
 
 from .dialects.graph.types import numpy_dtype, shape_of
+from .runtime.dim_expr import free_symbols, is_symbol
 from .runtime.signature import Signature, TensorSpec
 
 
@@ -18,8 +19,9 @@ def signature_of(function: func.FuncOp) -> Signature:
         TensorSpec(f"output{i}", shape_of(t), numpy_dtype(t.element_type))
         for i, t in enumerate(function.function_type.outputs.data)
     )
+    bound = {d for spec in inputs for d in spec.shape if isinstance(d, str) and is_symbol(d)}
     for spec in outputs:
-        unbound = [d for d in spec.shape if isinstance(d, str) and not any(d in s.shape for s in inputs)]
+        unbound = [d for d in spec.shape if isinstance(d, str) and not free_symbols(d) <= bound]
         if unbound:
             raise ValueError(f"{spec.name}: symbolic dims {unbound} do not appear in any input")
     return Signature(inputs, outputs)

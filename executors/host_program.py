@@ -27,6 +27,13 @@ from ..runtime.graph_program import GraphNode, GraphProgram, GraphTensor
 from ..runtime.memory_plan import plan_memory
 from ..runtime.signature import Dim, Signature
 
+#: index arithmetic te-to-loop emits for dim expressions (``4*n``) -> its spelling
+_DIM_ARITHMETIC = {
+    arith.AddiOp: "({} + {})", arith.SubiOp: "({} - {})", arith.MuliOp: "({} * {})",
+    arith.FloorDivSIOp: "({} // {})", arith.RemSIOp: "({} % {})",
+    arith.MaxSIOp: "Max({}, {})", arith.MinSIOp: "Min({}, {})",
+}  # fmt: skip
+
 
 class HostProgramError(ValueError):
     """The host function holds something the graph executor cannot run."""
@@ -70,6 +77,8 @@ def graph_program(host: func.FuncOp, signature: Signature, plan: bool = True) ->
                 index_values[op.result] = shapes[op.buffer][op.axis.value.data]
             case arith.ConstantOp() if isinstance(op.value, IntegerAttr):
                 index_values[op.result] = op.value.value.data
+            case _ if type(op) in _DIM_ARITHMETIC and all(v in index_values for v in op.operands):
+                index_values[op.result] = _DIM_ARITHMETIC[type(op)].format(*(index_values[v] for v in op.operands))
             case loop.AllocOp():
                 sizes = iter(op.dynamic_sizes)
                 shape = []

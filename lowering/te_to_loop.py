@@ -42,6 +42,7 @@ from ..byoc.dialect import CallOp as ExternalCallOp
 from ..dialects import loop, te
 from ..dialects.graph import ConstantOp, FusedOp
 from ..dialects.graph.types import is_float, shape_of
+from ..runtime.dim_expr import is_symbol, lower
 from .te_builder import REASSOC
 
 ENTRY_ATTR = "tk.entry"
@@ -57,15 +58,38 @@ def buffer_type(t: TensorType) -> MemRefType:
 # kernels
 
 
-def symbol_sizes(b: Builder, tensors: Sequence[SSAValue], buffers: Sequence[SSAValue]) -> dict[str, SSAValue]:
-    """Index values of the symbolic dims of ``tensors``, read off the buffers holding them
-    (the first that has each symbol)."""
-    sizes: dict[str, SSAValue] = {}
-    for tensor, buffer in zip(tensors, buffers):
-        for axis, d in enumerate(shape_of(tensor.type)):
-            if isinstance(d, str) and d not in sizes:
-                sizes[d] = b.insert(loop.DimOp(buffer, axis)).result
-    return sizes
+class SymbolSizes:
+    """Index values of symbolic dims: those of some buffer read off it (``loop.dim``), a
+    dim computed from symbols (``4*n``, ``runtime/dim_expr.py``) computed where needed."""
+
+    #: index arithmetic for each operator of a dim expression
+    OPS = {
+        "+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "//": arith.FloorDivSIOp,
+        "%": arith.RemSIOp, "max": arith.MaxSIOp, "min": arith.MinSIOp,
+    }  # fmt: skip
+
+    def __init__(self, b: Builder, tensors: Sequence[SSAValue], buffers: Sequence[SSAValue]):
+        """Read the symbolic dims of ``tensors`` off the buffers holding them (the first
+        buffer that has each)."""
+        self.read: dict[str, SSAValue] = {}
+        for tensor, buffer in zip(tensors, buffers):
+            for axis, d in enumerate(shape_of(tensor.type)):
+                if isinstance(d, str) and d not in self.read:
+                    self.read[d] = b.insert(loop.DimOp(buffer, axis)).result
+
+    def size(self, b: Builder, dim: str, t: Attribute | None = None) -> SSAValue:
+        """The value of ``dim`` (computed at ``b`` if it is an expression not read off a buffer)."""
+        if dim in self.read:
+            return self.read[dim]
+        if is_symbol(dim):
+            raise PassFailedException(f"te-to-loop: symbolic dim '{dim}'{f' of {t}' if t else ''} is not an input dim")
+
+        def index(k: int) -> SSAValue:
+            return b.insert(arith.ConstantOp(IntegerAttr(k, IndexType()))).result
+
+        emit = {op: (lambda make: lambda x, y: b.insert(make(x, y)).result)(make) for op, make in self.OPS.items()}
+        emit["neg"] = lambda x: b.insert(arith.SubiOp(index(0), x)).result
+        return lower(dim, lambda name: self.size(b, name, t), emit, index)
 
 
 def _bounds(b: Builder, buffer: SSAValue) -> list[SSAValue]:
@@ -122,7 +146,7 @@ class _BodyEmitter:
     :class:`_Inlined`. ``symbols`` gives the index value of each symbolic dim.
     """
 
-    def __init__(self, values: dict[SSAValue, SSAValue | _Inlined], symbols: dict[str, SSAValue]):
+    def __init__(self, values: dict[SSAValue, SSAValue | _Inlined], symbols: SymbolSizes):
         self.values = values
         self.symbols = symbols
         self.reductions = 0
@@ -168,7 +192,7 @@ class _BodyEmitter:
             return b.insert(loop.DimOp(source, axis)).result
         size = shape_of(source.compute.result.type)[axis]
         if isinstance(size, str):
-            return self.symbols[size]
+            return self.symbols.size(b, size)
         return b.insert(arith.ConstantOp(IntegerAttr(size, IndexType()))).result
 
     def emit_reduce(self, b: Builder, op: te.ReduceOp) -> SSAValue:
@@ -198,7 +222,7 @@ def _kernel(
     b = Builder(InsertPoint.at_end(entry))
     values: dict[SSAValue, SSAValue | _Inlined] = dict(zip(inputs, in_buffers))
     values.update((c.result, _Inlined(c)) for c in inlined)
-    symbols = symbol_sizes(b, [*inputs, root.result], [*in_buffers, out])
+    symbols = SymbolSizes(b, [*inputs, root.result], [*in_buffers, out])
     ivs, inner = emit_loop_nest(b, _bounds(b, out), "i")
     emitter = _BodyEmitter(values, symbols)
     inner.insert(loop.StoreOp(emitter.emit_compute(inner, root, ivs), out, ivs))
@@ -287,7 +311,7 @@ class _HostLowering:
         outputs = list(entry.args[n_in : n_in + n_out])
 
         b = Builder(InsertPoint.at_end(entry))
-        symbols = symbol_sizes(b, old_block.args, entry.args[:n_in])
+        symbols = SymbolSizes(b, old_block.args, entry.args[:n_in])
         # A compute returned from the function writes straight into its output buffer.
         written_to: dict[SSAValue, SSAValue] = {}
         for value, out in zip(ret.arguments, outputs):
@@ -304,7 +328,7 @@ class _HostLowering:
                         targets.append(written_to[result])
                         continue
                     t = buffer_type(result.type)
-                    targets.append(b.insert(loop.AllocOp(t, self.dynamic_sizes(result.type, symbols))).result)
+                    targets.append(b.insert(loop.AllocOp(t, self.dynamic_sizes(b, result.type, symbols))).result)
                     temporaries.append(targets[-1])
                 symbol = op.external.symbol
                 arg_types = [buffer_type(v.type) for v in op.inputs] + [t.type for t in targets]
@@ -319,7 +343,7 @@ class _HostLowering:
                 target = written_to[op.result]
             else:
                 target = b.insert(
-                    loop.AllocOp(buffer_type(op.result.type), self.dynamic_sizes(op.result.type, symbols))
+                    loop.AllocOp(buffer_type(op.result.type), self.dynamic_sizes(b, op.result.type, symbols))
                 ).result
                 temporaries.append(target)
             if isinstance(op, FusedOp):
@@ -346,14 +370,8 @@ class _HostLowering:
         Rewriter.replace_op(f, [new_function, *self.kernels])
 
     @staticmethod
-    def dynamic_sizes(t: TensorType, symbols: dict[str, SSAValue]) -> list[SSAValue]:
-        sizes = []
-        for d in shape_of(t):
-            if isinstance(d, str):
-                if d not in symbols:
-                    raise PassFailedException(f"te-to-loop: symbolic dim '{d}' of {t} is not an input dim")
-                sizes.append(symbols[d])
-        return sizes
+    def dynamic_sizes(b: Builder, t: TensorType, symbols: SymbolSizes) -> list[SSAValue]:
+        return [symbols.size(b, d, t) for d in shape_of(t) if isinstance(d, str)]
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from .dim_expr import evaluate
 from .signature import Dim, Signature
 
 FORMAT = "tensorkiln.graph/1"
@@ -67,13 +68,10 @@ class GraphTensor:
     storage: int = -1
 
     def nbytes(self, symbols: dict[str, int]) -> int:
-        count = 1
-        for d in self.shape:
-            count *= symbols[d] if isinstance(d, str) else d
-        return count * self.dtype.itemsize
+        return int(np.prod(self.concrete_shape(symbols), dtype=np.int64)) * self.dtype.itemsize
 
     def concrete_shape(self, symbols: dict[str, int]) -> tuple[int, ...]:
-        return tuple(symbols[d] if isinstance(d, str) else d for d in self.shape)
+        return tuple(evaluate(d, symbols) if isinstance(d, str) else d for d in self.shape)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {

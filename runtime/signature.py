@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .dim_expr import evaluate, is_symbol
+
 Dim = int | str
 
 
@@ -54,6 +56,7 @@ class Signature:
             raise ValueError(f"expected {len(self.inputs)} arguments ({names}), got {len(args)}")
         symbols: dict[str, int] = {}
         where: dict[str, str] = {}
+        computed: list[tuple[TensorSpec, int, str, int]] = []
         arrays = []
         for spec, arg in zip(self.inputs, args):
             array = _as_array(arg, spec)
@@ -67,7 +70,9 @@ class Signature:
                     f"(shape {spec.describe()}), got rank {array.ndim} (shape {list(array.shape)})"
                 )
             for axis, (want, got) in enumerate(zip(spec.shape, array.shape)):
-                if isinstance(want, str):
+                if isinstance(want, str) and not is_symbol(want):
+                    computed.append((spec, axis, want, got))
+                elif isinstance(want, str):
                     if want in symbols and symbols[want] != got:
                         raise ValueError(
                             f"argument '{spec.name}': dim {axis} is '{want}' = {symbols[want]} "
@@ -81,10 +86,14 @@ class Signature:
                         f"got {list(array.shape)} (dim {axis}: expected {want}, got {got})"
                     )
             arrays.append(array if array.flags.c_contiguous else array.copy(order="C"))
+        for spec, axis, want, got in computed:  # dims computed from symbols bound above
+            value = evaluate(want, symbols)
+            if value != got:
+                raise ValueError(f"argument '{spec.name}': dim {axis} is '{want}' = {value}, got {got}")
         return arrays, symbols
 
     def output_shapes(self, symbols: dict[str, int]) -> list[tuple[int, ...]]:
-        return [tuple(symbols[d] if isinstance(d, str) else d for d in o.shape) for o in self.outputs]
+        return [tuple(evaluate(d, symbols) if isinstance(d, str) else d for d in o.shape) for o in self.outputs]
 
     @property
     def is_static(self) -> bool:

@@ -50,6 +50,7 @@ from .base import (
     shape_props,
     target_shape,
 )
+from ...runtime.dim_expr import evaluate, free_symbols, is_symbol
 from .types import (
     DimNamesAttr,
     Shape,
@@ -64,6 +65,25 @@ def _static_product(shape: Shape) -> int:
 
 def _symbols(shape: Shape) -> list[str]:
     return [d for d in shape if isinstance(d, str)]
+
+
+def _same_symbolic_count(x: Shape, target: Shape) -> bool:
+    """Whether ``x`` and ``target``, whose dims include expressions of symbols (``4*n``),
+    have the same element count for every value of the symbols: compared at three spread
+    values of them (counts are products of the small expressions torch writes; agreeing
+    at three points, they are the same expression)."""
+    given = {s for d in _symbols(x) for s in free_symbols(d)}
+    if any(not free_symbols(d) <= given for d in _symbols(target)):
+        return False  # the target would need a symbol the input does not give
+
+    def count(shape: Shape, values: dict[str, int]) -> int:
+        return int(np.prod([evaluate(d, values) if isinstance(d, str) else d for d in shape], dtype=object))
+
+    for base in (5, 11, 23):
+        values = {name: base + 2 * i for i, name in enumerate(sorted(given))}
+        if count(x, values) != count(target, values):
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------------
@@ -124,6 +144,13 @@ class ReshapeOp(GraphOp):
     def infer_result_type(self) -> TensorType:
         x = operand_shape(self.input)
         target = self.target_shape()
+        if any(not is_symbol(d) for d in _symbols(x) + _symbols(target)):
+            if not _same_symbolic_count(x, target):
+                raise VerifyException(
+                    f"cannot reshape {format_shape(x)} to {format_shape(target)}: the element "
+                    "counts differ for some values of the symbols"
+                )
+            return tensor_type(target, operand_element(self.input))
         if _symbols(x) != _symbols(target):
             raise VerifyException(
                 f"cannot reshape {format_shape(x)} to {format_shape(target)}: the new shape must "
@@ -138,11 +165,16 @@ class ReshapeOp(GraphOp):
         return tensor_type(target, operand_element(self.input))
 
     def reference(self, x: np.ndarray) -> np.ndarray:
-        symbols = iter(
-            x.shape[i] for i, d in enumerate(operand_shape(self.input)) if isinstance(d, str)
-        )
-        shape = [next(symbols) if isinstance(d, str) else d for d in self.target_shape()]
-        return x.reshape(shape)
+        """The target dims evaluated with the symbols ``x``'s shape binds; a dim they do
+        not determine is numpy's -1."""
+        symbols = {d: n for d, n in zip(operand_shape(self.input), x.shape) if isinstance(d, str) and is_symbol(d)}
+
+        def size(d: int | str) -> int:
+            if isinstance(d, int):
+                return d
+            return evaluate(d, symbols) if free_symbols(d) <= symbols.keys() else -1
+
+        return x.reshape([size(d) for d in self.target_shape()])
 
 
 # ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ stored as ``?`` in the builtin shape and its name in the ``#graph.dims`` encodin
 
     tensor<4x8xf32>                                  // static
     tensor<?x784xf32, #graph.dims<n, _>>             // first dim is the symbol n
+    tensor<?x8xf32, #graph.dims<"4*n", _>>           // first dim is 4 times n
 
 Python code sees shapes as tuples of ``int | str`` (``(\"n\", 784)``) through
 :func:`shape_of` and builds types with :func:`tensor_type`.
@@ -48,9 +49,11 @@ _STATIC_MARK = "_"
 
 @irdl_attr_definition
 class DimNamesAttr(ParametrizedAttribute):
-    """Names of the symbolic dimensions of a tensor type (``_`` marks a static one).
+    """Names of the symbolic dimensions of a tensor type (``_`` marks a static one); a
+    dim computed from symbols is a quoted expression (``runtime/dim_expr.py``).
 
-    Example: ``#graph.dims<n, _>`` on ``tensor<?x784xf32>``.
+    Example: ``#graph.dims<n, _>`` on ``tensor<?x784xf32>``;
+    ``#graph.dims<"4*n", _>`` on a tensor whose first dim is 4 times n.
     """
 
     name = "graph.dims"
@@ -61,17 +64,21 @@ class DimNamesAttr(ParametrizedAttribute):
         def parse_name() -> StringAttr:
             if parser.parse_optional_characters(_STATIC_MARK) is not None:
                 return StringAttr("")
-            return StringAttr(parser.parse_identifier())
+            expression = parser.parse_optional_str_literal()
+            return StringAttr(expression if expression is not None else parser.parse_identifier())
 
         with parser.in_angle_brackets():
             names = parser.parse_comma_separated_list(parser.Delimiter.NONE, parse_name)
         return (ArrayAttr(names),)
 
     def print_parameters(self, printer: Printer) -> None:
+        def spelling(name: str) -> str:
+            if not name:
+                return _STATIC_MARK
+            return name if name.isidentifier() else f'"{name}"'
+
         with printer.in_angle_brackets():
-            printer.print_string(
-                ", ".join(n.data or _STATIC_MARK for n in self.names.data)
-            )
+            printer.print_string(", ".join(spelling(n.data) for n in self.names.data))
 
 
 class WeightRef:

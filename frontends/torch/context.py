@@ -9,6 +9,8 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from ...dialects.graph.types import Dim, element_type_of, numpy_dtype
+from ...runtime.dim_expr import DimExprError
+from ...runtime.dim_expr import parse as parse_dim
 from ..builder import GraphBuilder
 
 TORCH_TO_NUMPY = {
@@ -38,15 +40,21 @@ def numpy_dtype_of_torch(dtype: Any, where: str = "") -> np.dtype:
 
 
 def symbol_name(size: Any) -> Dim:
-    """A torch size (int or SymInt) as a graph dim: an int, or the symbol's name."""
+    """A torch size (int or SymInt) as a graph dim: an int, the symbol's name, or the
+    expression computing it from symbols (``4*s0``; ``runtime/dim_expr.py``)."""
     if isinstance(size, int):
         return size
     expr = getattr(getattr(size, "node", None), "expr", None)
-    if expr is not None and getattr(expr, "is_Symbol", False):
-        return str(expr)
-    if expr is not None and getattr(expr, "is_Integer", False):
+    if expr is None:
+        raise NotImplementedError(f"size {size!r} is neither an int nor a symbolic size")
+    if getattr(expr, "is_Integer", False):
         return int(expr)
-    raise NotImplementedError(f"symbolic size expression {size} is not supported (only plain symbols)")
+    text = str(expr)
+    try:
+        parse_dim(text)
+    except DimExprError as e:
+        raise NotImplementedError(f"symbolic size {text}: {e}") from None
+    return text
 
 
 class ImportContext:

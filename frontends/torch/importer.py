@@ -20,7 +20,7 @@ from xdsl.utils.exceptions import VerifyException
 from ...errors import UnsupportedOperatorError
 from ..builder import GraphBuilder
 from . import ops  # noqa: F401  (registers the converters)
-from .context import ImportContext, UnsupportedDtypeError, numpy_dtype_of_torch
+from .context import ImportContext, UnsupportedDtypeError, numpy_dtype_of_torch, symbol_name
 from .registry import CONVERTERS, target_name
 
 #: ATen ops kept whole instead of decomposed: each maps onto one graph op, or a short pattern
@@ -39,6 +39,16 @@ KEEP_WHOLE = (
 
 #: fx call_function targets handled by the importer itself, not by converters.
 _STRUCTURAL = {"_operator.getitem", "aten.sym_size.int"}
+
+
+def _is_size_arithmetic(node: Any) -> bool:
+    """Arithmetic on symbolic sizes (``batch * 4`` for a view): export records the result
+    as a SymInt; its value is that size's expression (``4*s0``), which converters read
+    from the shapes export recorded, so the node itself computes nothing."""
+    import torch
+
+    name = target_name(node.target)
+    return name.startswith("_operator.") and isinstance(node.meta.get("val"), torch.SymInt)
 
 
 def _is_dead(node: Any) -> bool:
@@ -88,7 +98,7 @@ def unsupported_nodes(graph: Any) -> dict[str, list[str]]:
     for node in graph.nodes:
         if node.op == "call_function" and not _is_dead(node):
             name = target_name(node.target)
-            if name not in CONVERTERS and name not in _STRUCTURAL:
+            if name not in CONVERTERS and name not in _STRUCTURAL and not _is_size_arithmetic(node):
                 missing.setdefault(name, []).append(node.name)
     return missing
 
@@ -178,6 +188,9 @@ class _Importer:
             return
         if name == "aten.sym_size.int":
             self.values[node] = self.ctx.shape(node.args[0])[args[1]]
+            return
+        if _is_size_arithmetic(node):
+            self.values[node] = symbol_name(node.meta["val"])
             return
         block = self.builder._block
         before = block.last_op

@@ -9,14 +9,53 @@ from xdsl.ir import SSAValue
 from ...dialects.graph import shape
 from ...dialects.graph.base import ints
 from ...dialects.graph.types import shape_of
+from ...runtime.dim_expr import is_symbol, lower
 from ..te_builder import Scalar, TEBuilder, broadcast_indices
 from .registry import compute_rule
 
 
-def _sizes(s: Scalar, tensor: SSAValue, dims: Sequence[int | str]) -> list[SSAValue]:
-    """Index values for ``dims``: constants, or the matching symbolic dim of ``tensor``."""
+class _NotADim(Exception):
+    pass
+
+
+def _reshaped_sizes(s: Scalar, tensor: SSAValue, dims: Sequence[int | str]) -> list[SSAValue]:
+    """Index values for the dims of a reshape of ``tensor``: constants, the matching
+    symbolic dim of ``tensor``, a dim expression over its symbols (``4*n``) computed from
+    them, or -- for one dim at most -- what the element count leaves (numpy's -1)."""
     symbols = {d: axis for axis, d in enumerate(shape_of(tensor.type)) if isinstance(d, str)}
-    return [s.index(d) if isinstance(d, int) else s.dim(tensor, symbols[d]) for d in dims]
+    emit = {
+        "+": s.add, "-": s.sub, "*": s.mul, "//": s.floordiv, "%": s.rem, "max": s.max, "min": s.min,
+        "neg": lambda x: s.sub(s.index(0), x),
+    }  # fmt: skip
+
+    def size(d: int | str) -> SSAValue:
+        if isinstance(d, int):
+            return s.index(d)
+        if d in symbols:
+            return s.dim(tensor, symbols[d])
+        if is_symbol(d):
+            raise _NotADim(d)
+        return lower(d, size, emit, s.index)
+
+    sizes: list[SSAValue | None] = []
+    for d in dims:
+        try:
+            sizes.append(size(d))
+        except _NotADim:
+            sizes.append(None)
+    unknown = [k for k, v in enumerate(sizes) if v is None]
+    if len(unknown) > 1:
+        names = ", ".join(repr(dims[k]) for k in unknown)
+        raise NotImplementedError(f"reshape of {tensor.type}: the dims {names} cannot be computed from its dims")
+    if unknown:
+        count = s.index(1)
+        for axis in range(len(shape_of(tensor.type))):
+            count = s.mul(count, s.dim(tensor, axis))
+        for value in sizes:
+            if value is not None:
+                count = s.floordiv(count, value)
+        sizes[unknown[0]] = count
+    return sizes
 
 
 @compute_rule(shape.ReshapeOp)
@@ -26,7 +65,7 @@ def reshape(t: TEBuilder, op: shape.ReshapeOp) -> SSAValue:
     def element(s: Scalar, idx, ins):
         (x,) = ins
         # row-major: linear offset in the result, then the input's multi-index
-        out_sizes = _sizes(s, x, target)
+        out_sizes = _reshaped_sizes(s, x, target)
         linear = s.index(0)
         for i, size in zip(idx, out_sizes):
             linear = s.add(s.mul(linear, size), i)
