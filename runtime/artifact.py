@@ -30,7 +30,6 @@ import numpy as np
 
 from . import threads
 from .elf_check import elf_problem
-from .graph_executor import GraphExecutor
 from .graph_program import GraphProgram, ProgramFormatError
 from .module import CompiledModule
 from .signature import Signature

@@ -98,27 +98,36 @@ class VMProgram:
     def check(self) -> None:
         """Raise ValueError if an instruction names a register, function, constant or
         target that does not exist (a corrupt program must not run)."""
-        n, regs = len(self.code), range(self.n_registers)
-
-        def ok_regs(rs: Sequence[int]) -> bool:
-            return all(isinstance(r, int) and r in regs for r in rs)
-
         for pc, ins in enumerate(self.code):
-            op = ins[0]
-            good = {
-                "call": lambda: len(ins) == 4 and 0 <= ins[1] < len(self.function_names) and ok_regs(ins[2]) and ok_regs(ins[3]),
-                "const": lambda: len(ins) == 3 and ok_regs([ins[1]]) and 0 <= ins[2] < len(self.constants),
-                "move": lambda: len(ins) == 3 and ok_regs(ins[1]) and ok_regs(ins[2]) and len(ins[1]) == len(ins[2]),
-                "jump_unless": lambda: len(ins) == 3 and ok_regs([ins[1]]) and 0 <= ins[2] < n,
-                "jump": lambda: len(ins) == 2 and 0 <= ins[1] < n,
-                "ret": lambda: len(ins) == 2 and ok_regs(ins[1]) and len(ins[1]) == len(self.signature.outputs),
-            }[op]()
-            if not good:
+            if not self._operands_ok(ins):
                 raise ValueError(f"VM program: bad operands in instruction {pc}: {ins!r}")
         if not self.code or self.code[-1][0] not in ("ret", "jump"):
             raise ValueError("VM program: the code does not end with ret")
-        if not ok_regs(self.input_registers) or len(self.input_registers) != len(self.signature.inputs):
+        if not self._registers_ok(self.input_registers) or len(self.input_registers) != len(self.signature.inputs):
             raise ValueError("VM program: bad input registers")
+
+    def _registers_ok(self, regs: Sequence[Any]) -> bool:
+        return all(isinstance(r, int) and 0 <= r < self.n_registers for r in regs)
+
+    def _operands_ok(self, ins: tuple) -> bool:
+        """Whether ``ins`` has the operands its opcode takes, all in range."""
+        op, n = ins[0], len(self.code)
+        if op == "call":
+            return (
+                len(ins) == 4
+                and 0 <= ins[1] < len(self.function_names)
+                and self._registers_ok(ins[2])
+                and self._registers_ok(ins[3])
+            )
+        if op == "const":
+            return len(ins) == 3 and self._registers_ok([ins[1]]) and 0 <= ins[2] < len(self.constants)
+        if op == "move":
+            return len(ins) == 3 and self._registers_ok(ins[1]) and self._registers_ok(ins[2]) and len(ins[1]) == len(ins[2])
+        if op == "jump_unless":
+            return len(ins) == 3 and self._registers_ok([ins[1]]) and isinstance(ins[2], int) and 0 <= ins[2] < n
+        if op == "jump":
+            return len(ins) == 2 and isinstance(ins[1], int) and 0 <= ins[1] < n
+        return len(ins) == 2 and self._registers_ok(ins[1]) and len(ins[1]) == len(self.signature.outputs)
 
 
 def _regs(regs: Sequence[int]) -> str:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import tensorkiln as tk
 from tensorkiln.executors import compile_cache
 
@@ -137,7 +136,7 @@ def test_concurrent_builds_share_the_directory_safely(tmp_path):
     assert len(entries) == 1 and not list(directory.rglob(".tmp-*"))
     compile_cache.set_cache_dir(directory)
     try:
-        assert compile_cache._read(entries[0]) is not None  # noqa: SLF001: a whole entry
+        assert compile_cache._read(entries[0]) is not None  # noqa: SLF001 (a whole entry)
     finally:
         compile_cache.reset_cache_dir()
     assert os.path.getsize(entries[0]) > 100

@@ -7,7 +7,6 @@ import json
 
 import numpy as np
 import pytest
-
 import tensorkiln as tk
 from tensorkiln.runtime.graph_program import FORMAT, GraphProgram, ProgramFormatError
 from tensorkiln.runtime.memory_plan import plan_memory

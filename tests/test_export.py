@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import tensorkiln as tk
 from tensorkiln.runtime import ArtifactError, load_module
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from xdsl.utils.exceptions import VerifyException
-
 import tensorkiln as tk
 from tensorkiln.dialects.graph.control import IfOp, WhileOp
 from tensorkiln.executors.vm_compiler import VMModule, build_vm
 from tensorkiln.frontends.control_flow import if_, while_
+from xdsl.utils.exceptions import VerifyException
 
 
 def _if_module():
