@@ -17,7 +17,15 @@ import llvmlite.binding as llvm
 from xdsl.dialects.builtin import ModuleOp
 
 from ...runtime import threads
-from .jit import EXTERNAL_SYMBOLS, CPUTarget, _initialize, llvm_ir, load_openmp_runtime, new_target_machine, optimize
+from .jit import (
+    EXTERNAL_SYMBOLS,
+    CPUTarget,
+    _initialize,
+    llvm_ir,
+    load_openmp_runtime,
+    new_target_machine,
+    optimize,
+)
 
 
 @dataclass
