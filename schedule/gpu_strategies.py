@@ -7,7 +7,9 @@ kernel with no bound loop would run in one GPU thread), so when a kernel's own
 strategy does not fit it (a primitive raises ScheduleError), the simple mapping is
 used: one thread per output element.
 
-* ``one_thread_per_element`` (every kernel): the output loops fused into one,
+* ``grid_stride`` (elementwise and injective kernels: no reduction): a capped grid,
+  each thread striding over the flattened output (``gpu_injective.py``).
+* ``one_thread_per_element`` (every other kernel): the output loops fused into one,
   split by ``BLOCK_THREADS``, the outer part bound to ``blockIdx.x``, the inner to
   ``threadIdx.x``; reductions stay serial loops inside each thread.
 * ``block_reduction`` (any kernel reducing along one loop of at least
@@ -41,6 +43,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from .gpu_gemm import gemm_shared
+from .gpu_injective import grid_stride
 from .gpu_reduction import block_reduction
 from .schedule import Schedule, ScheduleError, kernels
 
@@ -138,7 +141,7 @@ def _try(kernel: func.FuncOp, strategy: Strategy) -> func.FuncOp | None:
 
 
 #: tried, in order, after the kernel's own strategy (if any): the first that fits wins
-FALLBACKS: tuple[Strategy, ...] = (block_reduction, one_thread_per_element)
+FALLBACKS: tuple[Strategy, ...] = (block_reduction, grid_stride, one_thread_per_element)
 
 
 def apply_gpu_schedule(kernel: func.FuncOp) -> str:

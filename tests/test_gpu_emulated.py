@@ -43,8 +43,8 @@ def test_symbolic_batch_sizes_give_right_grids():
 
 
 def test_each_kernel_gets_the_strategy_of_its_kind():
-    """Matrix products get the tiled GEMM, long reductions a block reduction, the rest
-    one thread per element (the attribute tk.gpu_strategy records the choice)."""
+    """Matrix products get the tiled GEMM, long reductions a block reduction, elementwise
+    kernels a grid-stride loop (the attribute tk.gpu_strategy records the choice)."""
     from tensorkiln.backends.cuda.pipeline import lower_to_gpu
     from tensorkiln.lowering.loop_to_gpu import gpu_module_of
 
@@ -59,4 +59,4 @@ def test_each_kernel_gets_the_strategy_of_its_kind():
     assert any(v == "gemm_shared" for k, v in chosen.items() if k.startswith("batch_matmul")), chosen
     reductions = {k: v for k, v in chosen.items() if k.startswith(("softmax_max", "softmax_sum", "reduce"))}
     assert reductions and set(reductions.values()) == {"block_reduction"}, chosen
-    assert chosen["softmax_0"] == "one_thread_per_element", chosen
+    assert chosen["softmax_0"] == "grid_stride", chosen

@@ -1,7 +1,7 @@
 // Default GPU strategies on loop-level kernels, then loop-to-gpu (and CUDA text):
-// a dense layer gets the shared-memory GEMM template, relu one thread per element, and
+// a dense layer gets the shared-memory GEMM template, relu a grid-stride loop, and
 // a reduction whose k loop reads an operand depending on rows AND columns is no GEMM:
-// it falls back to one thread per element (the CHECK-NOTs say no shared tiles there).
+// it falls back to register tiles (the CHECK-NOTs say no shared tiles there).
 // RUN: tensorkiln-opt %s -p gpu-default-schedule,loop-to-gpu | filecheck %s
 // RUN: tensorkiln-opt %s -p gpu-default-schedule,loop-to-gpu -t cuda | filecheck %s --check-prefix=CUDA
 
@@ -117,10 +117,14 @@ builtin.module {
 // CHECK:      gpu.known_block_size = array<i32: 16, 16, 1>
 // CHECK-SAME: tk.gpu_strategy = "gemm_shared"
 
+// CHECK:      arith.minsi %{{.*}}, %{{.*}} : index
+// CHECK:      "gpu.block_id"() <{dimension = #gpu<dim x>}>
 // CHECK:      "gpu.thread_id"() <{dimension = #gpu<dim x>}>
-// CHECK:      arith.maximumf
+// CHECK:      loop.for {{.*}} name("elements")
+// CHECK:        arith.remui
+// CHECK:        arith.maximumf
 // CHECK:      {sym_name = "relu_0", gpu.known_block_size = array<i32: 256, 1, 1>
-// CHECK-SAME: tk.gpu_strategy = "one_thread_per_element"
+// CHECK-SAME: tk.gpu_strategy = "grid_stride"
 
 // rowdot: no shared tiles, no barrier
 // CHECK-NOT:  3 : i32>
@@ -136,4 +140,4 @@ builtin.module {
 // CUDA:       __global__ void __launch_bounds__(256) relu_0(
 // CUDA:       (int)blockIdx.x
 // CUDA:       (int)threadIdx.x
-// CUDA:       if (
+// CUDA:       for (int elements = 
