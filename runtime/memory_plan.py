@@ -14,6 +14,7 @@ the plan is right for every binding.
 
 from __future__ import annotations
 
+from .dim_expr import free_symbols
 from .graph_program import GraphProgram
 
 #: the value symbols take when plans compare symbolic sizes
@@ -34,8 +35,8 @@ def plan_memory(program: GraphProgram) -> list[list[int]]:
     nominal = {}
     for t in temps:
         for d in program.tensors[t].shape:
-            if isinstance(d, str):
-                nominal[d] = NOMINAL_SYMBOL_VALUE
+            if isinstance(d, str):  # a symbol, or an expression over symbols (4*s0)
+                nominal.update(dict.fromkeys(free_symbols(d), NOMINAL_SYMBOL_VALUE))
     storages: list[list[int]] = []
     sizes: list[int] = []
     free: list[int] = []

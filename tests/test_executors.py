@@ -211,3 +211,22 @@ def test_benchmark_returns_medians_like_time_evaluator(rng):
         lib.benchmark(x, number=0)
     with pytest.raises(ValueError, match="unknown executor 'jit'"):
         lib.benchmark(x, executor="jit")
+
+
+def test_graph_executor_plans_dims_computed_from_symbols():
+    """Temporaries shaped (2*batch, 3): the plan sizes them from the expressions."""
+    torch = pytest.importorskip("torch", reason="the torch frontend needs torch")
+    from tensorkiln.frontends.torch import from_exported_program
+
+    class Regroup(torch.nn.Module):
+        def forward(self, x):
+            return (torch.relu(x).reshape(x.shape[0] * 2, 3) * 2.0).sum(1)
+
+    model = Regroup()
+    ep = torch.export.export(model, (torch.randn(4, 6),), dynamic_shapes=({0: torch.export.Dim("batch")},))
+    lib = tk.build(from_exported_program(ep), opt_level=0)
+    assert any(isinstance(d, str) and "*" in d for t in lib.graph_program.tensors for d in t.shape)
+    _assert_plan_is_safe(lib.graph_program)
+    for n in (1, 3, 17):
+        x = torch.randn(n, 6)
+        np.testing.assert_allclose(lib.graph_executor()(x.numpy()), model(x).numpy(), rtol=1e-6, atol=1e-6)
