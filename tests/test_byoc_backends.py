@@ -206,3 +206,30 @@ def test_trampolines_call_a_deserialized_module_from_a_shared_library(rng, backe
     entry(x.ctypes.data, 6, out.ctypes.data, 6)
     loaded.raise_pending()
     np.testing.assert_array_equal(out, ext.run(x)[0])
+
+
+def _edge_cases(rng):
+    """(name, module, inputs): rank-1 input, K = N = 1, batch broadcast from 1 on the left,
+    rank 4 with a symbolic batch, an empty batch."""
+    cases = []
+    b = tk.GraphBuilder()
+    cases.append(("rank1", b.finish(b.relu(b.dense(b.input("x", (33,)), _f4(rng, 5, 33), _f4(rng, 5)))), [(33,)]))
+    b = tk.GraphBuilder()
+    cases.append(("k1n1", b.finish(b.dense(b.input("x", ("n", 1)), _f4(rng, 1, 1))), [(3, 1)]))
+    b = tk.GraphBuilder()
+    bmm = b.batch_matmul(b.input("x", (1, 4, 5)), b.input("y", (3, 5, 2)))
+    cases.append(("bcast", b.finish(bmm), [(1, 4, 5), (3, 5, 2)]))
+    b = tk.GraphBuilder()
+    bmm = b.batch_matmul(b.input("x", ("b", 2, 4, 5)), b.input("y", ("b", 2, 5, 3)))
+    cases.append(("rank4", b.finish(b.sigmoid(bmm)), [(3, 2, 4, 5), (3, 2, 5, 3)]))
+    b = tk.GraphBuilder()
+    cases.append(("empty", b.finish(b.matmul(b.input("x", ("n", 7)), _f4(rng, 7, 3))), [(0, 7)]))
+    return cases
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_edge_shapes(rng, backend):
+    for name, module, shapes in _edge_cases(rng):
+        part = tk.byoc.partition_for(module, backend)
+        assert len(external_modules(part)) == 1, name
+        _check(part, module, [_f4(rng, *s) for s in shapes])
