@@ -134,3 +134,14 @@ def test_measured_kernel_equals_numpy(rng: np.random.Generator) -> None:
     (out,) = reference_outputs(request)
     x, w, _ = random_arguments(task.arg_shapes, 3)
     np.testing.assert_allclose(out, x @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_large_buffers_stay_alive_while_timed() -> None:
+    """Megabyte buffers (mmapped, unmapped when freed) must outlive the timing loop."""
+    b = tk.GraphBuilder()
+    x = b.input("x", (1024, 1536))
+    (task,) = tk.extract_tasks(b.finish(b.relu(b.add(x, x))))
+    with Runner(timeout=60, min_repeat_ms=20, repeat=3) as runner:
+        (record,) = runner.measure(task, [[]])
+    assert record.error == ErrorCode.NO_ERROR.value, record.message
+    assert len(record.costs) == 3
