@@ -137,10 +137,14 @@ class IsolatedProcessPool(Executor):
             t.start()
 
     def submit(self, fn, /, *args: Any, **kwargs: Any) -> Future:
+        return self.submit_with_timeout(self.timeout, fn, *args, **kwargs)
+
+    def submit_with_timeout(self, timeout: float | None, fn, /, *args: Any, **kwargs: Any) -> Future:
+        """``submit`` with this call's own timeout (seconds; None: no limit)."""
         if self._shutdown:
             raise RuntimeError("cannot submit to an IsolatedProcessPool after shutdown")
         future: Future = Future()
-        self._jobs.put((future, pickle.dumps((fn, args, kwargs))))
+        self._jobs.put((future, timeout, pickle.dumps((fn, args, kwargs))))
         return future
 
     def _serve(self) -> None:
@@ -149,13 +153,13 @@ class IsolatedProcessPool(Executor):
             job = self._jobs.get()
             if job is None:
                 break
-            future, payload = job
+            future, timeout, payload = job
             if not future.set_running_or_notify_cancel():
                 continue
             try:
                 if worker is None or not worker.alive():
                     worker = _Worker(self._env)
-                future.set_result(worker.call(payload, self.timeout))
+                future.set_result(worker.call(payload, timeout))
             except BaseException as error:  # noqa: BLE001 - every failure goes to the future
                 future.set_exception(error)
         if worker is not None:

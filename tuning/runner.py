@@ -78,7 +78,11 @@ class Runner:
         reference_timeout: float = 300.0,
     ):
         self._own_executor = executor is None
-        self.executor = executor if executor is not None else IsolatedProcessPool(n_parallel, timeout=timeout)
+        if executor is None:  # workers run at this process's thread count (set_num_threads does not cross processes)
+            from ..runtime.threads import ENV_VARIABLE
+
+            executor = IsolatedProcessPool(n_parallel, timeout=timeout, env={ENV_VARIABLE: str(_thread_count())})
+        self.executor = executor
         self.isolate = (not isinstance(self.executor, IsolatedProcessPool)) if isolate is None else isolate
         self.timeout = timeout
         self.options = {
@@ -109,6 +113,8 @@ class Runner:
     def _submit(self, fn, request: dict[str, Any], timeout: float) -> Future:
         if self.isolate:
             return self.executor.submit(run_isolated, fn, request, timeout=timeout)
+        if isinstance(self.executor, IsolatedProcessPool):
+            return self.executor.submit_with_timeout(timeout, fn, request)
         return self.executor.submit(fn, request)
 
     def reference(self, task: Task) -> list | None:
