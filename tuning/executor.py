@@ -31,6 +31,9 @@ from typing import Any
 
 _HEADER = struct.Struct("<Q")
 
+#: seconds a new worker may take to import the compiler
+STARTUP_TIMEOUT = 300.0
+
 
 class WorkerCrashed(RuntimeError):
     """The worker process died while running a call (e.g. a segfault)."""
@@ -64,6 +67,11 @@ class _Worker:
             stdout=subprocess.PIPE,
             env=environment,
         )
+        # the worker imports the compiler first and says when it is ready: start-up (seconds
+        # on a loaded machine) does not count against the first call's timeout
+        if self._read(1, time.monotonic() + STARTUP_TIMEOUT, what="start-up") != b"R":
+            self.kill()
+            raise WorkerCrashed("worker sent a bad ready signal")
 
     def call(self, payload: bytes, timeout: float | None) -> Any:
         """Send one pickled call and wait for the reply (raises on crash/timeout)."""
@@ -82,7 +90,7 @@ class _Worker:
             return value
         raise value
 
-    def _read(self, size: int, deadline: float | None) -> bytes:
+    def _read(self, size: int, deadline: float | None, what: str = "call") -> bytes:
         out = self.process.stdout
         fd = out.fileno()
         chunks, have = [], 0
@@ -90,7 +98,7 @@ class _Worker:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 self.kill()
-                raise CallTimeout("the call ran past the timeout; its worker was killed")
+                raise CallTimeout(f"the {what} ran past the timeout; its worker was killed")
             ready, _, _ = select.select([fd], [], [], left)
             if not ready:
                 continue

@@ -31,6 +31,11 @@ def main() -> None:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     requests = sys.stdin.buffer
+    import tensorkiln.build  # noqa: F401  (the compiler, before the ready signal)
+    import tensorkiln.tuning.measure  # noqa: F401
+
+    replies.write(b"R")
+    replies.flush()
     while True:
         header = _read_exact(requests, _HEADER.size)
         if header is None:
