@@ -53,6 +53,7 @@ PASSES = {
     "simplify": ("passes.simplify", "SimplifyPass"),
     "fold-batch-norm": ("passes.fold_batch_norm", "FoldBatchNormPass"),
     "convert-layout": ("passes.convert_layout", "ConvertLayoutPass"),
+    "conv-transpose-to-conv": ("passes.conv_transpose_to_conv", "ConvTransposeToConvPass"),
     # graph pipelines of each optimization level (passes/pipeline.py)
     "graph-opt": ("passes.pipeline", "GraphOptPass"),
     "graph-opt-O0": ("passes.pipeline", "GraphOptO0Pass"),

@@ -58,10 +58,11 @@ CONVERT_LAYOUT = "convert-layout"
 #: so that a repeated constant computation is folded once (folded constants are new
 #: arrays, which cse cannot merge), and again after ``simplify``, which can make ops
 #: equal; ``fold-batch-norm`` needs the scale/shift folded to constants first and runs
-#: before ``convert-layout``, whose weight transposes ``fold-constants`` then folds and
+#: before ``convert-layout`` (and ``conv-transpose-to-conv``, which makes transposed
+#: convolutions plain ones), whose weight transposes ``fold-constants`` then folds and
 #: whose transposes of 1-sized axes ``simplify`` turns into reshapes.
 _O2 = (
-    "cse", "fold-constants", "simplify", "cse", "fold-batch-norm",
+    "cse", "fold-constants", "simplify", "cse", "fold-batch-norm", "conv-transpose-to-conv",
     CONVERT_LAYOUT, "fold-constants", "simplify", "dce", FUSE_OPS,
 )  # fmt: skip
 GRAPH_PIPELINES: dict[int, tuple[str, ...]] = {
