@@ -233,3 +233,18 @@ def test_edge_shapes(rng, backend):
         part = tk.byoc.partition_for(module, backend)
         assert len(external_modules(part)) == 1, name
         _check(part, module, [_f4(rng, *s) for s in shapes])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_executor_runs_external_modules_and_the_profile_names_them(rng, backend):
+    from tensorkiln.api import EXECUTOR_KINDS
+
+    module = _mlp(rng)
+    part = tk.byoc.partition_for(module, backend)
+    x = _f4(rng, 5, 33)
+    want = tk.create_executor("interpreter", module).evaluate()(x)
+    for kind in EXECUTOR_KINDS:
+        got = tk.create_executor(kind, part).evaluate()(x)
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6, err_msg=kind)
+    (ext,) = external_modules(part)
+    assert ext.symbol in str(tk.build(part).profile(x))
