@@ -170,7 +170,9 @@ def main() -> None:
         "`tk.byoc.partition_for(module, \"blas\")`, compiled (glue code calling scipy's `sgemm`); "
         "`tk`: our own GEMM kernels; `numpy`: `a @ b` (numpy's own OpenBLAS copy); `scipy sgemm`: "
         "`scipy.linalg.blas.sgemm` from Python, the same function the offload calls. Every call allocates "
-        "its output.",
+        "its output. OpenBLAS's workers spin while waiting for work: at 2 threads on a loaded 2-core "
+        "machine they fight every other process, so the 2-thread BLAS columns measure contention as much "
+        "as the library.",
         table(header, rows),
         "End to end, models from the torch zoo (small: their products are tiny, so per-call overhead "
         "dominates) and a larger MLP:",

@@ -14,7 +14,9 @@ An :class:`ExternalModule` is one compiled ``byoc.region``. Its interface:
 Modules whose work is Python (the example NPU, cuBLAS through cupy) subclass
 :class:`PythonExternalModule`: ``native_address`` is then a ctypes callback into ``run``.
 An exception raised in the callback is kept and re-raised by :meth:`raise_pending`
-after the native call returns (a ctypes callback cannot unwind through native code).
+after the native call returns (a ctypes callback cannot unwind through native code);
+the outputs are filled with NaN meanwhile, so a caller that does not check never reads
+stale memory as a result.
 """
 
 from __future__ import annotations
@@ -212,6 +214,7 @@ class PythonExternalModule(ExternalModule):
         return ctypes.cast(self._callback, ctypes.c_void_p).value
 
     def _native_call(self, *args: Any) -> None:
+        views: list[np.ndarray] = []
         try:
             position, symbols, arrays = 0, {}, []
             for spec in self.inputs + self.outputs:
@@ -227,6 +230,10 @@ class PythonExternalModule(ExternalModule):
                 out[...] = result
         except BaseException as e:  # noqa: BLE001 - kept, re-raised after the native call
             self._pending = e
+            # a caller that does not check (a bare native call) sees NaN, never stale memory
+            for out in views[len(self.inputs) :]:
+                if out.dtype.kind == "f":
+                    out[...] = np.nan
 
     def raise_pending(self) -> None:
         error, self._pending = self._pending, None

@@ -140,6 +140,11 @@ def test_an_error_inside_a_python_module_reaches_the_caller(rng):
     npu.program.steps[0]["b"] = "missing"
     with pytest.raises(RuntimeError, match=r"external module 'example_npu_main_0\w*' \(example_npu\) failed: 'missing'"):
         lib(_f4(rng, 2, 33))
+    # an executor that does not check for the error gets NaN, not stale memory
+    out = tk.create_executor("graph", part).evaluate()(_f4(rng, 2, 33))
+    assert np.isnan(out).all()
+    with pytest.raises(RuntimeError, match="failed"):
+        npu.raise_pending()
 
 
 def test_wrong_inputs_to_an_external_module_are_named(rng):
