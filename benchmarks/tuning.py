@@ -172,7 +172,7 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     options = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="tk-tuning-bench-"))
-    runner = Runner(timeout=120, min_repeat_ms=100, repeat=3)
+    runner = Runner(timeout=60, min_repeat_ms=100, repeat=3)
     rows, pngs = [], []
     try:
         for key in [k for k in options.kernels.split(",") if k]:

@@ -73,12 +73,21 @@ def _flush_cache(scratch: np.ndarray) -> None:
     scratch += 1.0
 
 
-def time_calls(call, number: int, repeat: int, min_repeat_ms: float, warmup: int, flush_cache: bool) -> list[float]:
+def time_calls(
+    call, number: int, repeat: int, min_repeat_ms: float, warmup: int, flush_cache: bool,
+    max_call_s: float | None = None,
+) -> list[float]:
     """Seconds per call, one figure per repeat (each the mean over ``number`` calls).
 
-    ``number=0`` picks it: enough calls that one repeat lasts ``min_repeat_ms``."""
+    ``number=0`` picks it: enough calls that one repeat lasts ``min_repeat_ms``.
+    ``max_call_s``: a warm-up call slower than this is the only figure (the candidate is
+    clearly slower than the best known; timing it further wastes the session)."""
     for _ in range(max(0, warmup)):
+        start = time.perf_counter()
         call()
+        once = time.perf_counter() - start
+        if max_call_s is not None and once > max_call_s:
+            return [once]
     costs = []
     if number <= 0:
         start = time.perf_counter()
@@ -156,6 +165,7 @@ def measure_candidate(request: dict[str, Any]) -> dict[str, Any]:
         float(request.get("min_repeat_ms", 50.0)),
         int(request.get("warmup", 1)),
         bool(request.get("flush_cache", False)),
+        request.get("max_call_s"),
     )
     return {"error": ErrorCode.NO_ERROR.value, "message": "", "costs": costs, "compile_s": compile_s}
 

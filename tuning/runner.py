@@ -59,6 +59,8 @@ class Runner:
     for one candidate's build + check + timing. ``check``: compare outputs with the
     unscheduled kernel's. ``n_parallel``: candidates in flight at once (default: the
     pool's workers; keep it 1 when timing on a machine with few cores).
+    ``slow_factor``: a candidate whose warm-up call is this many times slower than the
+    task's best so far is timed by that one call only.
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class Runner:
         n_parallel: int = 1,
         seed: int = 0,
         reference_timeout: float = 300.0,
+        slow_factor: float = 20.0,
     ):
         self._own_executor = executor is None
         if executor is None:  # workers run at this process's thread count (set_num_threads does not cross processes)
@@ -96,11 +99,15 @@ class Runner:
         self.seed = seed
         self.reference_timeout = reference_timeout
         self._references: dict[str, list | None] = {}
+        self.slow_factor = slow_factor
+        self._best: dict[str, float] = {}  # task key -> best seconds per call measured here
 
     # -- requests -----------------------------------------------------------------------
 
     def _request(self, task: Task, module_text: str, expected) -> dict[str, Any]:
+        best = self._best.get(task.key)
         return {
+            "max_call_s": None if best is None else max(self.slow_factor * best, 0.05),
             "module": module_text,
             "target": task.target,
             "args": [[list(s), d] for s, d in task.arg_shapes],
@@ -158,6 +165,8 @@ class Runner:
                 answer = future.result()
                 record.error, record.message = answer["error"], answer["message"]
                 record.costs, record.compile_s = list(answer["costs"]), float(answer["compile_s"])
+                if record.ok:
+                    self._best[task.key] = min(self._best.get(task.key, record.cost), record.cost)
             except (CallTimeout, FuturesTimeout, TimeoutError) as error:
                 record.error, record.message = ErrorCode.TIMEOUT.value, str(error) or "timeout"
             except WorkerCrashed as error:
