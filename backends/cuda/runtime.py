@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ...runtime.dim_expr import evaluate, is_symbol
 from ...runtime.signature import Signature
 
 #: CUDA's limits on grid sizes per axis
@@ -113,12 +114,7 @@ class CudaModule:
         if output not in ("cupy", "numpy"):
             raise ValueError(f"output must be 'cupy' or 'numpy', got {output!r}")
         cp = self._cp
-        inputs = self._bind(args)
-        symbols: dict[str, int] = {}
-        for spec, array in zip(self.signature.inputs, inputs):
-            for want, got in zip(spec.shape, array.shape):
-                if isinstance(want, str):
-                    symbols.setdefault(want, got)
+        inputs, symbols = self._bind(args)
         shapes = self.signature.output_shapes(symbols)
         outputs = [cp.empty(shape, spec.dtype) for shape, spec in zip(shapes, self.signature.outputs)]
         self._host(self._rt, *inputs, *outputs, *self._weights)
@@ -126,11 +122,13 @@ class CudaModule:
             outputs = [cp.asnumpy(o) for o in outputs]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def _bind(self, args: Sequence[Any]) -> list[Any]:
+    def _bind(self, args: Sequence[Any]) -> tuple[list[Any], dict[str, int]]:
+        """Device arrays for ``args``, checked against the signature, and the symbols' values
+        (a dim written as an expression of symbols, ``4*s0``, is checked after)."""
         specs = self.signature.inputs
         if len(args) != len(specs):
             raise ValueError(f"expected {len(specs)} arguments ({', '.join(s.name for s in specs)}), got {len(args)}")
-        arrays, symbols = [], {}
+        arrays, symbols, computed = [], {}, []
         for spec, arg in zip(specs, args):
             a = _to_device(self._cp, arg, spec.name)
             if a.dtype != spec.dtype:
@@ -138,13 +136,18 @@ class CudaModule:
             if a.ndim != len(spec.shape):
                 raise ValueError(f"argument '{spec.name}': expected shape {spec.describe()}, got {list(a.shape)}")
             for axis, (want, got) in enumerate(zip(spec.shape, a.shape)):
-                if isinstance(want, str):
+                if isinstance(want, str) and not is_symbol(want):
+                    computed.append((spec, axis, want, got))
+                elif isinstance(want, str):
                     if symbols.setdefault(want, got) != got:
                         raise ValueError(f"argument '{spec.name}': dim {axis} is '{want}' = {symbols[want]}, got {got}")
                 elif want != got:
                     raise ValueError(f"argument '{spec.name}': expected shape {spec.describe()}, got {list(a.shape)}")
             arrays.append(a if a.flags.c_contiguous else self._cp.ascontiguousarray(a))
-        return arrays
+        for spec, axis, want, got in computed:
+            if evaluate(want, symbols) != got:
+                raise ValueError(f"argument '{spec.name}': dim {axis} is '{want}' = {evaluate(want, symbols)}, got {got}")
+        return arrays, symbols
 
 
 __all__ = ["CudaModule", "CudaUnavailableError", "require_cupy"]

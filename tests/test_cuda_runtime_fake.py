@@ -1,0 +1,90 @@
+"""The CUDA runtime's Python side without a GPU: ``CudaModule`` with a stand-in for cupy
+(arrays are numpy, kernels record their launches). Checks argument binding and its
+errors, output allocation from symbolic shapes, the launch arguments the host program
+passes (buffers, then int32 dynamic sizes), and output="numpy"; the kernels' numbers are
+checked by the emulator and, on a GPU, by test_cuda_device.py."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+import tensorkiln as tk
+from tensorkiln.backends.cuda import runtime
+
+
+class _FakeArray(np.ndarray):
+    pass
+
+
+def _fake_cupy(launches: list) -> types.SimpleNamespace:
+    def as_fake(x):
+        return np.ascontiguousarray(np.asarray(x)).view(_FakeArray)
+
+    class RawModule:
+        def __init__(self, code: str, options: tuple = ()):
+            assert 'extern "C" __global__' in code
+            self.options = options
+
+        def get_function(self, name: str):
+            def kernel(grid, block, args):
+                launches.append((name, grid, block, args))
+
+            return kernel
+
+    device = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: 1))
+    return types.SimpleNamespace(
+        ndarray=_FakeArray, asarray=as_fake, empty=lambda shape, dtype: np.empty(shape, dtype).view(_FakeArray),
+        from_dlpack=as_fake, ascontiguousarray=as_fake, asnumpy=lambda a: np.asarray(a), RawModule=RawModule,
+        cuda=device,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    log: list = []
+    monkeypatch.setattr(runtime, "require_cupy", lambda: _fake_cupy(log))
+    return log
+
+
+def _mlp():
+    b = tk.GraphBuilder()
+    x = b.input("x", ("n", 37))
+    return b.finish(b.relu(b.dense(x, np.ones((13, 37), np.float32))))
+
+
+def test_build_binds_inputs_allocates_outputs_and_launches(launches):
+    lib = tk.build(_mlp(), target="cuda -arch=sm_90")
+    assert "--gpu-architecture=sm_90" in lib._module.options
+    out = lib(np.zeros((70, 37), np.float32))
+    assert isinstance(out, _FakeArray) and out.shape == (70, 13) and out.dtype == np.float32
+    ((kernel, grid, block, args),) = launches  # dense and relu fused (O2)
+    assert kernel == "dense_relu_0" and block == (16, 16, 1) and grid == (1, 2, 1)
+    # x and its batch size, the weight, the output and its batch size
+    assert [a.shape if isinstance(a, np.ndarray) and a.ndim else int(a) for a in args] == [
+        (70, 37), 70, (13, 37), (70, 13), 70
+    ]
+    assert all(type(a) is np.int32 for a in args if not (isinstance(a, np.ndarray) and a.ndim))
+    assert isinstance(lib(np.zeros((3, 37), np.float32), output="numpy"), np.ndarray)
+
+
+def test_bad_arguments_name_the_argument(launches):
+    lib = tk.build(_mlp(), target="cuda")
+    with pytest.raises(ValueError, match="argument 'x': expected dtype float32, got float64"):
+        lib(np.zeros((2, 37)))
+    with pytest.raises(ValueError, match=r"argument 'x': expected shape float32\[n, 37\], got \[2, 36\]"):
+        lib(np.zeros((2, 36), np.float32))
+    with pytest.raises(ValueError, match="expected 1 arguments"):
+        lib()
+    with pytest.raises(ValueError, match="output must be 'cupy' or 'numpy'"):
+        lib(np.zeros((2, 37), np.float32), output="torch")
+    with pytest.raises(ValueError, match="argument 'x': expected a numpy array, cupy array or CUDA tensor, got str"):
+        lib("x")
+
+
+def test_empty_batch_launches_nothing(launches):
+    lib = tk.build(_mlp(), target="cuda")
+    assert lib(np.zeros((0, 37), np.float32)).shape == (0, 13)
+    assert launches == []
