@@ -138,3 +138,11 @@ def test_knob_features_and_ridge_model() -> None:
     assert isinstance(make_model("ridge"), RidgeModel)
     with pytest.raises(ValueError, match="unknown cost model"):
         make_model("forest")
+
+
+def test_knob_features_of_mixed_values_have_one_width() -> None:
+    space = ConfigSpace()
+    space.define_knob("vectors", [None, 1, 2])
+    space.define_knob("pack", [None, [1, "outer"]])
+    features = knob_features(space, list(range(len(space))))
+    assert features.shape == (6, 2 + 3 + 2)

@@ -170,8 +170,8 @@ def knob_features(space: ConfigSpace, indices: Sequence[int]) -> np.ndarray:
                 row += [float(v) for v in value]
             elif knob.kind == "annotate":
                 row += [codes.get(v, 0.0) for v in value]
-            elif isinstance(value, bool | int | float):
-                row.append(float(value))
+            else:  # a number as itself; anything else (None, a list, a name) by its one-hot only
+                row.append(float(value) if isinstance(value, bool | int | float) else 0.0)
             one_hot = [0.0] * len(knob.choices)
             one_hot[digit] = 1.0
             row += one_hot
