@@ -41,6 +41,9 @@ ENV_DIR = "TK_CACHE_DIR"
 ENV_ENABLE = "TK_CACHE"
 MAGIC = b"TKCACHE1"
 
+#: top-level folders of the checkout that do not change generated code
+_NOT_COMPILER = ("tests", "benchmarks", "examples", "tools", "build", "dist")
+
 _UNSET = object()
 _directory: object = _UNSET
 _lock = threading.Lock()
@@ -112,13 +115,19 @@ def compiler_fingerprint() -> str:
 
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256(f"{llvmlite.__version__} {llvm.llvm_version_info}".encode())
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root)
-        if rel.parts[0] in ("tests", "benchmarks", "examples", "tools", ".venv") or rel.parts[0].startswith("."):
-            continue
-        h.update(str(rel).encode())
+    sources = []
+    for directory, subdirs, files in os.walk(root):
+        # prune what is not the compiler (and the virtual environment, which is large)
+        subdirs[:] = [
+            d for d in subdirs
+            if not d.startswith((".", "__")) and not (directory == str(root) and d in _NOT_COMPILER)
+        ]
+        sources += [Path(directory) / f for f in files if f.endswith(".py")]
+    for path in sorted(sources):
+        h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()
+
 
 
 def module_key(parts: list[str]) -> str:
