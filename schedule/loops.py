@@ -325,6 +325,9 @@ def fuse(kernel: func.FuncOp, outer: str, inner: str) -> str:
     chain, between = band(o, written_buffers(o))
     if len(chain) < 2 or chain[1] is not i:
         raise ScheduleError(P, f"loop '{inner}' is not perfectly nested directly inside loop '{outer}'")
+    # only the ops between the two loops move; deeper ones (a split's tail bounds,
+    # computed from a loop further in) stay where their operands are defined
+    between = [op for op in between if op.parent_block() is o.body.block]
     _require_kind(P, o)
     _require_kind(P, i)
     fused_name = f"{outer}.{inner}.fused"

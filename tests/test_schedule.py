@@ -533,3 +533,17 @@ def test_replay_errors() -> None:
                 {"primitive": "split", "args": {"loop": "i0", "factor": 2}},
             ],
         )
+
+
+def test_fuse_outer_loops_after_tile_keeps_tail_bounds_inside(rng: np.random.Generator) -> None:
+    """Fusing the loops around a tiled pair moves only the ops between those two loops:
+    the tiles' tail bounds (computed from the tile loops) stay inside them."""
+    b = tk.GraphBuilder()
+    module = b.finish(b.broadcast_to(b.input("x", (3, 1, 7, 1)), (3, 5, 7, 9)))
+    data = rng.standard_normal((3, 1, 7, 1)).astype(np.float32)
+
+    def schedule(s: Schedule) -> None:
+        s.tile("i2", "i3", 4, 4)
+        s.fuse("i0", "i1")
+
+    check(module, schedule, [data], np.broadcast_to(data, (3, 5, 7, 9)))
