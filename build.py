@@ -134,7 +134,7 @@ def build(
     lib.external_modules = externals
     lib.graph_program = native.program
     lib.cache_hit = native.cache_hit
-    lib._exporter = functools.partial(export_library, native=native, weights=lib._weights)
+    lib._exporter = functools.partial(export_library, native=native, weights=lib._weights, external_modules=externals)
     lib.pass_timings = timings
     lib.compile_seconds = time.perf_counter() - start
     return lib

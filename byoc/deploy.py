@@ -61,4 +61,15 @@ def bind_trampolines(library: ctypes.CDLL, modules: Sequence[ExternalModule]) ->
         slot.value = module.native_address()
 
 
-__all__ = ["POINTER_PREFIX", "bind_trampolines", "trampoline_source"]
+def load_external_modules(library: ctypes.CDLL, blobs: Sequence[bytes]) -> list[ExternalModule]:
+    """The external modules of a deployed model (their serialized bytes), deserialized and
+    bound to its loaded ``library``: the loader ``tensorkiln.runtime.load_module`` calls,
+    by the name the artifact gives."""
+    from .external import deserialize
+
+    modules = [deserialize(data) for data in blobs]
+    bind_trampolines(library, modules)
+    return modules
+
+
+__all__ = ["POINTER_PREFIX", "bind_trampolines", "load_external_modules", "trampoline_source"]

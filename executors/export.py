@@ -10,6 +10,9 @@
                     C compiler (``cc -shared``), every kernel and the AOT entry exported
       weights.npz   the weights, ``w0``, ``w1``... (numpy's format; read with
                     ``allow_pickle=False``), replaceable by others of the same shapes
+      externals/    only when the model calls BYOC external modules: ``<k>.bin``, each
+                    module's own serialization (the library links a trampoline per module,
+                    bound to the deserialized module at load)
 
 ``tensorkiln.runtime.load_module(path)`` loads it with numpy and ctypes only.
 """
@@ -24,11 +27,16 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..runtime.artifact import ARTIFACT_FORMAT, LIBRARY, META, PROGRAM, WEIGHTS
+from ..byoc.deploy import trampoline_source
+from ..runtime.artifact import ARTIFACT_FORMAT, EXTERNALS, LIBRARY, META, PROGRAM, WEIGHTS
 from .native_build import NativeBuild
+
+#: what loads a deployed model's external modules and binds them to its library
+EXTERNAL_LOADER = "tensorkiln.byoc.deploy:load_external_modules"
 
 #: defines the thread-count variable the code of parallel loops reads (the JIT binds it
 #: to the runtime's; a shared library owns one, which the runtime keeps in step)
@@ -47,17 +55,19 @@ def c_compiler() -> str:
     raise ExportError("export_library needs a C compiler to link the shared library (cc, gcc or clang; or set CC)")
 
 
-def link_shared_library(native: NativeBuild, out: Path) -> None:
-    """Link the build's object code into the shared library ``out``."""
+def link_shared_library(native: NativeBuild, out: Path, c_source: str = "") -> None:
+    """Link the build's object code (and ``c_source``: glue such as external modules'
+    trampolines) into the shared library ``out``."""
     with tempfile.TemporaryDirectory(prefix="tk-export-") as tmp:
         obj = Path(tmp) / "model.o"
         obj.write_bytes(native.code.object)
         # --no-undefined: a symbol nothing provides (an external codegen's kernel, say) fails
         # the export here, not the dlopen of a deployed model
         command = [c_compiler(), "-shared", "-Wl,--no-undefined", "-o", str(out), str(obj)]
-        if native.code.reads_thread_count:
-            stub = Path(tmp) / "threads.c"
-            stub.write_text(_THREAD_COUNT_C)
+        glue = (_THREAD_COUNT_C if native.code.reads_thread_count else "") + c_source
+        if glue:
+            stub = Path(tmp) / "glue.c"
+            stub.write_text(glue)
             command.insert(-1, str(stub))
             command[1:1] = ["-fPIC"]
         if native.code.uses_openmp:
@@ -68,14 +78,18 @@ def link_shared_library(native: NativeBuild, out: Path) -> None:
             raise ExportError(f"linking {out.name} failed ({' '.join(command)}):\n{done.stderr.strip()}")
 
 
-def export_library(path: str | os.PathLike[str], native: NativeBuild, weights: Sequence[np.ndarray]) -> None:
-    """Write ``native`` (with its ``weights``) as an artifact directory at ``path``."""
+def export_library(
+    path: str | os.PathLike[str], native: NativeBuild, weights: Sequence[np.ndarray], external_modules: Sequence[Any] = ()
+) -> None:
+    """Write ``native`` (with its ``weights`` and the BYOC ``external_modules`` it calls)
+    as an artifact directory at ``path``."""
     root = Path(path)
     if root.exists() and not root.is_dir():
         raise ExportError(f"export_library: {root} exists and is not a directory")
     root.mkdir(parents=True, exist_ok=True)
     library = root / LIBRARY
-    link_shared_library(native, library)
+    externals = _write_external_modules(root, external_modules)
+    link_shared_library(native, library, trampoline_source(external_modules) if external_modules else "")
     arrays = {f"w{k}": np.ascontiguousarray(w) for k, w in enumerate(weights)}
     with open(root / WEIGHTS, "wb") as f:
         np.savez(f, **arrays)
@@ -93,7 +107,25 @@ def export_library(path: str | os.PathLike[str], native: NativeBuild, weights: S
         "reads_thread_count": native.code.reads_thread_count,
         "uses_openmp": native.code.uses_openmp,
     }
+    if externals:
+        meta["externals"] = externals
     (root / META).write_text(json.dumps(meta, indent=1))
+
+
+def _write_external_modules(root: Path, modules: Sequence[Any]) -> dict[str, Any] | None:
+    """Each external module's bytes in ``externals/<k>.bin``; the meta entry naming them
+    and the function that loads and binds them (a plugin the runtime imports by name)."""
+    if not modules:
+        return None
+    folder = root / EXTERNALS
+    folder.mkdir(exist_ok=True)
+    files = []
+    for k, module in enumerate(modules):
+        data = module.serialize()
+        name = f"{EXTERNALS}/{k}.bin"
+        (root / name).write_bytes(data)
+        files.append({"file": name, "symbol": module.symbol, "sha256": hashlib.sha256(data).hexdigest()})
+    return {"loader": EXTERNAL_LOADER, "modules": files}
 
 
 __all__ = ["ExportError", "c_compiler", "export_library", "link_shared_library"]

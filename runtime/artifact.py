@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import importlib
 import json
 import os
 import time
@@ -44,6 +45,7 @@ META = "meta.json"
 PROGRAM = "graph.json"
 LIBRARY = "model.so"
 WEIGHTS = "weights.npz"
+EXTERNALS = "externals"
 
 EXECUTORS = ("aot", "graph")
 
@@ -77,8 +79,17 @@ class DeployedModule(CompiledModule):
     ``executor``: ``"aot"`` (one native call) or ``"graph"``; ``load_seconds``: how long
     loading took."""
 
-    def __init__(self, library: _SharedLibrary, meta: dict[str, Any], program: GraphProgram, weights: list[np.ndarray], executor: str):
+    def __init__(
+        self,
+        library: _SharedLibrary,
+        meta: dict[str, Any],
+        program: GraphProgram,
+        weights: list[np.ndarray],
+        executor: str,
+        external_modules: list[Any] = (),
+    ):
         super().__init__(library.address(meta["entry"]), program.signature, weights, keep_alive=library)
+        self.external_modules = list(external_modules)  # kept alive: the library calls them
         self.graph_program = program
         self.executor = executor
         self.meta = meta
@@ -94,8 +105,11 @@ class DeployedModule(CompiledModule):
             start = time.perf_counter()
             result = self._default(*args)
             self.first_run_seconds = time.perf_counter() - start
-            return result
-        return self._default(*args)
+        else:
+            result = self._default(*args)
+        for module in self.external_modules:
+            module.raise_pending()  # an error inside an external module, raised here
+        return result
 
 
 def _read_json(path: Path) -> Any:
@@ -173,6 +187,37 @@ def _load_vm(root: Path, meta: dict[str, Any]) -> DeployedVM:
     return DeployedVM(program, functions)
 
 
+def _load_external_modules(root: Path, meta: dict[str, Any], library: _SharedLibrary) -> list[Any]:
+    """The BYOC external modules the library calls (``externals/``), loaded and bound by
+    the loader function the artifact names (``module:function``): a plugin, imported only
+    for such artifacts, so plain models never import anything beyond numpy and ctypes."""
+    entry = meta.get("externals")
+    if not entry:
+        return []
+    blobs = []
+    try:
+        for spec in entry["modules"]:
+            path = root / spec["file"]
+            try:
+                data = path.read_bytes()
+            except OSError as e:
+                raise ArtifactError(f"{path}: cannot be read ({e})") from e
+            if hashlib.sha256(data).hexdigest() != spec["sha256"]:
+                raise ArtifactError(f"{path}: corrupt or truncated (its SHA-256 differs from the one in {META})")
+            blobs.append(data)
+        module_name, _, function = entry["loader"].partition(":")
+    except (KeyError, TypeError, AttributeError) as e:
+        raise ArtifactError(f"{root / META}: malformed 'externals' entry ({e})") from e
+    try:
+        loader = getattr(importlib.import_module(module_name), function)
+    except (ImportError, AttributeError) as e:
+        raise ArtifactError(f"{root}: its external modules need {entry['loader']}, which cannot be imported ({e})") from e
+    try:
+        return loader(library.cdll, blobs)
+    except (ValueError, OSError) as e:
+        raise ArtifactError(f"{root}: an external module could not be loaded ({e})") from e
+
+
 def load_module(path: str | os.PathLike[str], executor: str | None = None) -> DeployedModule | DeployedVM:
     """Load an artifact written by ``export_library`` (see the module docstring).
     ``executor``: ``"aot"`` (the default) or ``"graph"``; a VM artifact runs in the VM.
@@ -217,9 +262,10 @@ def load_module(path: str | os.PathLike[str], executor: str | None = None) -> De
     if problem is not None:
         raise ArtifactError(f"{library_path}: not a loadable shared library ({problem})")
     library = _SharedLibrary(library_path.resolve(), bool(meta.get("uses_openmp")), bool(meta.get("reads_thread_count")))
+    externals = _load_external_modules(root, meta, library)
     for name in program.kernels:
         library.address(name)
-    module = DeployedModule(library, meta, program, weights, executor)
+    module = DeployedModule(library, meta, program, weights, executor, externals)
     module.load_seconds = time.perf_counter() - start
     return module
 
