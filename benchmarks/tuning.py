@@ -3,7 +3,7 @@ BENCHMARKS.md and PNGs of the curves next to this script.
 
     .venv/bin/python benchmarks/tuning.py [--trials 40] [--tuners evolutionary,xgb,random]
                                           [--kernels gemm1024,conv3x3,depthwise] [--zoo resnet18]
-                                          [--zoo-trials 64] [--no-write]
+                                          [--zoo-trials 64] [--no-write (no BENCHMARKS.md, no PNGs)]
 
 Every kernel is tuned from its bare computation (the unscheduled loop nest of
 te-to-loop; the first candidate of every search is the default strategy's schedule)
@@ -104,7 +104,7 @@ def plot(name: str, curves: dict[str, list[float]], path: Path) -> bool:
     return True
 
 
-def tune_kernel(key: str, tuners: list[str], trials: int, runner: Runner, workdir: Path):
+def tune_kernel(key: str, tuners: list[str], trials: int, runner: Runner, workdir: Path, draw: bool = True):
     title, make = KERNELS[key]
     task = main_task(make())
     rows, curves = [], {}
@@ -129,7 +129,7 @@ def tune_kernel(key: str, tuners: list[str], trials: int, runner: Runner, workdi
                      str(reached), str(len(records)), str(errors), f"{replay:.2f}", f"{wall:.0f}", "/".join(loads)])
         print(" | ".join(rows[-1]), flush=True)
     png = HERE / f"tuning-{key}.png"
-    drawn = plot(title, curves, png)
+    drawn = draw and plot(title, curves, png)
     return rows, (png.name if drawn else None)
 
 
@@ -176,7 +176,7 @@ def main() -> None:
     rows, pngs = [], []
     try:
         for key in [k for k in options.kernels.split(",") if k]:
-            r, png = tune_kernel(key, options.tuners.split(","), options.trials, runner, workdir)
+            r, png = tune_kernel(key, options.tuners.split(","), options.trials, runner, workdir, not options.no_write)
             rows += r
             if png:
                 pngs.append(png)
