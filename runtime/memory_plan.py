@@ -1,7 +1,7 @@
 """Static memory plan of a graph program: temporaries share storage by liveness.
 
 A temporary lives from the node that writes it to the last node that reads it. Nodes
-run in order; at each node its result takes a free storage (best fit by size, else the
+run in order; at each node its results take free storages (best fit by size, else the
 largest free one, which grows), then the storages of the temporaries whose last use
 was that node go back to the free pool. A node's result never shares storage with its
 own arguments (the kernels take ``noalias`` pointers): storages are released only
@@ -41,8 +41,9 @@ def plan_memory(program: GraphProgram) -> list[list[int]]:
     sizes: list[int] = []
     free: list[int] = []
     for k, node in enumerate(program.nodes):
-        written = node.args[-1]
-        if written in temps and program.tensors[written].storage < 0:
+        # a temporary's first appearance is where it is written (a node may write several:
+        # an external module with many results)
+        for written in [t for t in dict.fromkeys(node.args) if t in temps and program.tensors[t].storage < 0]:
             need = program.tensors[written].nbytes(nominal)
             fitting = [s for s in free if sizes[s] >= need]
             if fitting:
@@ -63,7 +64,7 @@ def plan_memory(program: GraphProgram) -> list[list[int]]:
                 free.append(program.tensors[t].storage)
     unwritten = [program.tensors[t].name for t in temps if program.tensors[t].storage < 0]
     if unwritten:
-        raise ValueError(f"memory plan: temporaries read but never written: {', '.join(unwritten)}")
+        raise ValueError(f"memory plan: temporaries no kernel uses: {', '.join(unwritten)}")
     program.storages = storages
     return storages
 

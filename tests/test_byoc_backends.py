@@ -253,3 +253,24 @@ def test_every_executor_runs_external_modules_and_the_profile_names_them(rng, ba
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6, err_msg=kind)
     (ext,) = external_modules(part)
     assert ext.symbol in str(tk.build(part).profile(x))
+
+
+def test_a_region_with_several_results_compiles(rng):
+    """merge-composites{single_output=false}: one external call writes two temporaries;
+    the memory plan gives each its own storage (both executors)."""
+    from tensorkiln.passes.pipeline import PassContext, run_pipeline
+
+    b = tk.GraphBuilder()
+    x = b.input("x", (4, 16))
+    d1 = b.dense(x, _f4(rng, 16, 16))
+    u = b.neg(d1)
+    module = b.finish(b.add(b.dense(d1, _f4(rng, 8, 16)), b.reshape(b.reduce_sum(u, [1]), (4, 1))))
+    part = module.clone()
+    steps = ("partition{backend=example_npu}", "merge-composites{single_output=false}",
+             "annotate-codegen{backend=example_npu}", "run-codegen")  # fmt: skip
+    run_pipeline(part, steps, PassContext(dump_ir=False))
+    assert str(part).count("byoc.call") == 1
+    data = _f4(rng, 4, 16)
+    want = tk.create_executor("interpreter", module).evaluate()(data)
+    for kind in ("aot", "graph"):
+        np.testing.assert_allclose(tk.create_executor(kind, part).evaluate()(data), want, rtol=2e-5, atol=1e-5)
