@@ -145,7 +145,7 @@ def main() -> None:
         "called in turn and the thread counts alternating in 3 blocks (interleaved). Threads: tensorkiln's",
         "`TK_NUM_THREADS` (`set_num_threads`) and `torch.set_num_threads`; ONNX Runtime one session per count",
         "(`intra_op_num_threads`); numpy (OpenBLAS) on one thread in every row. Idle pool threads of every",
-        "peer sleep instead of spinning (`OMP_WAIT_POLICY=passive` for torch's OpenMP, ORT without spinning):",
+        "peer sleep instead of spinning (`OMP_WAIT_POLICY=passive` for torch's OpenMP, ORT without spinning, tensorkiln's after a spin of microseconds):",
         "with two cores, one peer's spinning workers would steal the core from the next peer timed.",
         f"Machine peak, torch.mm 2048^3 in the same run: {peak[1]:.0f} GFLOP/s at 1 thread, {peak[2]:.0f} at 2.",
         "tk/x > 1: tensorkiln is slower. `-`: peer not run (see the script's output for why).",

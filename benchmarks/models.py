@@ -136,7 +136,7 @@ def render(rows: list[dict], repeat: int) -> str:
         f"`benchmarks/models.py` on {machine()} (load average {load:.1f} at the end of the run: "
         f"the machine is shared, so read the ratios, not the absolute times); torch {torch.__version__} eager; "
         "threads set together for both (tensorkiln's `set_num_threads`, `torch.set_num_threads`), idle "
-        "OpenMP threads sleeping (`OMP_WAIT_POLICY=passive`). Models: "
+        "OpenMP threads sleeping (torch: `OMP_WAIT_POLICY=passive`; tensorkiln: after a spin of microseconds). Models: "
         "`tensorkiln/examples/torch_zoo.py` (small widths, 32x32 images, batch 2), and "
         "`resnet50_full`: ResNet-50 at full width and depth (25.6M parameters), batch 1, 64x64.",
         "",
@@ -215,7 +215,7 @@ def bench_peers(repeat: int, compile_: bool, only: str = "") -> str:
             "count, the peers called in turn and the thread counts alternating in 3 blocks. Threads: tensorkiln's",
             "`set_num_threads` and `torch.set_num_threads` (torch.compile's code too); ONNX Runtime one session per",
             "count (`intra_op_num_threads`, exported with `torch.onnx.export(dynamo=True)`). Idle pool threads sleep",
-            "(`OMP_WAIT_POLICY=passive`, ORT without spinning). tk/x < 1: tensorkiln is faster.",
+            "(`OMP_WAIT_POLICY=passive`, ORT without spinning, tensorkiln's after a spin of microseconds). tk/x < 1: tensorkiln is faster.",
             f"Load average at the end of the run: {load_average()} (a shared machine: read the ratios).",
             "",
             table(["model", "threads", *[f"{p} (ms)" for p in peers], "tk/eager", "tk/compile", "tk/ORT"], rows),

@@ -18,11 +18,17 @@ from collections.abc import Callable, Sequence
 
 # Set before numpy and torch load their thread pools: idle workers sleep instead of
 # spinning (with two cores, one peer's spinning workers would take a core from the peer
-# timed next), and numpy's OpenBLAS runs on one thread.
+# timed next), and numpy's OpenBLAS runs on one thread. tensorkiln's own OpenMP runtime,
+# loaded later, keeps its default (a spin of microseconds, then sleep: runtime/threads.py)
+# unless the user set a policy.
+_PASSIVE_FOR_PEERS = "OMP_WAIT_POLICY" not in os.environ
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import torch  # noqa: E402
+
+if _PASSIVE_FOR_PEERS:
+    del os.environ["OMP_WAIT_POLICY"]
 
 import tensorkiln as tk  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402

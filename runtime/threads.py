@@ -14,7 +14,7 @@ per-thread value). Results do not depend on the thread count.
   ``with num_threads(1): ...``.
 
 tensorkiln loads its own instance of libgomp (by path: not the copy torch ships), so
-its pool and settings are its own, and its idle threads sleep (``OMP_WAIT_POLICY=passive``
+its pool and settings are its own, and its idle threads spin only briefly, then sleep (``GOMP_SPINCOUNT=1000``
 unless ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` is set): on a machine whose other cores
 are busy, spinning threads turn a parallel loop's end barrier into a stall of
 milliseconds. Parallel loops hand out chunks dynamically, so a thread that starts late
@@ -79,11 +79,15 @@ def set_num_threads(n: int | None) -> None:
 
 
 #: the wait policy of tensorkiln's OpenMP threads unless the user sets OMP_WAIT_POLICY or
-#: GOMP_SPINCOUNT: idle threads sleep instead of spinning. Measured on the 2-core box with
-#: the other core busy, a 256^3 GEMM at 2 threads: 11-22 ms with spinning (a spinning
-#: master keeps the late worker off its core until the barrier times out) vs 0.40 ms
-#: passive (1 thread: 0.39 ms); torch, whose pool spins, took 24-29 ms in that run.
-DEFAULT_WAIT_POLICY = "passive"
+#: GOMP_SPINCOUNT: idle threads spin briefly (1000 rounds, microseconds), then sleep.
+#: Measured on the 2-core box: libgomp's default long spin, with the other core busy, made
+#: a 256^3 GEMM at 2 threads take 11-22 ms (a spinning master keeps the late worker off
+#: its core) vs 0.40 ms passive; but fully passive threads must be woken for every
+#: parallel loop, which on a quiet machine made small models 10-20x slower at 2 threads
+#: than at 1 (squeezenet 0.039 -> 0.51 ms); with the short spin they run back-to-back
+#: kernels awake: 0.023 ms at 1 thread, 0.028 ms at 2, and a conv block still scales
+#: (4.43 -> 2.33 ms).
+DEFAULT_SPIN = {"GOMP_SPINCOUNT": "1000"}
 
 _LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib/x86_64-linux-gnu", "/lib64", "/lib")
 
@@ -102,19 +106,20 @@ def _library_path(soname: str) -> str:
 @lru_cache(maxsize=1)
 def _libgomp() -> ctypes.CDLL | None:
     """tensorkiln's own instance of libgomp (its thread pool and settings are not torch's):
-    loaded by path, with ``OMP_WAIT_POLICY=DEFAULT_WAIT_POLICY`` in the environment
-    while it initializes unless the user chose a policy."""
+    loaded by path, with :data:`DEFAULT_SPIN` in the environment while it initializes
+    unless the user chose a policy."""
     name = ctypes.util.find_library("gomp") or "libgomp.so.1"
     chosen = "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ
     if not chosen:
-        os.environ["OMP_WAIT_POLICY"] = DEFAULT_WAIT_POLICY
+        os.environ.update(DEFAULT_SPIN)
     try:
         return ctypes.CDLL(_library_path(name), mode=ctypes.RTLD_LOCAL)
     except OSError:
         return None
     finally:
         if not chosen:
-            del os.environ["OMP_WAIT_POLICY"]
+            for key in DEFAULT_SPIN:
+                del os.environ[key]
 
 
 #: the OpenMP runtime functions generated code may call (parallel loops; the first three
@@ -173,7 +178,7 @@ def num_threads(n: int | None) -> Iterator[None]:
 
 
 __all__ = [
-    "DEFAULT_WAIT_POLICY",
+    "DEFAULT_SPIN",
     "ENV_VARIABLE",
     "NUM_THREADS_SYMBOL",
     "OPENMP_FUNCTIONS",
