@@ -164,7 +164,7 @@ def main() -> None:
     text = "\n\n".join([
         "## BYOC: BLAS offload vs our GEMM vs numpy",
         f"`benchmarks/byoc.py`, {machine()}; load average {load} when started (a shared, noisy machine: "
-        "the numbers were taken under load). Medians of the peers timed in turn in one process per "
+        "read the ratios). Medians of the peers timed in turn in one process per "
         "thread count; threads set by `OPENBLAS_NUM_THREADS` (numpy's and scipy's OpenBLAS, read when "
         "they load), `TK_NUM_THREADS` and `torch.set_num_threads`. `tk+blas`: the module after "
         "`tk.byoc.partition_for(module, \"blas\")`, compiled (glue code calling scipy's `sgemm`); "

@@ -154,7 +154,7 @@ def main() -> None:
         [
             "## Executors, compile cache, deployment",
             f"`benchmarks/executors.py` on {machine()} (load average {load:.1f} at the end: the machine is shared, "
-            "read the ratios). Taken under load from other processes.",
+            "read the ratios).",
             "**Per-call overhead** on a tiny model (dense 16->8, relu, dense 8->4, softmax at batch 1; 4 kernels: "
             "the work is negligible, so this is the cost of a call): medians of 20 rounds of "
             f"{max(1, args.calls // 20)} calls, all executors interleaved in one process; torch eager with one thread. "
