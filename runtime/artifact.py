@@ -187,6 +187,17 @@ def _load_vm(root: Path, meta: dict[str, Any]) -> DeployedVM:
     return DeployedVM(program, functions)
 
 
+def _read_checked(path: Path, sha256: str) -> bytes:
+    """The bytes of ``path``, which must have the SHA-256 the artifact's meta records."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ArtifactError(f"{path}: cannot be read ({e})") from e
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise ArtifactError(f"{path}: corrupt or truncated (its SHA-256 differs from the one in {META})")
+    return data
+
+
 def _load_external_modules(root: Path, meta: dict[str, Any], library: _SharedLibrary) -> list[Any]:
     """The BYOC external modules the library calls (``externals/``), loaded and bound by
     the loader function the artifact names (``module:function``): a plugin, imported only
@@ -197,14 +208,7 @@ def _load_external_modules(root: Path, meta: dict[str, Any], library: _SharedLib
     blobs = []
     try:
         for spec in entry["modules"]:
-            path = root / spec["file"]
-            try:
-                data = path.read_bytes()
-            except OSError as e:
-                raise ArtifactError(f"{path}: cannot be read ({e})") from e
-            if hashlib.sha256(data).hexdigest() != spec["sha256"]:
-                raise ArtifactError(f"{path}: corrupt or truncated (its SHA-256 differs from the one in {META})")
-            blobs.append(data)
+            blobs.append(_read_checked(root / spec["file"], spec["sha256"]))
         module_name, _, function = entry["loader"].partition(":")
     except (KeyError, TypeError, AttributeError) as e:
         raise ArtifactError(f"{root / META}: malformed 'externals' entry ({e})") from e
@@ -252,12 +256,7 @@ def load_module(path: str | os.PathLike[str], executor: str | None = None) -> De
     if n_weights != len(weights):
         raise ArtifactError(f"{root / meta['program']}: uses {n_weights} weights, {META} lists {len(weights)}")
     library_path = root / meta["library"]
-    try:
-        blob = library_path.read_bytes()
-    except OSError as e:
-        raise ArtifactError(f"{library_path}: cannot be read ({e})") from e
-    if hashlib.sha256(blob).hexdigest() != meta["library_sha256"]:
-        raise ArtifactError(f"{library_path}: corrupt or truncated (its SHA-256 differs from the one in {META})")
+    blob = _read_checked(library_path, meta["library_sha256"])
     problem = elf_problem(blob)
     if problem is not None:
         raise ArtifactError(f"{library_path}: not a loadable shared library ({problem})")

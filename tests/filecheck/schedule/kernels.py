@@ -1,4 +1,16 @@
-"""Kernels shared by the schedule FileCheck tests (not a test itself)."""
+"""Kernels and helpers shared by the schedule FileCheck tests (not a test itself)."""
+
+
+def scheduled(module):
+    """A graph module optimized at O2, lowered to loops and given its default schedules
+    (AVX-512 widths), in place."""
+    from tensorkiln.build import TO_LOOPS
+    from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
+
+    ctx = PassContext(opt_level=2, dump_ir=False)
+    optimize_graph(module, ctx)
+    run_pipeline(module, TO_LOOPS + ("default-schedule{vector_bits=512}",), ctx)
+    return module
 
 #: a 17x13 @ 13x31 matmul kernel with the default schedule
 MATMUL = """

@@ -7,15 +7,8 @@ rows: its rows and columns are fused into one pixel loop (49 pixels, shifted las
 
 import numpy as np
 import tensorkiln as tk
-from tensorkiln.build import TO_LOOPS
-from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
+from kernels import scheduled
 from tensorkiln.schedule import kernels
-
-def scheduled(module):
-    ctx = PassContext(opt_level=2, dump_ir=False)
-    optimize_graph(module, ctx)
-    run_pipeline(module, TO_LOOPS + ("default-schedule{vector_bits=512}",), ctx)
-    return module
 
 b = tk.GraphBuilder()
 w = np.ones((64, 32, 3, 3), np.float32)

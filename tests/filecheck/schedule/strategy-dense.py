@@ -10,15 +10,7 @@ its own kernel)."""
 import numpy as np
 
 import tensorkiln as tk
-from tensorkiln.build import TO_LOOPS
-from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
-
-
-def scheduled(module):
-    ctx = PassContext(opt_level=2, dump_ir=False)
-    optimize_graph(module, ctx)
-    run_pipeline(module, TO_LOOPS + ("default-schedule{vector_bits=512}",), ctx)
-    return module
+from kernels import scheduled
 
 
 b = tk.GraphBuilder()

@@ -6,15 +6,7 @@ so every tile is full; accumulators in a local 4x48 tile, rows unrolled, columns
 vectorized, row blocks parallel. A small product stays serial."""
 
 import tensorkiln as tk
-from tensorkiln.build import TO_LOOPS
-from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
-
-
-def scheduled(module):
-    ctx = PassContext(opt_level=2, dump_ir=False)
-    optimize_graph(module, ctx)
-    run_pipeline(module, TO_LOOPS + ("default-schedule{vector_bits=512}",), ctx)
-    return module
+from kernels import scheduled
 
 
 b = tk.GraphBuilder()
