@@ -22,17 +22,18 @@ from xdsl.ir import SSAValue
 
 from ..dialects import loop
 from ..dialects.graph.types import numpy_dtype
-from ..lowering.te_to_loop import entry_layout
+from ..lowering.te_to_loop import SymbolSizes, entry_layout
 from ..runtime.graph_program import GraphNode, GraphProgram, GraphTensor
 from ..runtime.memory_plan import plan_memory
 from ..runtime.signature import Dim, Signature
 
-#: index arithmetic te-to-loop emits for dim expressions (``4*n``) -> its spelling
-_DIM_ARITHMETIC = {
-    arith.AddiOp: "({} + {})", arith.SubiOp: "({} - {})", arith.MuliOp: "({} * {})",
-    arith.FloorDivSIOp: "({} // {})", arith.RemSIOp: "({} % {})",
-    arith.MaxSIOp: "Max({}, {})", arith.MinSIOp: "Min({}, {})",
-}  # fmt: skip
+def _spelling(operator: str) -> str:
+    """How a dim expression writes ``operator`` (``runtime/dim_expr.py``), as a format string."""
+    return f"{operator.capitalize()}({{}}, {{}})" if operator.isalpha() else f"({{}} {operator} {{}})"
+
+
+#: the index arithmetic te-to-loop emits for dim expressions (``4*n``) -> its spelling
+_DIM_ARITHMETIC = {make: _spelling(operator) for operator, make in SymbolSizes.OPS.items()}
 
 
 class HostProgramError(ValueError):

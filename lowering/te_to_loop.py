@@ -87,7 +87,10 @@ class SymbolSizes:
         def index(k: int) -> SSAValue:
             return b.insert(arith.ConstantOp(IntegerAttr(k, IndexType()))).result
 
-        emit = {op: (lambda make: lambda x, y: b.insert(make(x, y)).result)(make) for op, make in self.OPS.items()}
+        def binary(make: type[Operation]):
+            return lambda x, y: b.insert(make(x, y)).result
+
+        emit = {op: binary(make) for op, make in self.OPS.items()}
         emit["neg"] = lambda x: b.insert(arith.SubiOp(index(0), x)).result
         return lower(dim, lambda name: self.size(b, name, t), emit, index)
 

@@ -112,12 +112,14 @@ class LayoutConverter:
         Rewriter.erase_op(op)
         self.twins[back.result] = new.results[0]
 
-    def rebuilt(self, op: Operation, operands: Sequence[SSAValue], **properties: Attribute) -> Operation:
-        """A copy of ``op`` on ``operands``, with ``properties`` changed, its result type
-        permuted to the target layout."""
+    def rebuilt(
+        self, op: Operation, operands: Sequence[SSAValue], result_type: Attribute | None = None, **properties: Attribute
+    ) -> Operation:
+        """A copy of ``op`` on ``operands``, with ``properties`` changed; its result type is
+        ``result_type``, by default ``op``'s permuted to the target layout."""
         return type(op).create(
             operands=list(operands),
-            result_types=[_permuted(op.results[0].type, self.perm)],
+            result_types=[result_type or _permuted(op.results[0].type, self.perm)],
             properties={**op.properties, **properties},
             attributes=dict(op.attributes),
         )
@@ -227,13 +229,7 @@ def _reduce(c: LayoutConverter, op: reduce.ReduceOp) -> None:
     kept = [a for a in c.perm if a not in axes]
     if kept != sorted(kept):
         return
-    new = type(op).create(
-        operands=[c.twin(op.input)],
-        result_types=[op.result.type],
-        properties={**op.properties, "axes": new_axes},
-        attributes=dict(op.attributes),
-    )
-    Rewriter.replace_op(op, new)
+    Rewriter.replace_op(op, c.rebuilt(op, [c.twin(op.input)], op.result.type, axes=new_axes))
 
 
 # ---------------------------------------------------------------------------
