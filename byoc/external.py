@@ -9,7 +9,13 @@ An :class:`ExternalModule` is one compiled ``byoc.region``. Its interface:
   followed by one ``int64`` per symbolic dim (``void f(float* x, int64 x_d0, float* y, int64 y_d0)``);
 - ``serialize()`` -> bytes and :func:`deserialize` (bytes -> module), numpy and json only,
   for export artifacts;
-- ``describe()``: a dict for the profiler (backend, symbol, what it computes, flops).
+- ``describe()``: a dict for the profiler (backend, symbol, what it computes, flops);
+- ``device`` and ``run_device(inputs, outputs)``: for modules that compute on a GPU's
+  memory (``device = "cuda"``: cupy arrays, e.g. cuBLAS), what ``tk.build(...,
+  target="cuda")`` calls: it writes the outputs the host program allocated, from inputs
+  already on the device, on the current stream (no host round trip). Modules with
+  ``device = None`` (the default: ``blas``, ``example_npu``) run on the host only, and a
+  CUDA build that calls one fails with an error naming it.
 
 Modules whose work is Python (the example NPU, cuBLAS through cupy) subclass
 :class:`PythonExternalModule`: ``native_address`` is then a ctypes callback into ``run``.
@@ -85,6 +91,8 @@ class ExternalModule:
     """Base of compiled regions (see module docstring)."""
 
     kind: ClassVar[str] = ""
+    #: the memory ``run_device`` works on ("cuda": cupy arrays); None: host only
+    device: ClassVar[str | None] = None
 
     def __init__(self, symbol: str, backend: str, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]):
         self.symbol = symbol
@@ -104,6 +112,11 @@ class ExternalModule:
 
     def native_address(self) -> int:
         raise NotImplementedError
+
+    def run_device(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        """Compute into ``outputs`` from ``inputs``, all arrays in ``device`` memory (cupy
+        arrays for "cuda"), queued on the current stream; only for modules with a ``device``."""
+        raise NotImplementedError(f"external module '{self.symbol}' ({self.backend}) runs on the host only")
 
     def describe(self) -> dict[str, Any]:
         return {"symbol": self.symbol, "backend": self.backend, "kind": self.kind}

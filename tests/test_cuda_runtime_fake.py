@@ -1,51 +1,23 @@
 """The CUDA runtime's Python side without a GPU: ``CudaModule`` with a stand-in for cupy
-(arrays are numpy, kernels record their launches). Checks argument binding and its
+(``fake_cupy.py``: arrays are numpy, kernels record their launches). Checks argument binding and its
 errors, output allocation from symbolic shapes, the launch arguments the host program
 passes (buffers, then int32 dynamic sizes), and output="numpy"; the kernels' numbers are
 checked by the emulator and, on a GPU, by test_cuda_device.py."""
 
 from __future__ import annotations
 
-import types
-
 import numpy as np
 import pytest
+from fake_cupy import FakeArray, fake_cupy
 
 import tensorkiln as tk
 from tensorkiln.backends.cuda import runtime
 
 
-class _FakeArray(np.ndarray):
-    pass
-
-
-def _fake_cupy(launches: list) -> types.SimpleNamespace:
-    def as_fake(x):
-        return np.ascontiguousarray(np.asarray(x)).view(_FakeArray)
-
-    class RawModule:
-        def __init__(self, code: str, options: tuple = ()):
-            assert 'extern "C" __global__' in code
-            self.options = options
-
-        def get_function(self, name: str):
-            def kernel(grid, block, args):
-                launches.append((name, grid, block, args))
-
-            return kernel
-
-    device = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: 1))
-    return types.SimpleNamespace(
-        ndarray=_FakeArray, asarray=as_fake, empty=lambda shape, dtype: np.empty(shape, dtype).view(_FakeArray),
-        from_dlpack=as_fake, ascontiguousarray=as_fake, asnumpy=lambda a: np.asarray(a), RawModule=RawModule,
-        cuda=device,
-    )  # fmt: skip
-
-
 @pytest.fixture
 def launches(monkeypatch):
     log: list = []
-    monkeypatch.setattr(runtime, "require_cupy", lambda: _fake_cupy(log))
+    monkeypatch.setattr(runtime, "require_cupy", lambda: fake_cupy(log))
     return log
 
 
@@ -59,7 +31,7 @@ def test_build_binds_inputs_allocates_outputs_and_launches(launches):
     lib = tk.build(_mlp(), target="cuda -arch=sm_90")
     assert "--gpu-architecture=sm_90" in lib._module.options
     out = lib(np.zeros((70, 37), np.float32))
-    assert isinstance(out, _FakeArray) and out.shape == (70, 13) and out.dtype == np.float32
+    assert isinstance(out, FakeArray) and out.shape == (70, 13) and out.dtype == np.float32
     ((kernel, grid, block, args),) = launches  # dense and relu fused (O2)
     assert kernel == "dense_relu_0" and block == (16, 16, 1) and grid == (1, 2, 1)
     # x and its batch size, the weight, the output and its batch size

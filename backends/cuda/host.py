@@ -3,20 +3,25 @@ allocate device buffers and launch the kernels, with grid sizes computed from th
 arguments' shapes at each call (symbolic shapes work).
 
 The host function (``func.func @main`` after ``loop-to-gpu``) holds only ``loop.dim``,
-``loop.alloc``/``loop.free`` (global buffers), index arithmetic, ``gpu.launch_func``
-and ``func.return``; it becomes::
+``loop.alloc``/``loop.free`` (global buffers), index arithmetic, ``gpu.launch_func``,
+``func.call`` of external modules (BYOC regions: ``tk.byoc.partition_for``) and
+``func.return``; it becomes::
 
     def main(rt, x, out0, w0):
         v0 = x.shape[0]
         v1 = rt.empty((v0, 13), "float32")
         v2 = ...                                     # grid size, from v0
         rt.launch("dense_0", (v2, 1, 1), (256, 1, 1), (x, w0, v1), ((0,), (), (0,)))
+        rt.call_external("cublas_main_0", (v1, out0, ))
         ...
 
 ``rt`` (``runtime.py``, or a test double) provides ``empty(shape, dtype)`` and
 ``launch(kernel, grid, block, buffers, dynamic_dims)``: ``dynamic_dims[k]`` lists the
 axes of buffer ``k`` whose sizes the kernel takes as ``int`` arguments after its
-pointer. The generated code imports nothing, so the runtime can exec it without xDSL.
+pointer; and ``call_external(symbol, buffers)``: the external module ``symbol`` reads
+its inputs and writes its outputs, in that order in ``buffers`` (the order of the
+native calling convention, see ``byoc/external.py``). The generated code imports
+nothing, so the runtime can exec it without xDSL.
 """
 
 from __future__ import annotations
@@ -109,6 +114,10 @@ def print_host(function: func.FuncOp) -> str:
                 lines.append(
                     f"rt.launch({kernel!r}, ({grid}), ({block}), ({''.join(b + ', ' for b in buffers)}), {tuple(dynamic)!r})"
                 )
+            case func.CallOp() if not op.results:
+                # an external module (byoc): te-to-loop called its symbol like a kernel
+                buffers = [name(v) for v in op.arguments]
+                lines.append(f"rt.call_external({op.callee.string_value()!r}, ({''.join(b + ', ' for b in buffers)}))")
             case func.ReturnOp():
                 lines.append("return")
             case _:

@@ -42,12 +42,32 @@ def lower_to_gpu(
     return work, timings
 
 
+#: the CUDA C of a module without kernels (every op offloaded to external modules)
+NO_KERNELS = "// no kernels: every op of this model runs in external modules (BYOC)\n"
+
+
+def _kernel_module(gpu_level: ModuleOp):
+    """The ``gpu.module`` of a gpu-level module, or None: loop-to-gpu makes none when no
+    kernel is left (a model offloaded whole to external modules)."""
+    from xdsl.dialects import gpu
+
+    return next((op for op in gpu_level.ops if isinstance(op, gpu.ModuleOp)), None)
+
+
 def emit_cuda(gpu_level: ModuleOp) -> str:
     """The CUDA C of every kernel of a gpu-level module (from :func:`lower_to_gpu`)."""
-    from ...lowering.loop_to_gpu import gpu_module_of
     from .printer import print_cuda
 
-    return print_cuda(gpu_module_of(gpu_level))
+    kernels = _kernel_module(gpu_level)
+    return NO_KERNELS if kernels is None else print_cuda(kernels)
+
+
+def kernel_names(gpu_level: ModuleOp) -> list[str]:
+    """The names of the kernels of a gpu-level module, in order."""
+    from xdsl.dialects import gpu
+
+    kernels = _kernel_module(gpu_level)
+    return [] if kernels is None else [f.sym_name.data for f in kernels.body.block.ops if isinstance(f, gpu.FuncOp)]
 
 
 def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int | None = None):
@@ -108,18 +128,21 @@ def emit_cuda_source(module: ModuleOp, *, opt_level: int | None = None) -> str:
 
 
 def build_cuda(module: ModuleOp, target: str = "cuda", *, function: str = "main", opt_level: int | None = None):
-    """``tk.build`` for CUDA targets: a :class:`~.runtime.CudaModule` (needs cupy and a GPU)."""
-    from xdsl.dialects import gpu
+    """``tk.build`` for CUDA targets: a :class:`~.runtime.CudaModule` (needs cupy and a GPU).
 
+    External modules (``tk.byoc.partition_for``) are called by the host program on the
+    device buffers; each must run on CUDA memory (``cublas``), else HostOnlyExternalError."""
     from ...build import weight_array
+    from ...byoc import external_modules
     from ...interpreter import find_function
-    from ...lowering.loop_to_gpu import gpu_module_of
     from ...lowering.te_to_loop import entry_layout
     from ...signature import signature_of
     from .host import print_host
-    from .runtime import CudaModule, require_cupy
+    from .runtime import CudaModule, check_device_modules, require_cupy
 
     arch = parse_cuda_target(target)
+    externals = list(dict.fromkeys(external_modules(module)))
+    check_device_modules(externals)  # a host-only BYOC region: fail before compiling
     require_cupy()  # fail before compiling when it cannot run
     start = time.perf_counter()
     signature = signature_of(find_function(module, function))
@@ -127,8 +150,10 @@ def build_cuda(module: ModuleOp, target: str = "cuda", *, function: str = "main"
     host = find_function(work, function)
     _, _, weights = entry_layout(host)
     source = emit_cuda(work)
-    names = [f.sym_name.data for f in gpu_module_of(work).body.block.ops if isinstance(f, gpu.FuncOp)]
-    lib = CudaModule(source, print_host(host), function, signature, [weight_array(w) for w in weights], names, arch)
+    names = kernel_names(work)
+    lib = CudaModule(
+        source, print_host(host), function, signature, [weight_array(w) for w in weights], names, arch, externals
+    )
     lib.pass_timings = timings
     lib.compile_seconds = time.perf_counter() - start
     return lib
@@ -141,6 +166,7 @@ __all__ = [
     "emit_cuda",
     "emit_cuda_source",
     "is_cuda_target",
+    "kernel_names",
     "lower_to_gpu",
     "parse_cuda_target",
 ]

@@ -6,7 +6,9 @@ returns. Imports neither xDSL nor torch; cupy is imported only when a module is 
     y = lib(x, output="numpy")    # copied back to the host
 
 Inputs on the GPU are used in place (DLPack, zero copy); numpy inputs are copied to the
-device. Weights are copied once, when the module is made.
+device. Weights are copied once, when the module is made. External modules (BYOC
+regions, e.g. ``tk.byoc.partition_for(mod, "cublas")``) are called by the host program
+between the launches, on the same device buffers and the same stream.
 """
 
 from __future__ import annotations
@@ -27,6 +29,26 @@ MAX_ELEMENTS = 2**31 - 1
 
 class CudaUnavailableError(RuntimeError):
     """cupy or a CUDA GPU is missing."""
+
+
+class HostOnlyExternalError(ValueError):
+    """A CUDA build calls an external module that cannot run on device memory."""
+
+
+def check_device_modules(modules: Sequence[Any]) -> dict[str, Any]:
+    """symbol -> module for the external modules a CUDA host program calls; each must
+    compute on CUDA memory (``device == "cuda"``, e.g. ``cublas``). A host-only one
+    (``blas``, ``example_npu``) is refused rather than given a silent copy to the host
+    and back at every call, which would synchronize the GPU and cost more than the
+    region saves."""
+    for module in modules:
+        if getattr(module, "device", None) != "cuda":
+            raise HostOnlyExternalError(
+                f"external module '{module.symbol}' (BYOC backend '{module.backend}') runs on the host only and "
+                f"cannot be called from a CUDA build: partition the model for a GPU backend "
+                f"(tk.byoc.partition_for(module, 'cublas')) or build it for target 'llvm'"
+            )
+    return {module.symbol: module for module in modules}
 
 
 def require_cupy() -> Any:
@@ -62,9 +84,10 @@ def _to_device(cp: Any, arg: Any, name: str) -> Any:
 class _Launcher:
     """The ``rt`` the host program calls (see ``host.py``)."""
 
-    def __init__(self, cp: Any, module: Any, kernel_names: Sequence[str]):
+    def __init__(self, cp: Any, module: Any, kernel_names: Sequence[str], externals: dict[str, Any]):
         self.cp = cp
         self.kernels = {name: module.get_function(name) for name in kernel_names}
+        self.externals = externals
 
     def empty(self, shape: tuple[int, ...], dtype: str) -> Any:
         return self.cp.empty(shape, dtype)
@@ -83,6 +106,14 @@ class _Launcher:
             args += [np.int32(buf.shape[d]) for d in dims]
         self.kernels[kernel](tuple(grid), tuple(block), tuple(args))
 
+    def call_external(self, symbol: str, buffers: Sequence[Any]) -> None:
+        """Run external module ``symbol``: ``buffers`` are its inputs, then its outputs."""
+        module = self.externals[symbol]
+        outputs = buffers[len(module.inputs) :]
+        if all(o.size == 0 for o in outputs):
+            return  # an empty tensor: nothing to compute
+        module.run_device(buffers[: len(module.inputs)], outputs)
+
 
 class CudaModule:
     """A model compiled for CUDA: callable like ``tk.build``'s CPU modules."""
@@ -96,12 +127,17 @@ class CudaModule:
         weights: Sequence[np.ndarray],
         kernel_names: Sequence[str],
         arch: str | None = None,
+        external_modules: Sequence[Any] = (),
     ):
+        externals = check_device_modules(external_modules)
         cp = require_cupy()
         self.source, self.host_source, self.signature = source, host_source, signature
+        #: the BYOC modules the host program calls (each ``describe()``s itself)
+        self.external_modules = list(external_modules)
         options = ("--std=c++17",) + ((f"--gpu-architecture={arch}",) if arch else ())
-        self._module = cp.RawModule(code=source, options=options)
-        self._rt = _Launcher(cp, self._module, kernel_names)
+        # a model offloaded whole has no kernel of ours: nothing to compile
+        self._module = cp.RawModule(code=source, options=options) if kernel_names else None
+        self._rt = _Launcher(cp, self._module, kernel_names, externals)
         namespace: dict[str, Any] = {}
         exec(compile(host_source, f"<tensorkiln host {function}>", "exec"), namespace)
         self._host = namespace[function]
@@ -150,4 +186,4 @@ class CudaModule:
         return arrays, symbols
 
 
-__all__ = ["CudaModule", "CudaUnavailableError", "require_cupy"]
+__all__ = ["CudaModule", "CudaUnavailableError", "HostOnlyExternalError", "check_device_modules", "require_cupy"]

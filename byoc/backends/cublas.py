@@ -1,10 +1,12 @@
 """``cublas``: the GEMM patterns offloaded to cuBLAS through cupy (``cupy.matmul`` calls
-cuBLAS ``sgemm`` / ``sgemmStridedBatched``), for the CUDA target.
+cuBLAS ``sgemm`` / ``sgemmStridedBatched``).
 
-Small on purpose: each step copies what it needs to the GPU (weights stay there after
-the first call), runs the product, the bias and the activation on the GPU with cupy,
-and copies the region's outputs back. Without cupy or a GPU the backend reports itself
-unavailable (its tests skip with that reason). Not measured on a GPU in this tree yet.
+On the CUDA target (``tk.build(part, target="cuda")``) the host program calls each
+region's module between its own kernel launches, on the device buffers it allocated:
+no copy to the host, weights uploaded once (see :mod:`.cublas_module`). In a CPU build
+or the interpreter the module copies its inputs to the GPU and its outputs back. Without
+cupy or a GPU the backend reports itself unavailable (its tests skip with that reason).
+Unlike ``blas``, it takes batch broadcasting of any shape (``cupy.matmul`` broadcasts).
 """
 
 from __future__ import annotations
