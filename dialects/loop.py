@@ -14,16 +14,30 @@ unrolled, or a GPU binding such as ``blockIdx.x``) and a name that schedules ref
       func.return
     }
 
-Allocations have a scope: ``global`` (heap, freed by ``loop.free``) or ``local`` (a
+Allocations have a scope: ``global`` (heap, freed by ``loop.free``), ``local`` (a
 small per-call scratch buffer, e.g. a reduction accumulator, that lives in registers
-after optimisation).
+after optimisation) or ``shared`` (one per GPU block).
+
+``loop.shuffle_xor`` exchanges a value between the threads of a GPU warp (CUDA's
+``__shfl_xor_sync``, MLIR's ``gpu.shuffle xor``); it only appears in GPU schedules.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import I64, IndexType, IntegerAttr, MemRefType, StringAttr, i64
+from xdsl.dialects.builtin import (
+    I64,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    i64,
+)
 from xdsl.ir import Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -54,6 +68,9 @@ GPU_BINDINGS = tuple(f"{axis}.{d}" for axis in ("blockIdx", "threadIdx") for d i
 LOOP_KINDS = CPU_LOOP_KINDS + GPU_BINDINGS
 
 BUFFER_SCOPES = ("global", "local", "shared")
+
+#: threads in a GPU warp: the most lanes a shuffle spans
+WARP_SIZE = 32
 
 
 @irdl_op_definition
@@ -278,4 +295,77 @@ class DimOp(IRDLOperation):
             raise VerifyException(f"loop.dim: axis {self.axis.value.data} out of range for {self.buffer.type}")
 
 
-Loop = Dialect("loop", [ForOp, YieldOp, LoadOp, StoreOp, AllocOp, FreeOp, DimOp], [])
+def shuffle_type_ok(t: object) -> bool:
+    """Whether warp shuffles move values of type ``t`` (CUDA: the float types and the
+    integers of a C type; narrow integers travel widened to ``int``)."""
+    if isinstance(t, Float16Type | Float32Type | Float64Type):
+        return True
+    return isinstance(t, IntegerType) and t.width.data in (1, 8, 16, 32, 64)
+
+
+@irdl_op_definition
+class ShuffleXorOp(IRDLOperation):
+    """The value of the lane ``lane ^ offset`` of this thread's warp (a butterfly step).
+
+    ``%r = loop.shuffle_xor %x, 16, 32 : f32`` is CUDA's
+    ``__shfl_xor_sync(0xffffffff, x, 16, 32)``. ``width`` (a power of two up to the warp
+    size) splits the warp into segments of that many lanes; ``offset`` (a power of two
+    below ``width``) keeps the partner lane inside the segment, so every partner exists
+    and the result is always valid. Every lane of the warp must execute the shuffle
+    together (it sits in code that whole warps run alike: ``loop-to-gpu`` checks).
+    """
+
+    name = "loop.shuffle_xor"
+    value = operand_def()
+    offset = prop_def(IntegerAttr[I64])
+    width = prop_def(IntegerAttr[I64])
+    result = result_def()
+
+    def __init__(self, value: SSAValue | Operation, offset: int, width: int = WARP_SIZE):
+        value = SSAValue.get(value)
+        super().__init__(
+            operands=[value],
+            properties={"offset": IntegerAttr(offset, i64), "width": IntegerAttr(width, i64)},
+            result_types=[value.type],
+        )
+
+    def verify_(self) -> None:
+        offset, width = self.offset.value.data, self.width.value.data
+        if not (0 < width <= WARP_SIZE and width & (width - 1) == 0):
+            raise VerifyException(f"loop.shuffle_xor: width {width} is not a power of two from 1 to {WARP_SIZE}")
+        if not (0 < offset < width and offset & (offset - 1) == 0):
+            raise VerifyException(
+                f"loop.shuffle_xor: offset {offset} is not a power of two below the width {width} "
+                "(the partner lane would leave its segment)"
+            )
+        if not shuffle_type_ok(self.value.type):
+            raise VerifyException(
+                f"loop.shuffle_xor: cannot shuffle {self.value.type} (expected f16, f32, f64 or i1/i8/i16/i32/i64)"
+            )
+        if self.result.type != self.value.type:
+            raise VerifyException(f"loop.shuffle_xor: result {self.result.type} vs value {self.value.type}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.value)
+        printer.print_string(f", {self.offset.value.data}, {self.width.value.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ShuffleXorOp:
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        offset = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_punctuation(",")
+        width = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        value_type = parser.parse_type()
+        op = cls(parser.resolve_operand(value, value_type), offset, width)
+        op.attributes |= attributes
+        return op
+
+
+Loop = Dialect("loop", [ForOp, YieldOp, LoadOp, StoreOp, AllocOp, FreeOp, DimOp, ShuffleXorOp], [])

@@ -74,3 +74,13 @@ func.func @gpu_bound(%A: memref<64xf32>) {
   }
   func.return
 }
+
+// A warp shuffle: the value of lane (lane ^ offset) within segments of `width` lanes.
+// CHECK-LABEL: func.func @shuffle(%x: f32, %n: i64) {
+// CHECK-NEXT:    %a = loop.shuffle_xor %x, 16, 32 : f32
+// CHECK-NEXT:    %b = loop.shuffle_xor %n, 1, 8 {tag} : i64
+func.func @shuffle(%x: f32, %n: i64) {
+  %a = loop.shuffle_xor %x, 16, 32 : f32
+  %b = loop.shuffle_xor %n, 1, 8 {tag} : i64
+  func.return
+}
