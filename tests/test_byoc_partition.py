@@ -101,6 +101,27 @@ def test_blas_rejects_batch_broadcasting_it_cannot_stride(rng):
     assert _composites(_partition(module, "example_npu")) == ["example_npu.batch_matmul"]
 
 
+def test_cublas_takes_the_gemm_patterns_and_batch_broadcasting_blas_cannot_stride(rng):
+    """cuBLAS's table is the GEMM table without blas's batch check (cupy.matmul broadcasts);
+    the fused pattern outranks its parts, float64 stays, softmax stays."""
+    module = _mlp(rng)
+    part = _partition(module, "cublas", merge=False)
+    assert _composites(part) == ["cublas.dense_bias_act", "cublas.dense"]
+    assert Counter(op.name for op in _top_ops(part)) == {"byoc.region": 2, "graph.softmax": 1, "func.return": 1}
+    merged = _partition(module, "cublas")
+    (region,) = [op for op in _top_ops(merged) if isinstance(op, RegionOp)]  # the chain joins
+    assert region.symbol.data == "cublas_main_0" and region.codegen.data == "cublas" and len(region.composites()) == 2
+    b = tk.GraphBuilder()
+    x, z = b.input("x", (2, 1, 3, 8)), b.input("z", (1, 4, 8, 5))
+    y = b.input("y", (3, 8), np.float64)
+    broadcast = b.finish(b.sigmoid(b.batch_matmul(x, z)), b.dense(y, rng.standard_normal((6, 8))))
+    assert _composites(_partition(broadcast, "cublas")) == ["cublas.batch_matmul_act"]
+    assert _composites(_partition(broadcast, "blas")) == []
+    xs = (_f4(rng, 2, 1, 3, 8), _f4(rng, 1, 4, 8, 5), rng.standard_normal((3, 8)))
+    for got, want in zip(_interpret(_partition(broadcast, "cublas"), *xs), _interpret(broadcast, *xs)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_constants_bound_inside_or_lifted_to_parameters(rng):
     module = _mlp(rng)
     bound = _partition(module, "example_npu", merge=False)
