@@ -29,7 +29,7 @@ except ImportError:
 import tensorkiln
 print("tensorkiln from", tensorkiln.__file__)
 PY
-timeout 150 python3 -m pytest -q -p no:cacheprovider --timeout=60 -rf tests/test_cuda_device.py 2>&1 | tee "$OUT/gpu_tests.log"
+timeout 150 python3 -m pytest -q -p no:cacheprovider --timeout=60 -rf tests/test_cuda_device.py tests/test_cuda_byoc_device.py 2>&1 | tee "$OUT/gpu_tests.log"
 tests_rc=${PIPESTATUS[0]}
 timeout 200 python3 benchmarks/gpu_bench.py --out "$OUT" 2>&1 | tee "$OUT/gpu_bench.log"
 bench_rc=${PIPESTATUS[0]}
