@@ -2,7 +2,10 @@
 events (medians of interleaved runs), on a machine with an NVIDIA GPU, cupy and torch:
 GEMM 4096^3 fp32 (TF32 off on both sides), a ResNet conv layer, softmax rows, a fused
 elementwise chain, and the torch model zoo; plus the bandwidth ceiling measured by a
-device-to-device copy. Writes the BENCHMARKS.md section ``gpu`` (and ``OUT/gpu_section.md``).
+device-to-device copy; and BYOC: models partitioned for ``cublas`` and built for
+``target="cuda"`` against the same cupy calls made directly (``cupy.matmul``), to show
+what the offload's host program costs over the library call. Writes the BENCHMARKS.md
+section ``gpu`` (and ``OUT/gpu_section.md``).
 
     python benchmarks/gpu_bench.py [--out DIR] [--repeat 20] [--budget 180]
     python benchmarks/gpu_bench.py --import-section gpu_section.md   # merge a device run here
@@ -91,6 +94,65 @@ def workloads(tk, torch, np):
             "tanh(x*w+b) 64M": elementwise}  # fmt: skip
 
 
+def cublas_workloads(tk, np):
+    """(name, graph module, inputs (numpy), the same work in plain cupy, flops): what the
+    cuBLAS offload is compared with. Built once each, partitioned for ``cublas``."""
+    rng = np.random.default_rng(1)
+
+    def randn(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    def gemm():
+        n = 4096
+        b = tk.GraphBuilder()
+        module = b.finish(b.matmul(b.input("a", (n, n)), b.input("b", (n, n))))
+        return module, (randn(n, n), randn(n, n)), lambda cp, a, bb: cp.matmul(a, bb), 2 * n**3
+
+    def dense(batch: int, k: int, n: int):
+        def make():
+            w, bias = randn(n, k) / np.float32(np.sqrt(k)), randn(n)
+            b = tk.GraphBuilder()
+            module = b.finish(b.relu(b.dense(b.input("x", (batch, k)), w, bias)))
+            device: dict = {}
+
+            def plain(cp, x):  # the layer written in cupy, weights already on the device
+                if not device:
+                    device.update(w=cp.asarray(w), b=cp.asarray(bias))
+                y = cp.matmul(x, device["w"].T)
+                y += device["b"]
+                return cp.maximum(y, 0, out=y)
+
+            return module, (randn(batch, k),), plain, 2 * batch * k * n
+
+        return make
+
+    return {"GEMM 4096^3 fp32": gemm, "dense 1024x4096->4096 +bias+relu": dense(1024, 4096, 4096),
+            "dense 8x1024->1024 +bias+relu": dense(8, 1024, 1024)}  # fmt: skip
+
+
+def run_cublas(tk, np, cp, repeat, failures) -> list[list[str]]:
+    """Rows of the cuBLAS-offload table: each workload partitioned for ``cublas`` and
+    built for CUDA, timed against its plain-cupy version (CUDA events, interleaved)."""
+    rows = []
+    for name, make in cublas_workloads(tk, np).items():
+        try:
+            module, inputs, plain, flops = make()
+            start = time.perf_counter()
+            lib = tk.build(tk.byoc.partition_for(module, "cublas"), target="cuda")
+            compile_s = time.perf_counter() - start
+            dev = [cp.asarray(x) for x in inputs]
+            ours, theirs = cuda_median(cp, [lambda: lib(*dev), lambda: plain(cp, *dev)], repeat)
+            got, want = cp.asnumpy(lib(*dev)), cp.asnumpy(plain(cp, *dev))
+            error = float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+            rows.append([name, f"{ours * 1e3:.3f}", f"{theirs * 1e3:.3f}", f"{theirs / ours:.2f}x",
+                         f"{flops / ours / 1e12:.1f}", f"{error:.1e}", f"{compile_s:.1f}"])  # fmt: skip
+            print(rows[-1], flush=True)
+        except Exception as error:  # one workload failing must not lose the others
+            failures.append(f"cublas {name}: {type(error).__name__}: {error}")
+            traceback.print_exc()
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None)
@@ -136,6 +198,7 @@ def main() -> int:
         except Exception as error:  # one workload failing must not lose the others
             failures.append(f"{name}: {type(error).__name__}: {error}")
             traceback.print_exc()
+    cublas_rows = run_cublas(tk, np, cp, args.repeat, failures)
     zoo_rows = run_zoo(tk, torch, np, cp, args.repeat, deadline, failures)
     markdown = "\n".join([
         "## GPU: CUDA kernels vs torch CUDA eager",
@@ -147,6 +210,14 @@ def main() -> int:
         table(["workload", "ours ms", "torch ms", "speed", "rate", "rel. error", "compile s"], rows),
         "",
         table(["zoo model", "ours ms", "torch ms", "speed", "rel. error"], zoo_rows) if zoo_rows else "",
+        "",
+        "BYOC: the model partitioned for `cublas` (`tk.byoc.partition_for`) and built for `target=\"cuda\"` "
+        "(cuBLAS on the device buffers, called by the generated host program) vs the same cupy calls made "
+        "directly; fp32 cuBLAS (cupy's TF32 is off unless CUPY_TF32=1), same CUDA-event medians. "
+        "`speed` = cupy time / offload time (1.00x: the offload adds nothing); `rel. error` vs the cupy result.",
+        "",
+        table(["cuBLAS offload", "offload ms", "cupy ms", "speed", "TFLOP/s", "rel. error", "compile s"], cublas_rows)
+        if cublas_rows else "",
         "",
         ("Failed: " + "; ".join(failures)) if failures else "",
     ])  # fmt: skip

@@ -2,7 +2,8 @@
 # ONE prepared command for a session that has the GPU machine (see README's GPU section):
 # installs the carried wheels, runs the GPU test subset, then times tensorkiln's CUDA
 # kernels against torch CUDA eager and writes the BENCHMARKS.md section "gpu".
-# Budget: under 6 minutes (tests <= 150 s, benchmarks <= 200 s).
+# Budget: under 6 minutes (tests <= 150 s, benchmarks <= 200 s; the cuBLAS-offload rows
+# add a few seconds, before the zoo, which stops at its own time budget).
 #
 # Here, first:   bash benchmarks/gpu_wheels.sh
 # Then the device tool's run, with carry [".whl"] and timeout_s 420:

@@ -39,3 +39,25 @@ def test_benchmark_workloads_lower_to_cuda():
             continue  # the others allocate large inputs or need CUDA tensors
         module = make()[0]
         assert 'extern "C" __global__' in tk.emit_source(module, target="cuda"), name
+
+
+def test_cublas_offload_workloads_build_on_the_cupy_stand_in(monkeypatch):
+    """The benchmark's cuBLAS workloads partition into one cuBLAS call each and build for
+    CUDA; the small one matches its plain-cupy version (numpy-backed stand-in)."""
+    np = __import__("numpy")
+    from fake_cupy import fake_cupy
+
+    fake = fake_cupy([])
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_bench
+
+    import tensorkiln as tk
+
+    for name, make in gpu_bench.cublas_workloads(tk, np).items():
+        module, inputs, plain, flops = make()
+        lib = tk.build(tk.byoc.partition_for(module, "cublas"), target="cuda")
+        assert lib._module is None and lib.host_source.count("rt.call_external") == 1, name
+        if flops < 1e8:  # the big ones would take seconds of CPU time here
+            dev = [fake.asarray(x) for x in inputs]
+            np.testing.assert_allclose(np.asarray(lib(*dev)), np.asarray(plain(fake, *dev)), rtol=1e-5, atol=1e-5)
