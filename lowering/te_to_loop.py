@@ -43,6 +43,7 @@ from ..dialects import loop, te
 from ..dialects.graph import ConstantOp, FusedOp
 from ..dialects.graph.types import is_float, shape_of
 from ..runtime.dim_expr import is_symbol, lower
+from .row_stages import row_stages
 from .te_builder import REASSOC
 
 ENTRY_ATTR = "tk.entry"
@@ -105,15 +106,16 @@ def _bounds(b: Builder, buffer: SSAValue) -> list[SSAValue]:
 
 
 def emit_loop_nest(
-    b: Builder, upper_bounds: Sequence[SSAValue], prefix: str
+    b: Builder, upper_bounds: Sequence[SSAValue], prefix: str, first: int = 0
 ) -> tuple[list[SSAValue], Builder]:
-    """Serial loops ``0 <= iv < ub``; returns the induction variables and a builder inside."""
+    """Serial loops ``0 <= iv < ub`` named ``{prefix}{first}``, ``{prefix}{first + 1}``...;
+    returns the induction variables and a builder inside."""
     ivs: list[SSAValue] = []
     if not upper_bounds:
         return ivs, b
     zero = b.insert(arith.ConstantOp(IntegerAttr(0, IndexType()))).result
     one = b.insert(arith.ConstantOp(IntegerAttr(1, IndexType()))).result
-    for k, ub in enumerate(upper_bounds):
+    for k, ub in enumerate(upper_bounds, first):
         body = Block(arg_types=[IndexType()])
         b.insert(loop.ForOp(zero, ub, one, body, kind="serial", name=f"{prefix}{k}"))
         body.add_op(loop.YieldOp())
@@ -153,6 +155,17 @@ class _BodyEmitter:
         self.values = values
         self.symbols = symbols
         self.reductions = 0
+        #: row stages computed so far (their value in the current row) and the row's
+        #: induction variables (``row_stages.py``)
+        self.per_row: dict[te.ComputeOp, SSAValue] = {}
+        self.row: list[SSAValue] = []
+
+    def at_row(self, indices: Sequence[SSAValue]) -> bool:
+        """Whether ``indices`` address the current row: its induction variables, then zeros."""
+        r = len(self.row)
+        return all(i is v for i, v in zip(indices[:r], self.row)) and all(
+            isinstance(i.owner, arith.ConstantOp) and i.owner.value.value.data == 0 for i in indices[r:]
+        )
 
     def emit_block(self, b: Builder, block: Block) -> SSAValue:
         """Emit every op of ``block`` but its te.yield; return the yielded value."""
@@ -168,7 +181,11 @@ class _BodyEmitter:
                 source = self.values[op.tensor]
                 indices = [self.values[i] for i in op.indices]
                 if isinstance(source, _Inlined):
-                    self.values[op.result] = self.emit_compute(b, source.compute, indices)
+                    hoisted = self.per_row.get(source.compute)
+                    if hoisted is not None and self.at_row(indices):
+                        self.values[op.result] = hoisted  # computed once for this row
+                    else:
+                        self.values[op.result] = self.emit_compute(b, source.compute, indices)
                     return
                 new = loop.LoadOp(source, indices)
             case te.DimOp():
@@ -218,7 +235,8 @@ def _kernel(
     name: str, tag: str, inputs: Sequence[SSAValue], root: te.ComputeOp, inlined: Sequence[te.ComputeOp] = ()
 ) -> func.FuncOp:
     """The kernel ``name(inputs..., out)``: one loop nest over ``root``'s result, with
-    the ``inlined`` computes evaluated where they are read (default schedule)."""
+    the ``inlined`` computes evaluated where they are read (default schedule), except
+    row stages (``row_stages.py``): those once per row, before the row's elements."""
     arg_types = [buffer_type(v.type) for v in inputs] + [buffer_type(root.result.type)]
     entry = Block(arg_types=arg_types)
     *in_buffers, out = entry.args
@@ -226,8 +244,20 @@ def _kernel(
     values: dict[SSAValue, SSAValue | _Inlined] = dict(zip(inputs, in_buffers))
     values.update((c.result, _Inlined(c)) for c in inlined)
     symbols = SymbolSizes(b, [*inputs, root.result], [*in_buffers, out])
-    ivs, inner = emit_loop_nest(b, _bounds(b, out), "i")
+    bounds = _bounds(b, out)
     emitter = _BodyEmitter(values, symbols)
+    rows = row_stages(root, inlined)
+    depth = rows.depth if rows else 0
+    row_ivs, row = emit_loop_nest(b, bounds[:depth], "i")
+    if rows:
+        # each stage once per row, at the row's first element (zeros past the row dims)
+        zero = row.insert(arith.ConstantOp(IntegerAttr(0, IndexType()))).result
+        emitter.row = row_ivs
+        for stage in rows.stages:
+            value = emitter.emit_compute(row, stage, [*row_ivs] + [zero] * (len(bounds) - depth))
+            emitter.per_row[stage] = value
+    element_ivs, inner = emit_loop_nest(row, bounds[depth:], "i", depth)
+    ivs = [*row_ivs, *element_ivs]
     inner.insert(loop.StoreOp(emitter.emit_compute(inner, root, ivs), out, ivs))
     b.insert(func.ReturnOp())
     kernel = func.FuncOp(name, (arg_types, []), Region(entry))
@@ -241,7 +271,8 @@ def outline_kernel(compute: te.ComputeOp, name: str) -> func.FuncOp:
 
 
 def outline_fused_kernel(fused: FusedOp, name: str) -> func.FuncOp:
-    """ONE kernel for a fused group: its output compute, every other compute inlined."""
+    """ONE kernel for a fused group: its output compute, every other compute inlined
+    (row stages once per row)."""
     block = fused.body.block
     root = block.last_op.value.owner
     computes = [op for op in block.ops if isinstance(op, te.ComputeOp)]

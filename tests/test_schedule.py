@@ -176,20 +176,36 @@ def test_conv2d(name: str, case: str, rng: np.random.Generator) -> None:
     check(module, CONV_SCHEDULES[name], [x, w], expected)
 
 
+def _rows_or(rows: ScheduleFn, plain: ScheduleFn) -> ScheduleFn:
+    """``rows`` for softmax as one kernel of row stages (its max and sum loops k0, k1_0
+    inside the row loop i0), ``plain`` for its normalization kernel (rows of one element
+    are three kernels)."""
+    return lambda s: rows(s) if "k0" in s.loops() else plain(s)
+
+
 SOFTMAX_SCHEDULES: dict[str, dict[str, ScheduleFn]] = {
     "split": {
         "softmax_max": lambda s: s.split("k0", 4),
         "softmax_sum": lambda s: (s.split("i0", 3), s.cache_write("i0.outer")),
-        "softmax": lambda s: (s.split("i1", 8), s.cache_write("i1.outer")),
+        "softmax": _rows_or(
+            lambda s: (s.split("i0", 3), s.split("k0", 4), s.split("k1_0", 5), s.split("i1", 8)),
+            lambda s: (s.split("i1", 8), s.cache_write("i1.outer")),
+        ),
     },
     "cache": {
         "softmax_sum": lambda s: (s.cache_read(0, "i0"), s.cache_write("i0"), s.cache_read(1, "i0")),
-        "softmax": lambda s: (s.fuse("i0", "i1"), s.split("i0.i1.fused", 8), s.cache_read(0, "i0.i1.fused.outer")),
+        "softmax": _rows_or(
+            lambda s: (s.cache_read(0, "i0"), s.split("i1", 8)),
+            lambda s: (s.fuse("i0", "i1"), s.split("i0.i1.fused", 8), s.cache_read(0, "i0.i1.fused.outer")),
+        ),
     },
     "kinds": {
         "softmax_max": lambda s: (s.vectorize("k0"), s.parallel("i0")),
         "softmax_sum": lambda s: (s.split("k0", 8), s.vectorize("k0.inner")),
-        "softmax": lambda s: (s.split("i1", 8), s.vectorize("i1.inner"), s.parallel("i0")),
+        "softmax": _rows_or(
+            lambda s: (s.vectorize("k0"), s.split("k1_0", 8), s.vectorize("k1_0.inner"), s.vectorize("i1"), s.parallel("i0")),
+            lambda s: (s.split("i1", 8), s.vectorize("i1.inner"), s.parallel("i0")),
+        ),
     },
 }
 

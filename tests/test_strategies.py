@@ -95,7 +95,10 @@ def test_softmax_and_log_softmax(rng, rows, cols):
         b = tk.GraphBuilder()
         module = b.finish(getattr(b, op)(b.input("x", (rows, cols)), -1))
         strategies = chosen_strategies(module)
-        assert "reduce_rows" in strategies.values() and None not in strategies.values()
+        if cols > 1:  # one kernel: the row max and sum computed once per row
+            assert strategies == {op: "row_stages"}
+        else:  # (rows of one element: nothing to reduce along, three kernels)
+            assert "reduce_rows" in strategies.values() and None not in strategies.values()
         close(tk.build(module)(x), want)
 
 

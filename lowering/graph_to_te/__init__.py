@@ -1,5 +1,9 @@
 """graph -> te: replace every graph op by the ``te.compute`` ops its compute rule emits.
 
+An op whose rule emits row stages and their consumer (softmax: row maximum, row sum,
+normalization) gets them grouped in one ``graph.fused`` (:func:`group_row_stages`):
+one kernel per row instead of one kernel per compute.
+
 Constants stay graph ops: they are data, bound to buffers by ``te-to-loop``.
 """
 
@@ -11,7 +15,7 @@ from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -19,10 +23,12 @@ from xdsl.utils.exceptions import PassFailedException
 from ...byoc.dialect import CallOp as ExternalCallOp  # lowered by te-to-loop to a call of its symbol
 from ...dialects import te
 from ...dialects.graph import ConstantOp, FusedOp, GraphOp, YieldOp
+from ...dialects.graph.fusion import fused_body
 from ...dialects.graph.types import is_float
+from ..row_stages import row_stages
 from ..te_builder import TEBuilder
 from . import elementwise, indexing, linalg, nn, reduce, shape  # noqa: F401  (register their rules)
-from .registry import COMPUTE_RULES, compute_rule
+from .registry import COMPUTE_RULES, compute_rule, tag_of
 
 __all__ = ["COMPUTE_RULES", "GraphToTEPass", "compute_rule", "unsupported_ops"]
 
@@ -52,11 +58,52 @@ class GraphToTEPass(ModulePass):
             raise PassFailedException(f"graph-to-te: no compute rule for {listed}")
         for graph_op in [o for o in op.walk() if isinstance(o, GraphOp) and not isinstance(o, ConstantOp)]:
             builder = Builder(InsertPoint.before(graph_op))
+            first, top_level = graph_op.prev_op, not isinstance(graph_op.parent_op(), FusedOp)
             value = COMPUTE_RULES[type(graph_op)](TEBuilder(builder), graph_op)
             graph_op.results[0].replace_all_uses_with(value)
+            emitted = _ops_between(first, graph_op)
             graph_op.detach()
             graph_op.erase()
+            if top_level:
+                group_row_stages(emitted, tag_of(graph_op))
         inline_scalar_constants(op)
+
+
+def _ops_between(first: Operation | None, last: Operation) -> list[Operation]:
+    """The ops after ``first`` (from the block's start when None) and before ``last``."""
+    ops, op = [], last.prev_op
+    while op is not None and op is not first:
+        ops.append(op)
+        op = op.prev_op
+    return ops[::-1]
+
+
+def group_row_stages(computes: list[Operation], tag: str) -> FusedOp | None:
+    """The computes one op's rule emitted (the last is its result) as ONE ``graph.fused``
+    group named ``tag`` when every other compute is a row stage of the last (softmax's
+    row maximum and sum: ``lowering/row_stages.py``), so te-to-loop emits one kernel
+    per row instead of one kernel per compute. Other emitted computes stay as they are."""
+    if len(computes) < 2 or not all(isinstance(c, te.ComputeOp) for c in computes):
+        return None
+    *producers, root = computes
+    rows = row_stages(root, producers)
+    if rows is None or set(rows.stages) != set(producers):
+        return None
+    members = set(computes)
+    inputs: list[SSAValue] = []
+    for c in computes:
+        inputs += [v for v in c.inputs if v.owner not in members and v not in inputs]
+    body = fused_body([v.type for v in inputs])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
+    fused = FusedOp(tag, inputs, root.result.type, Region(body))
+    Rewriter.insert_op(fused, InsertPoint.before(root))
+    root.result.replace_all_uses_with(fused.result)
+    for c in computes:
+        c.detach()
+        c.operands = [mapping.get(v, v) for v in c.operands]
+        body.add_op(c)
+    body.add_op(YieldOp(root.result))
+    return fused
 
 
 def _scalar_literal(constant: ConstantOp) -> Attribute:

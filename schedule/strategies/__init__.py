@@ -15,6 +15,9 @@ Registered here (plevel in brackets):
 * ``gemm_register_tile`` [15]: matmul / batch_matmul with elementwise epilogues;
 * ``reduce_rows`` [10] / ``reduce_columns`` [5]: reductions along / across the
   contiguous axis (softmax, layer norm, reduce_*, pooling; ``reduce.py``);
+* ``row_stages`` [10]: kernels of row stages (softmax, log_softmax, layer norm: row
+  loops around reduction stages and an element loop): rows parallel, each stage's and
+  the element loop vectorized (``rows.py``);
 * ``injective_vectorized`` [10]: elementwise/injective groups (``elementwise.py``);
 * ``parallel_outer`` [0]: any other kernel: its outer loops in parallel.
 
@@ -42,7 +45,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from ..schedule import Schedule, ScheduleError, kernels
-from . import conv, elementwise, gemm, reduce  # noqa: F401  (registers the strategies)
+from . import conv, elementwise, gemm, reduce, rows  # noqa: F401  (registers the strategies)
 from .analysis import KernelInfo, constant_arguments, kernel_info, op_names
 from .packing import pack_constant_arguments
 from .registry import STRATEGIES, Strategy, register_strategy, strategies_for

@@ -5,7 +5,7 @@ reduction loops ``k0, k1, ...``, and tags the kernel with its ops (``tk.kernel =
 "dense_add_relu"``). :func:`kernel_info` reads them into a :class:`KernelInfo`: the ops,
 the anchor op (the one of highest fusion pattern kind: ``dense`` in
 ``dense_add_relu``, ``reduce_mean`` in ``mul_reduce_mean``), the structural family
-(``injective`` / ``reduce``), static extents, and which arguments are constant weights
+(``injective`` / ``reduce`` / ``rows``), static extents, and which arguments are constant weights
 at every call (those a strategy may re-layout at compile time).
 """
 
@@ -86,7 +86,7 @@ class KernelInfo:
     reduction_loops: list[str]
     #: loop name -> most iterations, if known at compile time
     extents: dict[str, int | None]
-    #: structural family: "injective", "reduce" or "" (neither)
+    #: structural family: "injective", "reduce", "rows" or "" (none of them)
     family: str
     #: kernel argument indices bound to a constant weight at every call
     constant_args: frozenset[int] = frozenset()
@@ -108,16 +108,54 @@ class KernelInfo:
         return next(f for f in all_loops(self.kernel) if f.loop_name.data == name)
 
 
+@dataclass(frozen=True)
+class RowNest:
+    """A kernel of row stages (te-to-loop, ``lowering/row_stages.py``): the row loops,
+    then in the row's body the stages' reduction nests and the element nest."""
+
+    #: the row loops i0 .. i{r-1}, outermost first
+    rows: list[str]
+    #: the outermost loop of each stage's reduction nest, in order
+    stages: list[str]
+    #: the element loops i{r} .., outermost first
+    elements: list[str]
+
+
+def row_nest(kernel: func.FuncOp, outputs: list[str] | None = None) -> RowNest | None:
+    """The :class:`RowNest` of ``kernel`` (output loops ``outputs``, default: its loops
+    named ``i0, i1, ...``), or None when it is not a kernel of row stages."""
+    if outputs is None:
+        outputs = [f.loop_name.data for f in all_loops(kernel) if OUTPUT_LOOP.fullmatch(f.loop_name.data)]
+    tops = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
+    if len(tops) != 1 or not outputs:
+        return None
+    chain, _ = band(tops[0], written_buffers(tops[0]))
+    rows = [f.loop_name.data for f in chain]
+    if not rows or rows != outputs[: len(rows)] or len(rows) == len(outputs):
+        return None
+    inner = [op for op in body_ops(chain[-1]) if isinstance(op, loop.ForOp)]
+    if len(inner) < 2 or inner[-1].loop_name.data != outputs[len(rows)]:
+        return None
+    elements, _ = band(inner[-1], written_buffers(inner[-1]))
+    if [f.loop_name.data for f in elements] != outputs[len(rows) :]:
+        return None
+    stages = [f.loop_name.data for f in inner[:-1]]
+    if not all(name.startswith("k") for name in stages):
+        return None
+    return RowNest(rows, stages, outputs[len(rows) :])
+
+
 def _family(kernel: func.FuncOp, outputs: list[str], reductions: list[str]) -> str:
     """``injective``: one perfect nest of the output loops storing one element per
     innermost iteration; ``reduce``: that nest around a local accumulator and one band
-    of reduction loops; else ``""``."""
+    of reduction loops; ``rows``: row loops around stages and an element nest
+    (:func:`row_nest`); else ``""``."""
     tops = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
     if len(tops) != 1 or not outputs:
         return ""
     chain, _ = band(tops[0], written_buffers(tops[0]))
     if [f.loop_name.data for f in chain] != outputs:
-        return ""
+        return "rows" if row_nest(kernel, outputs) else ""
     cell = body_ops(chain[-1])
     inner = [op for op in cell if isinstance(op, loop.ForOp)]
     stores = [op for op in cell if isinstance(op, loop.StoreOp)]
@@ -180,9 +218,11 @@ def constant_arguments(module: ModuleOp) -> dict[str, frozenset[int]]:
 
 __all__ = [
     "KernelInfo",
+    "RowNest",
     "anchor_op",
     "constant_arguments",
     "epilogue_is_elementwise",
     "kernel_info",
     "op_names",
+    "row_nest",
 ]
