@@ -38,9 +38,10 @@ class HostOnlyExternalError(ValueError):
 def check_device_modules(modules: Sequence[Any]) -> dict[str, Any]:
     """symbol -> module for the external modules a CUDA host program calls; each must
     compute on CUDA memory (``device == "cuda"``, e.g. ``cublas``). A host-only one
-    (``blas``, ``example_npu``) is refused rather than given a silent copy to the host
-    and back at every call, which would synchronize the GPU and cost more than the
-    region saves."""
+    (``blas``, ``example_npu``) is refused rather than given a hidden copy to the host
+    and back at every call, which would also wait for the GPU each time: a CUDA build
+    promises device-resident execution, and the fix is the user's choice (a GPU backend,
+    or the ``llvm`` target)."""
     for module in modules:
         if getattr(module, "device", None) != "cuda":
             raise HostOnlyExternalError(
