@@ -194,3 +194,20 @@ def test_a_host_only_backend_in_a_cuda_build_is_refused_by_name(rng, backend):
     (ext,) = external_modules(part)
     with pytest.raises(HostOnlyExternalError, match=f"'{ext.symbol}' \\(BYOC backend '{backend}'\\) runs on the host only"):
         tk.build(part, target="cuda")
+
+
+@pytest.mark.parametrize("backend", ["cublas", "example_npu"])
+def test_the_gpu_emulator_runs_external_modules_between_its_kernels(gpu, rng, backend):
+    """``build_emulated``: our kernels run on the CPU with GPU semantics, the regions
+    through their CPU entry (cuBLAS on the stand-in): the whole mixed model's numbers."""
+    from tensorkiln.backends.cuda.pipeline import build_emulated
+
+    b = tk.GraphBuilder()
+    x = b.input("x", ("n", 33))
+    h = b.softmax(b.relu(b.dense(x, _f4(rng, 19, 33), _f4(rng, 19))), -1)
+    module = b.finish(b.tanh(b.dense(h, _f4(rng, 7, 19))))
+    part = tk.byoc.partition_for(module, backend)
+    lib = build_emulated(part)
+    assert [m.symbol for m in lib.external_modules] == [m.symbol for m in external_modules(part)]
+    xv = _f4(rng, 23, 33)
+    np.testing.assert_allclose(lib(xv), _reference(module, xv), rtol=1e-5, atol=1e-6)

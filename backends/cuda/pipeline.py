@@ -73,7 +73,8 @@ def kernel_names(gpu_level: ModuleOp) -> list[str]:
 def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int | None = None):
     """Compile ``module`` for the GPU down to the gpu dialect, then run those kernels on
     the CPU (``emulate-gpu``: every block and thread, barriers honoured) through the
-    LLVM JIT. Returns a CPU :class:`CompiledModule`, called like ``tk.build``'s.
+    LLVM JIT. Returns a CPU :class:`CompiledModule`, called like ``tk.build``'s. External
+    modules (BYOC) are called through their CPU entry, as in a CPU build.
 
     Example::
 
@@ -82,6 +83,7 @@ def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int |
     """
     from ...backends.llvm.jit import CPUTarget, jit_compile
     from ...build import to_llvm, weight_array
+    from ...byoc.bind import CompiledModuleWithExternals, bind_externals
     from ...interpreter import find_function
     from ...lowering.te_to_loop import entry_layout
     from ...runtime.module import CompiledModule
@@ -90,12 +92,16 @@ def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int |
     start = time.perf_counter()
     ctx = _context(opt_level)
     signature = signature_of(find_function(module, function))
+    externals = bind_externals(module)  # byoc regions run as in a CPU build, between the emulated kernels
     work, timings = lower_to_gpu(module, ctx=ctx)
     _, _, weights = entry_layout(find_function(work, function))
     cpu = CPUTarget.parse("llvm")
     timings += run_pipeline(work, ("emulate-gpu",) + to_llvm(cpu), ctx)
     jit = jit_compile(work, cpu)
-    lib = CompiledModule(jit.address(function), signature, [weight_array(w) for w in weights], keep_alive=jit)
+    lib = (CompiledModuleWithExternals if externals else CompiledModule)(
+        jit.address(function), signature, [weight_array(w) for w in weights], keep_alive=jit
+    )
+    lib.external_modules = externals
     lib.pass_timings = timings + jit.timings
     lib.compile_seconds = time.perf_counter() - start
     return lib
