@@ -7,8 +7,9 @@ allocated, nothing is copied back to the host), weights uploaded once, and the n
 of whole models offloaded to cuBLAS (the stand-in's ``matmul`` computes with numpy) on
 odd sizes. The stand-in's kernels do not run: in a model that mixes our kernels and
 cuBLAS, the numbers checked are those the cuBLAS region wrote into the buffer the next
-kernel reads (the kernels' own numbers are the emulator's tests and, on a GPU,
-``test_cuda_byoc_device.py``'s). A host-only backend's region in a CUDA build is refused.
+kernel reads; the whole mixed model's numbers are checked through the GPU emulator (the
+last test) and, on a GPU, by ``test_cuda_byoc_device.py``. A host-only backend's region
+in a CUDA build is refused.
 """
 
 from __future__ import annotations
