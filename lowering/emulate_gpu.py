@@ -16,11 +16,20 @@ before the next starts: exactly what ``__syncthreads()`` guarantees, so shared
 memory written before a barrier is read after it as on the GPU. A barrier inside a
 serial loop splits the loop's body the same way, the loop itself running at block
 level (its bounds must be the same in every thread: a barrier that only some threads
-reach is an error, as it is undefined behaviour on the GPU). Values a phase takes
-from an earlier one are recomputed when they are pure index arithmetic; a loaded
-value crossing a barrier is refused. Per-thread (``memref.alloca``) buffers that live
-across phases get one copy per thread; ``scf.if`` becomes a loop of 0 or 1
-iterations. The host's ``gpu.launch_func`` becomes a call with the grid size.
+reach is an error, as it is undefined behaviour on the GPU).
+
+A warp shuffle (``loop.shuffle_xor``) splits the code the same way, and in two: every
+thread stores its value in a per-block scratch buffer at its thread number, then
+(the next phase) reads the entry of its partner ``thread ^ offset``. A shuffle inside
+an ``scf.if`` (a guard that keeps whole warps, see ``loop-to-gpu``) splits the branch:
+each piece runs under the same condition.
+
+Values a phase takes from an earlier one are recomputed when they are constants or
+index arithmetic, and otherwise (loaded values, shuffle results) kept per thread: stored in
+a buffer with one entry per thread at the end of the phase that computes them and
+loaded where they are used. Per-thread (``memref.alloca``) buffers that live across
+phases get one copy per thread; ``scf.if`` becomes a loop of 0 or 1 iterations. The
+host's ``gpu.launch_func`` becomes a call with the grid size.
 
 Example: ``tensorkiln-opt k.mlir -p emulate-gpu,loop-to-llvm``.
 """
@@ -31,7 +40,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, gpu, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, i1
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
@@ -49,8 +58,40 @@ def _has_barrier(op: Operation) -> bool:
     return any(isinstance(o, gpu.BarrierOp) for o in op.walk())
 
 
+def _has_sync(op: Operation) -> bool:
+    """Whether ``op`` holds a barrier or a shuffle: code that splits into phases."""
+    return any(isinstance(o, gpu.BarrierOp | loop.ShuffleXorOp) for o in op.walk())
+
+
+@dataclass(frozen=True)
+class _ShuffleWrite:
+    """The end of a phase: this thread's value of ``op`` into ``scratch[thread]``."""
+
+    op: loop.ShuffleXorOp
+    scratch: SSAValue
+
+
+@dataclass(frozen=True)
+class _ShuffleRead:
+    """The start of the next phase: ``op``'s result is ``scratch[thread ^ offset]``."""
+
+    op: loop.ShuffleXorOp
+    scratch: SSAValue
+
+
+#: what a phase runs: ops of the kernel, and the two halves of each shuffle
+_Item = Operation | _ShuffleWrite | _ShuffleRead
+
+
 def _is_pure(op: Operation) -> bool:
     return (op.name.split(".")[0] in ("arith", "math") and not op.regions) or isinstance(op, (*_IDS, memref.DimOp))
+
+
+def _recomputed(op: Operation) -> bool:
+    """Whether a later phase recomputes ``op`` rather than keeping its value per thread:
+    constants, ids and index arithmetic (cheap, and needed at block level for the
+    bounds of loops around barriers)."""
+    return _is_pure(op) and (not op.operands or all(isinstance(r.type, IndexType) or r.type == i1 for r in op.results))
 
 
 @dataclass
@@ -92,6 +133,12 @@ class _KernelEmulator:
     block_ids: list[SSAValue] = field(default_factory=list)
     #: per-thread buffers that live across barriers: original -> [threads, ...] copy
     expanded: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    #: per-thread values that live across phases: original -> [threads] buffer
+    spilled: dict[SSAValue, SSAValue] = field(default_factory=dict)
+
+    @property
+    def threads(self) -> int:
+        return self.block_size[0] * self.block_size[1] * self.block_size[2]
 
     def fail(self, message: str) -> PassFailedException:
         return PassFailedException(f"emulate-gpu: kernel '{self.kernel.sym_name.data}': {message}")
@@ -101,6 +148,8 @@ class _KernelEmulator:
         if k.known_block_size is None:
             raise self.fail("has no gpu.known_block_size (the emulator needs the block size)")
         self.block_size = tuple(k.known_block_size.get_values())
+        if any(isinstance(o, loop.ShuffleXorOp) for o in k.walk()) and self.threads % loop.WARP_SIZE:
+            raise self.fail(f"shuffles in a block of {self.threads} threads (not whole warps of {loop.WARP_SIZE})")
         src = k.body.block
         entry = Block(arg_types=[*src.arg_types, INDEX, INDEX, INDEX])
         entry.add_op(func.ReturnOp())
@@ -122,45 +171,92 @@ class _KernelEmulator:
 
     # -- block level: phases between barriers -------------------------------------------
 
-    def emit_block_level(self, ops: list[Operation], scope: _Scope) -> None:
-        splits = any(isinstance(op, gpu.BarrierOp) or (op.regions and _has_barrier(op)) for op in ops)
-        phase: list[Operation] = []
+    def emit_block_level(self, ops: list[Operation], scope: _Scope, guards: tuple[SSAValue, ...] = ()) -> None:
+        """Split ``ops`` into phases at barriers and shuffles; ``guards``: the conditions
+        of the ``scf.if`` branches around them (each phase runs under all of them)."""
+        splits = any(isinstance(op, gpu.BarrierOp | loop.ShuffleXorOp) or (op.regions and _has_sync(op)) for op in ops)
+        phase: list[_Item] = []
         for op in ops:
             if isinstance(op, gpu.BarrierOp):
-                self.emit_phase(phase, scope)
+                if guards:
+                    raise self.fail("a barrier inside 'scf.if' is not reached by every thread of a block")
+                self.emit_phase(phase, scope, guards)
                 phase = []
-            elif isinstance(op, loop.ForOp) and _has_barrier(op):
-                self.emit_phase(phase, scope)
+            elif isinstance(op, loop.ShuffleXorOp):
+                t = op.result.type
+                scratch = self.alloc(scope, MemRefType(t, [self.threads]))
+                self.emit_phase([*phase, _ShuffleWrite(op, scratch)], scope, guards)
+                phase = [_ShuffleRead(op, scratch)]
+            elif isinstance(op, loop.ForOp) and _has_sync(op):
+                self.emit_phase(phase, scope, guards)
                 phase = []
-                self.emit_uniform_loop(op, scope)
+                self.emit_uniform_loop(op, scope, guards)
             elif op.regions and _has_barrier(op):
                 raise self.fail(f"a barrier inside '{op.name}' is not reached by every thread of a block")
+            elif isinstance(op, scf.IfOp) and _has_sync(op):
+                if op.results or op.false_region.blocks:
+                    raise self.fail("a shuffle inside scf.if with results or an else branch is not emulated")
+                self.emit_phase(phase, scope, guards)
+                phase = []
+                body = [o for o in op.true_region.block.ops if not isinstance(o, scf.YieldOp)]
+                self.emit_block_level(body, scope, (*guards, op.cond))
+            elif op.regions and _has_sync(op):
+                raise self.fail(f"a shuffle inside '{op.name}' is not emulated")
             elif isinstance(op, memref.AllocaOp) and is_shared(op.memref.type):
                 scope.values[op.memref] = self.alloc(scope, op.memref.type)  # shared: one per block
             elif isinstance(op, memref.AllocaOp) and splits:
                 t = op.memref.type
-                threads = self.block_size[0] * self.block_size[1] * self.block_size[2]
-                self.expanded[op.memref] = self.alloc(scope, MemRefType(t.element_type, [threads, *t.get_shape()]))
+                self.expanded[op.memref] = self.alloc(scope, MemRefType(t.element_type, [self.threads, *t.get_shape()]))
             elif isinstance(op, gpu.ReturnOp):
                 if op.next_op is not None:
                     raise self.fail("returns early (not supported)")
             else:
                 phase.append(op)
-        self.emit_phase(phase, scope)
+        self.emit_phase(phase, scope, guards)
 
     def alloc(self, scope: _Scope, t: MemRefType) -> SSAValue:
         return scope.ins(loop.AllocOp(MemRefType(t.element_type, t.get_shape()), scope="local"))
 
-    def emit_uniform_loop(self, op: loop.ForOp, scope: _Scope) -> None:
+    def emit_uniform_loop(self, op: loop.ForOp, scope: _Scope, guards: tuple[SSAValue, ...] = ()) -> None:
         lb, ub, step = (self.value(v, scope) for v in (op.lb, op.ub, op.step))
         _, body = _new_loop(scope, lb, ub, op.loop_name.data, step)
         inner = _Scope(dict(scope.values), body)
         inner.values[op.induction_var] = body.args[0]
-        self.emit_block_level([o for o in op.body.block.ops if not isinstance(o, loop.YieldOp)], inner)
+        self.emit_block_level([o for o in op.body.block.ops if not isinstance(o, loop.YieldOp)], inner, guards)
 
-    def emit_phase(self, ops: list[Operation], scope: _Scope) -> None:
-        if not ops:
+    def spill_plan(self, items: list[_Item]) -> list[SSAValue]:
+        """The values ``items`` compute that later phases use and cannot recompute (not
+        pure arithmetic): each gets a buffer with one entry per thread."""
+        inside: set[Operation] = set()
+        defined: set[SSAValue] = set()
+        for item in items:
+            if isinstance(item, _ShuffleWrite):
+                inside.add(item.op)  # the shuffle's use of its value happens here
+            elif isinstance(item, _ShuffleRead):
+                defined.add(item.op.result)
+            else:
+                inside.update(item.walk())
+                defined.update(item.results)
+        escaping = [v for v in defined if any(use.operation not in inside for use in v.uses)]
+        plan: list[SSAValue] = []
+        while escaping:
+            v = escaping.pop()
+            if v in self.spilled or v in plan:
+                continue
+            owner = v.owner
+            if isinstance(owner, Operation) and _recomputed(owner):
+                escaping += [o for o in owner.operands if o in defined]  # recomputed from these
+            elif isinstance(v.type, MemRefType):
+                raise self.fail(f"a buffer ({owner.name}) is used across a barrier or shuffle")
+            else:
+                plan.append(v)
+        return plan
+
+    def emit_phase(self, items: list[_Item], scope: _Scope, guards: tuple[SSAValue, ...] = ()) -> None:
+        if not items:
             return
+        spills = self.spill_plan(items)
+        buffers = [self.alloc(scope, MemRefType(v.type, [self.threads])) for v in spills]
         zero = scope.const(0)
         threads: list[SSAValue] = []
         inner = scope
@@ -174,14 +270,31 @@ class _KernelEmulator:
         # the thread's number in its block: (tz * by + ty) * bx + tx
         row = inner.ins(arith.AddiOp(inner.ins(arith.MuliOp(tz, inner.const(by))), ty))
         inner.linear = inner.ins(arith.AddiOp(inner.ins(arith.MuliOp(row, inner.const(bx))), tx))
-        for op in ops:
-            self.convert_op(op, inner)
+        for cond in guards:  # the scf.if branches around a split branch
+            once = inner.ins(arith.SelectOp(self.value(cond, inner), inner.const(1), inner.const(0)))
+            _, body = _new_loop(inner, inner.const(0), once, "if")
+            inner = _Scope(inner.values, body, inner.threads, inner.linear)
+        for item in items:
+            if isinstance(item, _ShuffleWrite):
+                inner.ins(loop.StoreOp(self.value(item.op.value, inner), item.scratch, [inner.linear]))
+            elif isinstance(item, _ShuffleRead):
+                partner = inner.ins(arith.XOrIOp(inner.linear, inner.const(item.op.offset.value.data)))
+                inner.values[item.op.result] = inner.ins(loop.LoadOp(item.scratch, [partner]))
+            else:
+                self.convert_op(item, inner)
+        for v, buffer in zip(spills, buffers):
+            inner.ins(loop.StoreOp(inner.values[v], buffer, [inner.linear]))
+        self.spilled.update(zip(spills, buffers))
 
     # -- values ---------------------------------------------------------------------------
 
     def value(self, v: SSAValue, scope: _Scope) -> SSAValue:
-        """``v`` in ``scope``: mapped, or recomputed there if it is pure arithmetic."""
+        """``v`` in ``scope``: mapped, reloaded if an earlier phase kept it per thread, or
+        recomputed there if it is pure arithmetic."""
         if v in scope.values:
+            return scope.values[v]
+        if v in self.spilled and scope.linear is not None:
+            scope.values[v] = scope.ins(loop.LoadOp(self.spilled[v], [scope.linear]))
             return scope.values[v]
         owner = v.owner
         if isinstance(owner, Operation) and _is_pure(owner):
@@ -189,7 +302,7 @@ class _KernelEmulator:
             return scope.values[v]
         raise self.fail(
             f"a value ({owner.name if isinstance(owner, Operation) else 'a loop variable'}) is used across a barrier "
-            "or outside the loop that defines it"
+            "or shuffle by code that is not in a thread (a loop around a barrier), or outside the loop that defines it"
         )
 
     # -- ops in a thread -----------------------------------------------------------------
@@ -199,7 +312,9 @@ class _KernelEmulator:
         match op:
             case gpu.ThreadIdOp():
                 if scope.threads is None:
-                    raise self.fail("a barrier's loop bounds depend on the thread index (threads would diverge)")
+                    raise self.fail(
+                        "the bounds of a loop around a barrier or shuffle depend on the thread index (threads would diverge)"
+                    )
                 v[op.result] = scope.threads[_AXES.index(op.dimension.data.value)]
             case gpu.BlockIdOp():
                 v[op.result] = self.block_ids[_AXES.index(op.dimension.data.value)]
@@ -224,8 +339,9 @@ class _KernelEmulator:
                 lb, ub, step = (self.value(x, scope) for x in (op.lb, op.ub, op.step))
                 # serial: emulation needs the semantics, and unrolling only slows its compile
                 new, body = _new_loop(scope, lb, ub, op.loop_name.data, step, "serial")
-                v[op.induction_var] = body.args[0]
-                inner = _Scope(v, body, scope.threads, scope.linear)
+                # a copy: what is computed (or reloaded) in the body stays in the body
+                inner = _Scope(dict(v), body, scope.threads, scope.linear)
+                inner.values[op.induction_var] = body.args[0]
                 for o in op.body.block.ops:
                     if not isinstance(o, loop.YieldOp):
                         self.convert_op(o, inner)
@@ -235,7 +351,7 @@ class _KernelEmulator:
                 cond = self.value(op.cond, scope)
                 once = scope.ins(arith.SelectOp(cond, scope.const(1), scope.const(0)))
                 _, body = _new_loop(scope, scope.const(0), once, "if")
-                inner = _Scope(v, body, scope.threads, scope.linear)
+                inner = _Scope(dict(v), body, scope.threads, scope.linear)
                 for o in op.true_region.block.ops:
                     if not isinstance(o, scf.YieldOp):
                         self.convert_op(o, inner)

@@ -39,7 +39,12 @@ Rules of the mapping (a kernel that breaks one fails with a message naming it):
   buffer the other reads or writes, and at the end of a serial loop body whose
   phases write shared memory (the next iteration overwrites it);
 * a kernel with no bound loop at all runs as one thread (grid 1, block 1): correct,
-  slow; ``vectorized``/``parallel`` loops run serially inside a thread.
+  slow; ``vectorized``/``parallel`` loops run serially inside a thread;
+* ``loop.shuffle_xor`` (a warp shuffle) stays as it is, and every lane of a warp must
+  run it together: the block is a whole number of warps, a guarded thread loop around
+  it is bound to ``threadIdx.x`` with a static bound that is a multiple of the warp
+  size (its guard keeps or drops whole warps), and serial loops between the thread
+  loop and the shuffle have bounds defined outside the thread loops.
 
 Loads, stores and sizes become ``memref.load``/``memref.store``/``memref.dim``;
 serial and unrolled loops stay ``loop.for`` (their kind tells the CUDA printer to
@@ -128,6 +133,20 @@ def _shared_accesses(op: Operation) -> tuple[set[SSAValue], set[SSAValue]]:
     return reads, writes
 
 
+def _in_thread_loop(value: SSAValue) -> bool:
+    """Whether ``value`` may differ between the threads of a block: defined inside a
+    thread loop and not a constant."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp):
+        return False
+    op = owner.parent_op() if isinstance(owner, Block) else owner
+    while op is not None:
+        if isinstance(op, loop.ForOp) and op.kind.data.startswith("threadIdx"):
+            return True
+        op = op.parent_op()
+    return False
+
+
 def _is_shared_alloc(value: SSAValue) -> bool:
     return isinstance(value.owner, loop.AllocOp) and value.owner.scope.data == "shared"
 
@@ -172,6 +191,8 @@ class _KernelConverter:
                 self.launch.block[axis[1]] = max(self.launch.block[axis[1]], extent)
         self.phases = _Phases()
         self.ids: dict[str, SSAValue] = {}
+        #: whether the kernel shuffles (its block must then be whole warps)
+        self.shuffles = False
 
     def fail(self, message: str) -> PassFailedException:
         return PassFailedException(f"loop-to-gpu: kernel '{self.name}': {message}")
@@ -194,8 +215,14 @@ class _KernelConverter:
             self.values[old] = new
             new.name_hint = old.name_hint
         self.convert_ops(body, list(src.ops), in_thread=set(), in_block=False)
-        if self.launch.block[0] * self.launch.block[1] * self.launch.block[2] > MAX_THREADS_PER_BLOCK:
+        threads = self.launch.block[0] * self.launch.block[1] * self.launch.block[2]
+        if threads > MAX_THREADS_PER_BLOCK:
             raise self.fail(f"block of {self.launch.block} threads is more than {MAX_THREADS_PER_BLOCK}")
+        if self.shuffles and threads % loop.WARP_SIZE:
+            raise self.fail(
+                f"shuffles in a block of {threads} threads (a block with warp shuffles must be whole "
+                f"warps of {loop.WARP_SIZE})"
+            )
         out = gpu.FuncOp(
             self.name, (arg_types, []), Region(body), kernel=True, known_block_size=self.launch.block
         )
@@ -245,6 +272,10 @@ class _KernelConverter:
                 self.convert_alloc(block, op, in_thread)
             case loop.FreeOp():
                 raise self.fail("frees a buffer (kernels only use local and shared buffers)")
+            case loop.ShuffleXorOp():
+                self._check_converged(op)
+                self.shuffles = True
+                v[op.result] = self._ins(block, loop.ShuffleXorOp(v[op.value], op.offset.value.data, op.width.value.data))
             case loop.DimOp():
                 axis = self._ins(block, arith.ConstantOp(IntegerAttr(op.axis.value.data, INDEX)))
                 v[op.result] = self._ins(block, memref.DimOp(v[op.buffer], axis))
@@ -262,6 +293,35 @@ class _KernelConverter:
                     v[old] = res
             case _:
                 raise self.fail(f"no GPU lowering for '{op.name}'")
+
+    def _check_converged(self, op: loop.ShuffleXorOp) -> None:
+        """Every lane of a warp reaches ``op`` together (module docstring, last rule)."""
+        thread_loops: list[loop.ForOp] = []
+        serial: list[loop.ForOp] = []
+        parent = op.parent_op()
+        while parent is not None and parent is not self.kernel:
+            if isinstance(parent, loop.ForOp):
+                what = _axis_of(parent.kind.data)
+                if what is not None and what[0] == "threadIdx":
+                    thread_loops.append(parent)
+                elif what is None and not thread_loops:
+                    serial.append(parent)  # inside the innermost thread loop
+            parent = parent.parent_op()
+        for f in thread_loops:
+            what, d = _axis_of(f.kind.data)
+            ub = _static(f.ub)
+            exact = ub is not None and _trip_bound(f) == self.launch.block[d]
+            if not exact and (d != 0 or ub is None or _static(f.lb) != 0 or _static(f.step) != 1 or ub % loop.WARP_SIZE):
+                raise self.fail(
+                    f"a shuffle inside loop '{f.loop_name.data}' ({f.kind.data}), whose guard would split a warp "
+                    f"(a guarded loop around a shuffle runs along threadIdx.x from 0 by 1 to a multiple of {loop.WARP_SIZE})"
+                )
+        for f in serial:
+            if thread_loops and any(_in_thread_loop(b) for b in (f.lb, f.ub, f.step)):
+                raise self.fail(
+                    f"a shuffle inside loop '{f.loop_name.data}', whose bounds depend on the thread "
+                    "(lanes of a warp would leave the loop apart)"
+                )
 
     def _is_local(self, buffer: SSAValue) -> bool:
         return isinstance(buffer.owner, loop.AllocOp) and buffer.owner.scope.data == "local"

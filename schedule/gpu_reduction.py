@@ -12,32 +12,42 @@ te-to-loop writes a reduction as, for each output element::
 :func:`block_reduction` rebuilds that nest (the same ops, cloned) as::
 
     loop.for %o = 0 to <outputs> blockIdx.x {            // output element o
-      %red = loop.alloc() {scope = "shared"} : memref<256xf32>
+      %warps = loop.alloc() {scope = "shared"} : memref<8xf32>
+      %result = loop.alloc() {scope = "shared"} : memref<1xf32>
       loop.for %t = 0 to 256 threadIdx.x {              // each thread: a strided partial
         <pre ops>; %p = local; %p[] = %init
         loop.for %k = %lb + t*s to %ub step 256*s { <k body on %p> }
-        %red[t] = %p[]
-      }
-      loop.for %t = 0 to 128 threadIdx.x { %red[t] = combine(%red[t], %red[t + 128]) }   // a tree:
-      ...                                                                              // barriers
-      loop.for %t = 0 to 1 threadIdx.x { %red[t] = combine(%red[t], %red[t + 1]) }    // between
-      loop.for %t = 0 to 1 threadIdx.x { <pre ops>; <post ops reading %red[0]> }       // (loop-to-gpu)
+        %v = combine(%p[], shuffle_xor(%p[], 16))        // a butterfly within each warp:
+        ... offsets 8, 4, 2, 1                          // every lane ends with its warp's value
+        loop.for %_ = %t % 32 to 1 { %warps[%t / 32] = %v }   // lane 0 of each warp
+      }                                                 // (barrier)
+      loop.for %t = 0 to 32 threadIdx.x {               // the first warp: the 8 warp values
+        %w = %warps[%t % 8]; butterfly of offsets 4, 2, 1 within segments of 8 lanes
+        loop.for %_ = %t to 1 { %result[0] = %w }
+      }                                                 // (barrier)
+      loop.for %t = 0 to 1 threadIdx.x { <pre ops>; <post ops reading %result[0]> }
     }
 
-The partial sums are combined in a different order than the serial loop, so only
+Two barriers per block (loop-to-gpu puts them between the phases), where a
+shared-memory tree needs one per halving. :func:`block_allreduce` is the middle part
+on its own: any per-thread value of a 256-thread phase, combined across the block into
+a shared buffer that the phases after it read (for kernels with several reductions).
+
+The partial results are combined in a different order than the serial loop, so only
 reassociable combiners are accepted (float add/mul with the ``reassoc`` flag, min, max,
 integer add/min/max); anything else raises ScheduleError and the kernel keeps another
-strategy. The tree runs in shared memory with a barrier between levels (no warp
-shuffles: the gpu dialect of xDSL 0.74 has no shuffle op).
+strategy. Idle threads (past the end of a short row) contribute the initial value,
+which is the combiner's identity in the reductions te-to-loop writes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ..dialects import loop
 from .nest import ScheduleError, defined_inside, static_value
@@ -171,6 +181,86 @@ def decompose(e: _Emitter, flat: SSAValue, loops: list[loop.ForOp]) -> dict[SSAV
     return mapping
 
 
+@dataclass(frozen=True)
+class Combiner:
+    """How two partial results of a reduction combine: its combine op, cloned with new
+    operands (``old`` is the operand that was the accumulator)."""
+
+    op: Operation
+    old: SSAValue
+
+    def __call__(self, e: _Emitter, acc: SSAValue, x: SSAValue) -> SSAValue:
+        a, b = self.op.operands
+        other = b if a is self.old else a
+        return e.add(self.op.clone(value_mapper={self.old: acc, other: x}))
+
+
+def warp_allreduce(e: _Emitter, value: SSAValue, combine: Combiner, width: int = loop.WARP_SIZE) -> SSAValue:
+    """A butterfly of xor shuffles (offsets width/2, ..., 2, 1): every lane of each segment
+    of ``width`` lanes ends with the combination of the segment's values (the same bits in
+    every lane: each step combines the same two values, in either order)."""
+    offset = width // 2
+    while offset >= 1:
+        value = combine(e, value, e.add(loop.ShuffleXorOp(value, offset, width)))
+        offset //= 2
+    return value
+
+
+def _in_lane_zero(e: _Emitter, lane: SSAValue) -> _Emitter:
+    """An emitter whose ops run only in lane 0: a loop from the lane to 1 (one trip or none)."""
+    body, _ = e.loop(lane, e.const(1), e.const(1), "serial", "lane0")
+    return _Emitter(body)
+
+
+def block_allreduce(
+    b: _Emitter,
+    element_type: Attribute,
+    combine: Combiner,
+    partial: Callable[[_Emitter, SSAValue], SSAValue],
+    threads: int = REDUCTION_THREADS,
+    name: str = "partial",
+) -> SSAValue:
+    """Combine one value per thread across a block; returns a ``shared`` buffer
+    ``memref<1xT>`` whose element is the result for the phases emitted after this one.
+
+    ``b`` emits into the block loop's body. ``partial(pe, t)`` emits, into the phase of
+    ``threads`` threads (``t``: the thread), the code computing the thread's value and
+    returns it. Each warp combines its values with shuffles, lane 0 stores the warp's
+    value in shared memory, and (after a barrier) the first warp combines those the
+    same way into the result (module docstring). Example::
+
+        result = block_allreduce(b, f32, Combiner(max_op, acc_load), lambda pe, t: my_partial(pe, t))
+        # a later phase: loop.load %result[%c0]
+    """
+    warp = loop.WARP_SIZE
+    warps = threads // warp
+    if threads % warp or warps & (warps - 1) or warps > warp:
+        raise ScheduleError(P, f"{threads} threads are not a power-of-two number of warps (at most {warp})")
+    if not loop.shuffle_type_ok(element_type):
+        raise ScheduleError(P, f"warp shuffles do not move {element_type}")
+    warp_values = b.add(loop.AllocOp(MemRefType(element_type, [warps]), scope="shared"))
+    result = b.add(loop.AllocOp(MemRefType(element_type, [1]), scope="shared"))
+    body, t = b.loop(b.const(0), b.const(threads), b.const(1), "threadIdx.x", name)
+    pe = _Emitter(body)
+    value = warp_allreduce(pe, partial(pe, t), combine)
+    w = pe.const(warp)
+    lane, warp_index = pe.add(arith.RemUIOp(t, w)), pe.add(arith.DivUIOp(t, w))
+    lane0 = _in_lane_zero(pe, lane)
+    if warps == 1:
+        lane0.add(loop.StoreOp(value, result, [lane0.const(0)]))
+        return result
+    lane0.add(loop.StoreOp(value, warp_values, [warp_index]))
+    # the first warp, whole (every lane shuffles): segments of `warps` lanes each combine
+    # all the warp values, lane 0 keeps them
+    body, t = b.loop(b.const(0), b.const(warp), b.const(1), "threadIdx.x", f"{name}.warps")
+    we = _Emitter(body)
+    mine = we.add(loop.LoadOp(warp_values, [we.add(arith.RemUIOp(t, we.const(warps)))]))
+    value = warp_allreduce(we, mine, combine, warps)
+    lane0 = _in_lane_zero(we, t)
+    lane0.add(loop.StoreOp(value, result, [lane0.const(0)]))
+    return result
+
+
 def block_reduction(schedule) -> None:
     """Rebuild a reduction kernel as one block per output element (module docstring)."""
     kernel: func.FuncOp = schedule.kernel
@@ -178,6 +268,9 @@ def block_reduction(schedule) -> None:
     trips = static_value(nest.reduction.ub)
     if trips is not None and trips < MIN_BLOCK_REDUCTION:
         raise ScheduleError(P, f"a reduction of {trips} is too short for a block")
+    element_type = nest.acc.result.type.element_type
+    if not loop.shuffle_type_ok(element_type):
+        raise ScheduleError(P, f"warp shuffles do not move {element_type}")
     threads = REDUCTION_THREADS
     top = nest.loops[0]
     # build before the old nest, then drop it
@@ -190,43 +283,30 @@ def block_reduction(schedule) -> None:
     block_body, o = e.loop(zero, count, one, "blockIdx.x", "out")
     b = _Emitter(block_body)
     t_count = b.const(threads)
-    red_type = MemRefType(nest.acc.result.type.element_type, [threads])
-    red = b.add(loop.AllocOp(red_type, scope="shared"))
 
-    def phase(extent: int, name: str) -> tuple[_Emitter, SSAValue, dict[SSAValue, SSAValue]]:
-        body, t = b.loop(b.const(0), b.const(extent), b.const(1), "threadIdx.x", name)
-        pe = _Emitter(body)
-        return pe, t, decompose(pe, o, nest.loops)
+    def partial(pe: _Emitter, t: SSAValue) -> SSAValue:
+        """This thread's strided partial: iterations t, t + 256, ... of the reduction."""
+        mapping = decompose(pe, o, nest.loops)
+        pe.clone(nest.pre, mapping)
+        acc = pe.add(loop.AllocOp(nest.acc.result.type, scope="local"))
+        mapping[nest.acc.result] = acc
+        pe.clone([nest.init], mapping)
+        r = nest.reduction
+        step = mapping.get(r.step, r.step)
+        lb = pe.add(arith.AddiOp(mapping.get(r.lb, r.lb), pe.add(arith.MuliOp(t, step))))
+        k_body, k = pe.loop(lb, mapping.get(r.ub, r.ub), pe.add(arith.MuliOp(t_count, step)), "serial", r.loop_name.data)
+        mapping[r.induction_var] = k
+        _Emitter(k_body).clone(_body(r), mapping)
+        return pe.add(loop.LoadOp(acc, []))
 
-    # 1. strided partials
-    pe, t, mapping = phase(threads, "partial")
-    pe.clone(nest.pre, mapping)
-    partial = pe.add(loop.AllocOp(nest.acc.result.type, scope="local"))
-    mapping[nest.acc.result] = partial
-    pe.clone([nest.init], mapping)
-    r = nest.reduction
-    lb = pe.add(arith.AddiOp(mapping.get(r.lb, r.lb), pe.add(arith.MuliOp(t, mapping.get(r.step, r.step)))))
-    step = pe.add(arith.MuliOp(t_count, mapping.get(r.step, r.step)))
-    k_body, k = pe.loop(lb, mapping.get(r.ub, r.ub), step, "serial", r.loop_name.data)
-    mapping[r.induction_var] = k
-    _Emitter(k_body).clone(_body(r), mapping)
-    value = pe.add(loop.LoadOp(partial, []))
-    pe.add(loop.StoreOp(value, red, [t]))
-    # 2. the tree
-    half = threads // 2
-    while half >= 1:
-        pe, t, _ = phase(half, f"tree{half}")
-        a = pe.add(loop.LoadOp(red, [t]))
-        c = pe.add(loop.LoadOp(red, [pe.add(arith.AddiOp(t, pe.const(half)))]))
-        combined = nest.combine.clone(value_mapper={nest.old: a, _other(nest): c})
-        pe.add(combined)
-        pe.add(loop.StoreOp(combined.results[0], red, [t]))
-        half //= 2
-    # 3. the epilogue, in one thread
-    pe, t, mapping = phase(1, "write")
+    result = block_allreduce(b, element_type, Combiner(nest.combine, nest.old), partial, threads)
+    # the epilogue, in one thread
+    body, _ = b.loop(b.const(0), b.const(1), b.const(1), "threadIdx.x", "write")
+    pe = _Emitter(body)
+    mapping = decompose(pe, o, nest.loops)
     pe.clone(nest.pre, mapping)
     final = pe.add(loop.AllocOp(nest.acc.result.type, scope="local"))
-    pe.add(loop.StoreOp(pe.add(loop.LoadOp(red, [pe.const(0)])), final, []))
+    pe.add(loop.StoreOp(pe.add(loop.LoadOp(result, [pe.const(0)])), final, []))
     mapping[nest.acc.result] = final
     pe.clone(nest.post, mapping)
     for op in list(anchor.ops):
@@ -236,9 +316,13 @@ def block_reduction(schedule) -> None:
     top.erase()
 
 
-def _other(nest: ReductionNest) -> SSAValue:
-    a, b = nest.combine.operands
-    return b if a is nest.old else a
-
-
-__all__ = ["MIN_BLOCK_REDUCTION", "REDUCTION_THREADS", "ReductionNest", "block_reduction", "reduction_nest"]
+__all__ = [
+    "MIN_BLOCK_REDUCTION",
+    "REDUCTION_THREADS",
+    "Combiner",
+    "ReductionNest",
+    "block_allreduce",
+    "block_reduction",
+    "reduction_nest",
+    "warp_allreduce",
+]

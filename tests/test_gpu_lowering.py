@@ -192,3 +192,71 @@ def test_a_phase_shorter_than_the_block_is_guarded_whatever_the_order():
     text = str(_lower(SHORT_PHASE_FIRST, ("loop-to-gpu",)))
     assert "gpu.known_block_size = array<i32: 32, 1, 1>" in text
     assert text.count("scf.if") == 1 and text.index("scf.if") < text.index("%B[")
+
+
+WARPSUM = Path(__file__).parent / "filecheck" / "gpu" / "warp-shuffle.mlir"
+
+
+@pytest.mark.parametrize("rows", [1, 5, 13])
+def test_warp_shuffles_emulated(rows):
+    """Row sums of 96 columns through two levels of xor-shuffle butterflies (3 warps, then
+    the first warp alone under a guard): emulate-gpu runs the shuffles with their meaning."""
+    module = _lower(WARPSUM.read_text(), ("loop-to-gpu", "emulate-gpu", "loop-to-llvm"))
+    jit = jit_compile(module, CPUTarget.parse("llvm"))
+    a = np.random.default_rng(rows).standard_normal((rows, 96)).astype(np.float32)
+    b = np.full(rows, np.nan, np.float32)
+    main = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)(jit.address("main"))
+    main(a.ctypes.data, rows, b.ctypes.data, rows)
+    np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def _shuffle_kernel(threads: str, inner: str, before: str = "") -> str:
+    """A kernel with a shuffle inside the thread loop ``threads`` (its bound) and ``inner``
+    (``"{}"``: the shuffle, possibly wrapped); ``before``: a phase before that loop."""
+    shuffle = "%s = loop.shuffle_xor %x, 1, 32 : f32\nloop.store %s, %B[%t] : memref<?xf32>"
+    return (
+        "%c32 = arith.constant 32 : index\n%c64 = arith.constant 64 : index\n%c48 = arith.constant 48 : index\n"
+        "loop.for %i = %c0 to %n step %c1 blockIdx.x {\n"
+        f"  {before}\n"
+        f"  loop.for %t = %c0 to {threads} step %c1 threadIdx.x name(\"t\") {{\n"
+        "    %x = loop.load %A[%t] : memref<?xf32>\n"
+        f"    {inner.format(shuffle)}\n"
+        "  }\n"
+        "}"
+    )
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (_shuffle_kernel("%c48", "{}"), "shuffles in a block of 48 threads"),
+        (  # a block of 64 threads (the first phase), 48 of them shuffling
+            _shuffle_kernel("%c48", "{}", "loop.for %u = %c0 to %c64 step %c1 threadIdx.x { }"),
+            "a shuffle inside loop 't' \\(threadIdx.x\\), whose guard would split a warp",
+        ),
+        (
+            _shuffle_kernel("%c32", "%e = arith.index_cast %t : index to i64\n%k = arith.index_cast %e : i64 to index\n"
+                            "loop.for %j = %c0 to %k step %c1 name(\"j\") {{ {} }}"),  # fmt: skip
+            "a shuffle inside loop 'j', whose bounds depend on the thread",
+        ),
+    ],
+)
+def test_divergent_shuffles_fail_clearly(body, message):
+    """Every lane of a warp must run a shuffle together: loop-to-gpu refuses shuffles that
+    a partial warp would reach."""
+    body = "%zero = arith.constant 0.0 : f32\n" + body
+    text = KERNEL.format(body=body).replace("func.func @k", "func.func @main(%A: memref<?xf32>, %B: memref<?xf32>) {\n"
+        "    func.call @k(%A, %B) : (memref<?xf32>, memref<?xf32>) -> ()\n    func.return\n  }\n  func.func @k")  # fmt: skip
+    with pytest.raises(PassFailedException, match=message) as info:
+        _lower(text, ("loop-to-gpu",))
+    assert "kernel 'k'" in str(info.value)
+
+
+def test_emulator_refuses_shuffles_in_a_partial_warp():
+    text = DIVERGENT.replace("scf.if %c {\n        \"gpu.barrier\"() : () -> ()\n      }", "").replace(
+        "%c = arith.cmpi slt, %t, %c1 : index",
+        "%x = memref.load %A[%c1] : memref<4xf32>\n      %s = loop.shuffle_xor %x, 1, 2 : f32",
+    )
+    assert "loop.shuffle_xor" in text and "gpu.barrier" not in text
+    with pytest.raises(PassFailedException, match="kernel 'divergent': shuffles in a block of 4 threads"):
+        _lower(text, ("emulate-gpu",))

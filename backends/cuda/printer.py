@@ -480,8 +480,21 @@ def _math(p: CudaPrinter, op: Operation) -> None:
     p.define(op, f"{fn}({', '.join(args)})")
 
 
+# ---------------------------------------------------------------------------
+# warps
+
+#: every lane of the warp takes part (loop-to-gpu checks that whole warps run a shuffle)
+FULL_WARP_MASK = "0xffffffffu"
 
 
+@prints(loop.ShuffleXorOp)
+def _shuffle_xor(p: CudaPrinter, op: loop.ShuffleXorOp) -> None:
+    t = op.value.type
+    x = p.name(op.value)
+    narrow = isinstance(t, IntegerType) and t.width.data < 32  # no overload below int: widen
+    arg = f"(int){x}" if narrow else x
+    call = f"__shfl_xor_sync({FULL_WARP_MASK}, {arg}, {op.offset.value.data}, {op.width.value.data})"
+    p.define(op, f"({p.ctype(t)}){call}" if narrow else call)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,8 @@
 // A row max over 300 columns gets the block reduction: one block per row, 256 threads
-// taking strided partials, then a shared-memory tree with a barrier between levels.
+// taking strided partials, each warp combining its 32 with a butterfly of xor shuffles
+// (lane 0 keeps the warp's max in shared memory), then after ONE barrier the first warp
+// combines the 8 warp maxima the same way, and after a second barrier one thread
+// writes the row's result.
 // RUN: tensorkiln-opt %s -p gpu-default-schedule,loop-to-gpu | filecheck %s
 // RUN: tensorkiln-opt %s -p gpu-default-schedule,loop-to-gpu -t cuda | filecheck %s --check-prefix=CUDA
 
@@ -35,22 +38,58 @@ builtin.module {
 // CHECK:      "gpu.launch_func"
 // CHECK-SAME: kernel = @kernels::@softmax_max_0
 // CHECK:      "gpu.block_id"() <{dimension = #gpu<dim x>}>
-// CHECK:      memref.alloca() : memref<256xf32, 3 : i32>
+// CHECK:      %[[WARPS:.*]] = memref.alloca() : memref<8xf32, 3 : i32>
+// CHECK:      %[[RESULT:.*]] = memref.alloca() : memref<1xf32, 3 : i32>
+// CHECK-NOT:  "gpu.barrier"()
 // CHECK:      "gpu.thread_id"() <{dimension = #gpu<dim x>}>
 // CHECK:      loop.for {{.*}} name("k0")
 // CHECK:        arith.maximumf
-// CHECK:      memref.store {{.*}} : memref<256xf32, 3 : i32>
+// CHECK:      %[[P:.*]] = memref.load {{.*}} : memref<f32>
+// CHECK-NEXT: %[[S16:.*]] = loop.shuffle_xor %[[P]], 16, 32 : f32
+// CHECK-NEXT: %[[M16:.*]] = arith.maximumf %[[P]], %[[S16]] : f32
+// CHECK-NEXT: %[[S8:.*]] = loop.shuffle_xor %[[M16]], 8, 32 : f32
+// CHECK-NEXT: %[[M8:.*]] = arith.maximumf %[[M16]], %[[S8]] : f32
+// CHECK-NEXT: loop.shuffle_xor %[[M8]], 4, 32 : f32
+// CHECK-NEXT: arith.maximumf
+// CHECK-NEXT: loop.shuffle_xor %{{.*}}, 2, 32 : f32
+// CHECK-NEXT: arith.maximumf
+// CHECK-NEXT: loop.shuffle_xor %{{.*}}, 1, 32 : f32
+// CHECK-NEXT: %[[WARP_MAX:.*]] = arith.maximumf
+// CHECK:      loop.for {{.*}} name("lane0") {
+// CHECK-NEXT:   memref.store %[[WARP_MAX]], %[[WARPS]][%{{.*}}] : memref<8xf32, 3 : i32>
 // CHECK:      "gpu.barrier"()
-// CHECK:      arith.cmpi slt, %{{.*}}, %{{.*}} : index
-// CHECK-NEXT: scf.if
-// CHECK:        arith.maximumf
-// CHECK-COUNT-8: "gpu.barrier"()
+// CHECK-NEXT: %[[T:.*]] = "gpu.thread_id"() <{dimension = #gpu<dim x>}>
+// CHECK-NEXT: %[[IN_WARP0:.*]] = arith.cmpi slt, %[[T]], %{{.*}} : index
+// CHECK-NEXT: scf.if %[[IN_WARP0]] {
+// CHECK:        memref.load %[[WARPS]][%{{.*}}] : memref<8xf32, 3 : i32>
+// CHECK-NEXT:   loop.shuffle_xor %{{.*}}, 4, 8 : f32
+// CHECK-NEXT:   arith.maximumf
+// CHECK-NEXT:   loop.shuffle_xor %{{.*}}, 2, 8 : f32
+// CHECK-NEXT:   arith.maximumf
+// CHECK-NEXT:   loop.shuffle_xor %{{.*}}, 1, 8 : f32
+// CHECK-NEXT:   %[[ROW_MAX:.*]] = arith.maximumf
+// CHECK:        loop.for {{.*}} = %[[T]] to {{.*}} name("lane0") {
+// CHECK:          memref.store %[[ROW_MAX]], %[[RESULT]][%{{.*}}] : memref<1xf32, 3 : i32>
+// CHECK:      "gpu.barrier"()
 // CHECK-NOT:  "gpu.barrier"()
+// CHECK:      memref.load %[[RESULT]][%{{.*}}] : memref<1xf32, 3 : i32>
 // CHECK:      memref.store {{.*}} : memref<?x1xf32>
 // CHECK:      gpu.known_block_size = array<i32: 256, 1, 1>
 // CHECK-SAME: tk.gpu_strategy = "block_reduction"
 
 // CUDA:       __launch_bounds__(256) softmax_max_0(const float* __restrict__ {{.*}}, float* __restrict__
-// CUDA:       __shared__ float {{.*}}[256];
-// CUDA-COUNT-9: __syncthreads();
+// CUDA:       __shared__ float {{.*}}[8];
+// CUDA:       __shared__ float {{.*}}[1];
 // CUDA-NOT:   __syncthreads();
+// CUDA:       __shfl_xor_sync(0xffffffffu, {{.*}}, 16, 32);
+// CUDA:       __shfl_xor_sync(0xffffffffu, {{.*}}, 8, 32);
+// CUDA:       __shfl_xor_sync(0xffffffffu, {{.*}}, 4, 32);
+// CUDA:       __shfl_xor_sync(0xffffffffu, {{.*}}, 2, 32);
+// CUDA:       __shfl_xor_sync(0xffffffffu, {{.*}}, 1, 32);
+// CUDA-COUNT-1: __syncthreads();
+// CUDA:       __shfl_xor_sync(0xffffffffu, {{.*}}, 4, 8);
+// CUDA:       __shfl_xor_sync(0xffffffffu, {{.*}}, 2, 8);
+// CUDA:       __shfl_xor_sync(0xffffffffu, {{.*}}, 1, 8);
+// CUDA-COUNT-1: __syncthreads();
+// CUDA-NOT:   __syncthreads();
+// CUDA-NOT:   __shfl_xor_sync
