@@ -8,7 +8,15 @@ import math
 
 import pytest
 
-from tensorkiln.tuning.record import RECORD_VERSION, ErrorCode, Record, best_records, load_records, save_records
+from tensorkiln.tuning.record import (
+    RECORD_VERSION,
+    ErrorCode,
+    Record,
+    best_records,
+    load_records,
+    pooled_cost,
+    save_records,
+)
 
 TRACE = [{"primitive": "split", "args": {"loop": "i0", "factor": 4}}]
 
@@ -66,3 +74,20 @@ def test_best_records_pick_the_fastest_success() -> None:
     assert set(best) == {"a"}
     assert best["a"].costs == [1e-3, 1e-3, 9.0]
     assert best_records(records, ["b"]) == {}
+
+
+def test_best_records_rank_a_trace_measured_again_by_its_median() -> None:
+    """One lucky measurement does not beat a trace measured faster every other time:
+    the confirmation round's re-measurements count with the first one."""
+    lucky, steady = [{"primitive": "split", "args": {"loop": "i0", "factor": 2}}], []
+
+    def measured(trace, cost):
+        r = record("a", [cost])
+        r.trace = trace
+        return r
+
+    records = [measured(lucky, 1.0e-3), measured(steady, 1.2e-3), measured(lucky, 1.5e-3), measured(steady, 1.1e-3),
+               measured(lucky, 1.6e-3)]
+    best = best_records(records)["a"]
+    assert best.trace == steady and best.costs == [1.1e-3]  # the latest record of the winning trace
+    assert pooled_cost([records[0], records[2], records[4]]) == 1.5e-3

@@ -10,21 +10,16 @@ made it), so a log written by one resumes the same policy and ``build`` applies 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import Any
 
 from .defaults import default_trace, lanes_of
-from .record import Record
+from .record import Record, trace_key
 from .runner import Candidate
 from .task import Task
 from .templates import template_for
 from .tuners import make_tuner
-
-
-def trace_key(trace: Sequence[dict[str, Any]]) -> str:
-    return json.dumps(list(trace), sort_keys=True)
 
 
 class SearchPolicy:

@@ -113,13 +113,27 @@ def load_records(path: str | Path) -> Iterator[Record]:
             raise ValueError(f"{path}:{number}: {error}") from error
 
 
+def trace_key(trace: Iterable[dict[str, Any]]) -> str:
+    """A canonical text of a schedule trace: equal traces, equal keys."""
+    return json.dumps(list(trace), sort_keys=True)
+
+
+def pooled_cost(records: Iterable[Record]) -> float:
+    """The median of the costs of several measurements of one trace (each record's
+    median round): one lucky or unlucky session does not decide."""
+    costs = [r.cost for r in records if r.ok]
+    return statistics.median(costs) if costs else math.inf
+
+
 def best_records(records: Iterable[Record], target_keys: Iterable[str] | None = None) -> dict[str, Record]:
-    """The fastest successful record per workload key (``target_keys``: only those)."""
+    """The fastest successful trace per workload key (``target_keys``: only those), as
+    its latest record. A trace measured more than once (the confirmation round of
+    ``tune`` re-measures the leaders next to the default) counts with its
+    :func:`pooled_cost`."""
     wanted = set(target_keys) if target_keys is not None else None
-    best: dict[str, Record] = {}
+    by_trace: dict[str, dict[str, list[Record]]] = {}
     for r in records:
         if not r.ok or (wanted is not None and r.key not in wanted):
             continue
-        if r.key not in best or r.cost < best[r.key].cost:
-            best[r.key] = r
-    return best
+        by_trace.setdefault(r.key, {}).setdefault(trace_key(r.trace), []).append(r)
+    return {key: min(traces.values(), key=pooled_cost)[-1] for key, traces in by_trace.items()}

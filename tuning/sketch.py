@@ -42,7 +42,7 @@ from .policy import SearchPolicy, trace_key
 from .record import Record
 from .runner import Candidate
 from .task import Task
-from .templates import LoopInfo, _parallel_outermost, _tile_axes
+from .templates import LoopInfo, _parallel_outermost, _tile_axes, tile_full
 
 ROWS = (1, 2, 3, 4, 6, 8)
 K_INNER = (0, 2, 4, 8, 16, 32, 64)
@@ -103,7 +103,7 @@ def apply_sketch(s: Schedule, sketch: dict[str, Any], d: dict[str, Any], info: L
             _vectorize_all(s, [f"{x}.inner"])
     elif kind == "tiled":
         a, b = (info.outputs[k] for k in sketch["axes"])
-        s.tile(a, b, d["rows"], d["cols"])
+        tile_full(s, a, b, d["rows"], d["cols"])
         first, second = f"{a}.outer", f"{b}.outer"
         if d["order"] == "cols_outer":
             first, second = second, first

@@ -113,7 +113,7 @@ class Template:
         a, b = (info.outputs[k] for k in cfg["axes"])
         if a == b:
             raise ValueError("tile2d: the two tiled axes must differ")
-        s.tile(a, b, cfg["tile_rows"], cfg["tile_cols"])
+        tile_full(s, a, b, cfg["tile_rows"], cfg["tile_cols"])
         first, second = (f"{a}.outer", f"{b}.outer") if cfg["order"] == "rows_outer" else (f"{b}.outer", f"{a}.outer")
         if cfg["order"] == "cols_outer":
             s.reorder(first, second)
@@ -144,6 +144,25 @@ class Template:
         s = Schedule(task.kernel())
         self.apply(s, cfg, LoopInfo.of(task))
         return s.trace
+
+
+def tile_full(s: Schedule, a: str, b: str, rows: int, cols: int) -> None:
+    """``tile(a, b, rows, cols)`` with full tiles where the size is known: a size the
+    factor does not divide gets a shifted last tile (as the default strategies do), so
+    the register tile keeps constant trip counts; the guarded tail where shifting is
+    illegal. Loops ``a.outer, b.outer, a.inner, b.inner``."""
+    from ..schedule import ScheduleError
+    from ..schedule.strategies.reduce import tile_factor
+
+    for axis, want in ((a, rows), (b, cols)):
+        factor, tail = tile_factor(s.extent(axis), want)
+        try:
+            s.split(axis, factor, tail=tail)
+        except ScheduleError:
+            if tail == "guard":
+                raise
+            s.split(axis, factor)
+    s.reorder(f"{a}.outer", f"{b}.outer", f"{a}.inner", f"{b}.inner")
 
 
 def _has_choice(space: ConfigSpace, name: str, value: Any) -> bool:

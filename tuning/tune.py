@@ -10,6 +10,14 @@ dropped in its last batches (or an optimistic share for tasks measured little)::
 
 Records already in the log for these tasks count toward ``trials`` and are never
 measured again: running the same call twice measures nothing new the second time.
+
+When the budget is spent, a **confirmation round** (``confirm`` leaders per task, not
+counted in ``trials``) measures each task's default schedule and its fastest traces
+again, side by side, twice in opposite orders. Among hundreds of candidates the
+fastest-looking one is often a lucky measurement (a quiet second on a shared machine);
+``build`` ranks a trace measured several times by the median of its measurements
+(:func:`~tensorkiln.tuning.record.best_records`), so the choice rests on measurements
+taken together, and a task whose default is as fast as anything found keeps it.
 """
 
 from __future__ import annotations
@@ -23,11 +31,16 @@ from xdsl.dialects.builtin import ModuleOp
 
 from .policy import SearchPolicy, TemplatePolicy
 from .progress import Progress
-from .record import Record, load_records, save_records
+from .defaults import default_trace
+from .record import Record, best_records, load_records, pooled_cost, save_records, trace_key
 from .runner import Runner
 from .task import Task, extract_tasks
 
 TUNER_NAMES = ("evolutionary", "xgb", "ga", "random", "grid")
+#: the ``tuner`` of the confirmation round's records
+CONFIRM_TUNER = "confirm"
+#: leaders per task re-measured by the confirmation round
+CONFIRM_LEADERS = 4
 
 
 def make_policy(task: Task, tuner: str, seed: int = 0) -> SearchPolicy:
@@ -53,13 +66,27 @@ class TaskState:
 
     @property
     def best(self) -> Record | None:
-        ok = [r for r in self.records if r.ok]
-        return min(ok, key=lambda r: r.cost) if ok else None
+        """The latest record of the fastest trace (see :func:`best_records`)."""
+        return best_records(self.records).get(self.task.key)
 
     @property
     def best_cost(self) -> float:
         b = self.best
-        return b.cost if b else math.inf
+        return pooled_cost(r for r in self.records if trace_key(r.trace) == trace_key(b.trace)) if b else math.inf
+
+    @property
+    def trials(self) -> int:
+        """Records that count toward the budget (confirmation measurements do not)."""
+        return sum(r.tuner != CONFIRM_TUNER for r in self.records)
+
+    def leaders(self, n: int) -> list[list[dict]]:
+        """The traces of the ``n`` fastest distinct successful candidates."""
+        by_trace: dict[str, list[Record]] = {}
+        for r in self.records:
+            if r.ok:
+                by_trace.setdefault(trace_key(r.trace), []).append(r)
+        ranked = sorted(by_trace.values(), key=pooled_cost)
+        return [rs[-1].trace for rs in ranked[:n]]
 
     def add(self, records: Sequence[Record]) -> None:
         self.records += records
@@ -100,10 +127,12 @@ def tune_tasks(
     seed: int = 0,
     progress: bool = True,
     policy: Callable[[Task], SearchPolicy] | None = None,
+    confirm: int = CONFIRM_LEADERS,
 ) -> dict[str, TaskState]:
     """Tune ``tasks`` with ``trials`` measurements in all (see the module docstring);
     returns each task's state (records, best, curve) by workload key. ``policy``: a
-    factory of a custom search policy per task (default: the one ``tuner`` names)."""
+    factory of a custom search policy per task (default: the one ``tuner`` names).
+    ``confirm``: leaders per task in the confirmation round (0: none)."""
     factory = policy or (lambda t: make_policy(t, tuner, seed))
     states = {t.key: TaskState(t, factory(t)) for t in tasks}
     if log_file is not None:
@@ -114,7 +143,7 @@ def tune_tasks(
         for key, records in old.items():
             for start in range(0, len(records), batch_size):
                 states[key].add(records[start : start + batch_size])
-    used = sum(len(s.records) for s in states.values())
+    used = start = sum(s.trials for s in states.values())
     own_runner = runner is None
     runner = runner or Runner()
     bar = Progress(trials, enabled=progress)
@@ -138,11 +167,30 @@ def tune_tasks(
             used += len(records)
             best = state.best
             bar.update(state.task.name, len(records), best.gflops if best else 0.0)
+        if confirm and used > start:
+            for state in states.values():
+                _confirm(state, runner, confirm, log_file)
     finally:
         bar.close()
         if own_runner:
             runner.close()
     return states
+
+
+def _confirm(state: TaskState, runner: Runner, leaders: int, log_file: str | Path | None) -> None:
+    """Measure the default schedule and the ``leaders`` fastest traces of one task
+    again, in one order and then the reverse (see the module docstring)."""
+    traces = [default_trace(state.task)]
+    for trace in state.leaders(leaders):
+        if trace_key(trace) not in {trace_key(t) for t in traces}:
+            traces.append(trace)
+    if len(traces) < 2 or not any(r.ok for r in state.records):
+        return
+    for order in (traces, traces[::-1]):
+        records = runner.measure(state.task, order, tuner=CONFIRM_TUNER)
+        if log_file is not None:
+            save_records(log_file, records)
+        state.records += records
 
 
 def tune(
@@ -157,18 +205,20 @@ def tune(
     seed: int = 0,
     progress: bool = True,
     opt_level: int | None = None,
+    confirm: int = CONFIRM_LEADERS,
 ) -> dict[str, Record]:
     """Tune the kernels of a graph module; returns the best record per workload key.
 
     ``tuner``: ``"evolutionary"`` (Ansor-style search over generated sketches),
     ``"xgb"`` (templates + a learned cost model), ``"ga"``, ``"random"``, ``"grid"``.
     ``log_file``: JSON-lines records, appended to and resumed from. ``runner``: how to
-    measure (default: a local isolated process, see :class:`Runner`). Example::
+    measure (default: a local isolated process, see :class:`Runner`). ``confirm``:
+    leaders per task measured again at the end (see the module docstring). Example::
 
         tk.tune(module, "llvm", trials=64, log_file="tune.jsonl")
         lib = tk.build(module, "llvm", tuning_log="tune.jsonl")
     """
     tasks = extract_tasks(module, target, opt_level=opt_level)
     states = tune_tasks(tasks, trials, log_file, tuner, runner=runner, batch_size=batch_size, seed=seed,
-                        progress=progress)
+                        progress=progress, confirm=confirm)
     return {key: s.best for key, s in states.items() if s.best is not None}
