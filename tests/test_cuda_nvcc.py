@@ -104,3 +104,54 @@ def test_torch_zoo_compiles(tmp_path):
         namespace["main"](rt, *arrays)
         assert rt.launches > 0, name
     compile_all(sources, tmp_path)
+
+
+SHUFFLE_TYPES = """
+builtin.module {
+  "gpu.module"() <{sym_name = "kernels"}> ({
+    "gpu.func"() <{function_type = (memref<32xf16>, memref<32xi8>, memref<32xi16>, memref<32xi1>, memref<32xf64>) -> (), kernel}> ({
+    ^bb0(%h: memref<32xf16>, %b: memref<32xi8>, %s: memref<32xi16>, %p: memref<32xi1>, %d: memref<32xf64>):
+      %t = "gpu.thread_id"() <{dimension = #gpu<dim x>}> : () -> index
+      %h0 = memref.load %h[%t] : memref<32xf16>
+      %h1 = loop.shuffle_xor %h0, 16, 32 : f16
+      memref.store %h1, %h[%t] : memref<32xf16>
+      %b0 = memref.load %b[%t] : memref<32xi8>
+      %b1 = loop.shuffle_xor %b0, 1, 2 : i8
+      memref.store %b1, %b[%t] : memref<32xi8>
+      %s0 = memref.load %s[%t] : memref<32xi16>
+      %s1 = loop.shuffle_xor %s0, 4, 8 : i16
+      memref.store %s1, %s[%t] : memref<32xi16>
+      %p0 = memref.load %p[%t] : memref<32xi1>
+      %p1 = loop.shuffle_xor %p0, 8, 16 : i1
+      memref.store %p1, %p[%t] : memref<32xi1>
+      %d0 = memref.load %d[%t] : memref<32xf64>
+      %d1 = loop.shuffle_xor %d0, 2, 32 : f64
+      memref.store %d1, %d[%t] : memref<32xf64>
+      "gpu.return"() : () -> ()
+    }) {sym_name = "shuffles", gpu.known_block_size = array<i32: 32, 1, 1>} : () -> ()
+  }) : () -> ()
+}
+"""
+
+
+def test_warp_shuffles_compile(tmp_path):
+    """Block reductions of every accumulator type (their shuffles), a hand-written two-level
+    warp reduction, and shuffles of the types without an int-sized CUDA overload (widened)."""
+    from tensorkiln.backends.cuda.printer import print_cuda
+    from tensorkiln.lowering.loop_to_gpu import gpu_module_of
+    from tensorkiln.passes.pipeline import PassContext, run_pipeline
+
+    sources = {}
+    for dtype in ("float32", "float64", "int32", "int64"):
+        b = tk.GraphBuilder()
+        x = b.input("x", ("n", 1000), dtype)
+        sources[f"reduce_{dtype}"] = tk.emit_source(b.finish(b.reduce_sum(x, (1,)), b.reduce_max(x, (1,))), target="cuda")
+        assert sources[f"reduce_{dtype}"].count("__shfl_xor_sync(0xffffffffu") == 2 * (5 + 3)
+        assert sources[f"reduce_{dtype}"].count("__syncthreads();") == 2 * 2
+    warpsum = tk.parse_module((Path(__file__).parent / "filecheck" / "gpu" / "warp-shuffle.mlir").read_text())
+    run_pipeline(warpsum, ("loop-to-gpu",), PassContext(opt_level=0, dump_ir=False))
+    sources["warp_shuffle"] = print_cuda(gpu_module_of(warpsum))
+    text = print_cuda(gpu_module_of(tk.parse_module(SHUFFLE_TYPES)))
+    assert "(signed char)__shfl_xor_sync(0xffffffffu, (int)" in text and "(bool)__shfl_xor_sync" in text
+    sources["shuffle_types"] = text
+    compile_all(sources, tmp_path)

@@ -1,0 +1,113 @@
+"""Block reductions on the GPU path (``schedule/gpu_reduction.py``: strided partials, an
+xor-shuffle butterfly in each warp, the warps' values combined by the first warp): the
+kernels lowered for ``target="cuda"`` run on the CPU through ``emulate-gpu`` (shuffles
+with their meaning) and are compared with numpy on odd sizes that leave threads without
+work, partial warps of work and rows of one element."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorkiln as tk
+from tensorkiln.backends.cuda.pipeline import build_emulated, lower_to_gpu
+from tensorkiln.lowering.loop_to_gpu import gpu_module_of
+from tensorkiln.schedule import gpu_reduction
+
+
+def _strategies(module) -> dict[str, str]:
+    """Kernel name -> the GPU strategy it got ("none": one thread)."""
+    gpu_level, _ = lower_to_gpu(module)
+    kernels = gpu_module_of(gpu_level).body.block.ops
+    return {k.sym_name.data: k.attributes["tk.gpu_strategy"].data if "tk.gpu_strategy" in k.attributes else "none" for k in kernels}
+
+
+def _rows(dtype, shape, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "i":
+        return rng.integers(-1000, 1000, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("shape", [(3, 1000), (5, 77), (1, 4097)])
+def test_row_reductions(shape):
+    """sum, mean, max and min of each row: every reduction kernel is a block reduction."""
+    b = tk.GraphBuilder()
+    x = b.input("x", shape)
+    module = b.finish(*(getattr(b, op)(x, (1,)) for op in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")))
+    assert set(_strategies(module).values()) == {"block_reduction"}
+    a = _rows(np.float32, shape, sum(shape))
+    got = build_emulated(module)(a)
+    for g, expected in zip(got, (a.sum(1), a.mean(1), a.max(1), a.min(1))):
+        np.testing.assert_allclose(g, expected, rtol=2e-5, atol=2e-4)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float64"])
+def test_row_reductions_of_other_types(dtype):
+    """Integer sums are exact (any order), 64-bit values shuffle whole."""
+    b = tk.GraphBuilder()
+    x = b.input("x", (7, 301), dtype)
+    module = b.finish(b.reduce_sum(x, (1,)), b.reduce_max(x, (1,)))
+    assert set(_strategies(module).values()) == {"block_reduction"}
+    a = _rows(dtype, (7, 301), 7)
+    total, biggest = build_emulated(module)(a)
+    assert total.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(total, a.sum(1), rtol=1e-12 if dtype == "float64" else 0)
+    np.testing.assert_array_equal(biggest, a.max(1))
+
+
+@pytest.mark.parametrize("threads", [32, 64, 1024])
+def test_other_block_sizes(monkeypatch, threads):
+    """One warp (no second level), two warps, 32 warps (the second level a full warp)."""
+    monkeypatch.setattr(gpu_reduction, "REDUCTION_THREADS", threads)
+    b = tk.GraphBuilder()
+    x = b.input("x", (3, 1001))
+    module = b.finish(b.reduce_sum(x, (1,)), b.reduce_max(x, (1,)))
+    gpu_level, _ = lower_to_gpu(module)
+    for kernel in gpu_module_of(gpu_level).body.block.ops:
+        assert kernel.known_block_size.get_values() == (threads, 1, 1)
+        barriers = sum(op.name == "gpu.barrier" for op in kernel.walk())
+        assert barriers == (1 if threads == 32 else 2), kernel.sym_name.data
+    a = _rows(np.float32, (3, 1001), threads)
+    total, biggest = build_emulated(module)(a)
+    np.testing.assert_allclose(total, a.sum(1), rtol=2e-5, atol=2e-4)
+    np.testing.assert_array_equal(biggest, a.max(1))
+
+
+def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("shape, axis", [((3, 1000), -1), ((7, 77), -1), ((1, 4097), -1), ((1000, 5), 0), ((77, 3, 9), 0)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax(shape, axis, log):
+    """Along the last axis (one row-fused kernel) and the first (the row max and sum are
+    block reductions of their own: their bodies read the max, and exp, inside the loop)."""
+    b = tk.GraphBuilder()
+    x = b.input("x", shape)
+    module = b.finish(b.log_softmax(x, axis) if log else b.softmax(x, axis))
+    reductions = {k: v for k, v in _strategies(module).items() if k.startswith(("softmax_max", "softmax_sum"))}
+    if axis == 0:  # the row max and the row sum are kernels of their own
+        assert reductions and set(reductions.values()) == {"block_reduction"}, reductions
+    a = _rows(np.float32, shape, sum(shape)) * 4
+    expected = np.log(_softmax(a, axis)) if log else _softmax(a, axis)
+    np.testing.assert_allclose(build_emulated(module)(a), expected, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("shape", [(5, 77), (3, 1000)])
+def test_layer_norm(shape):
+    """The row statistics (mean, variance) and the normalisation, whatever kernels they
+    form (separate reductions, or one row-fused kernel)."""
+    torch = pytest.importorskip("torch", reason="layer_norm comes from the torch frontend")
+    from tensorkiln.frontends.torch import from_exported_program
+
+    torch.manual_seed(shape[1])
+    model = torch.nn.LayerNorm(shape[1]).eval()
+    with torch.no_grad():
+        model.weight.normal_()
+        model.bias.normal_()
+    x = torch.randn(*shape) * 3 + 1
+    module = from_exported_program(torch.export.export(model, (x,)))
+    got = build_emulated(module)(x.numpy())
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=2e-5, atol=5e-5)
