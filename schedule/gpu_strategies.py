@@ -14,8 +14,9 @@ used: one thread per output element.
   ``threadIdx.x``; reductions stay serial loops inside each thread.
 * ``block_reduction`` (any kernel reducing along one loop of at least
   ``MIN_BLOCK_REDUCTION`` iterations with a reassociable combiner: softmax's max and
-  sum, layer-norm statistics, sums): one block per output element, a shared-memory
-  tree across its threads (``gpu_reduction.py``).
+  sum, layer-norm statistics, sums): one block per output element, its threads'
+  partials combined by warp shuffles, then across warps through shared memory
+  (``gpu_reduction.py``).
 * ``gemm_shared`` (matmul, batch_matmul, dense and their elementwise epilogues):
   shared-memory tiles of A and B per k step and a register tile per thread
   (``gpu_gemm.py``); ``gemm`` where it does not fit.
