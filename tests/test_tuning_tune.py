@@ -292,3 +292,43 @@ def test_template_tiles_are_full_with_a_shifted_last_tile(rng) -> None:
     with Runner(timeout=60, min_repeat_ms=1) as runner:
         (record,) = runner.measure(task, [trace])
     assert record.ok, record.message  # checked against the unscheduled kernel
+
+
+def test_dense_with_a_constant_weight_tunes_its_packed_default(tmp_path, rng) -> None:
+    """The default for a dense layer packs its constant weight (transform_layout): the
+    task knows the weight is constant, the measurement passes it transposed, and a
+    build from the log packs it for the tuned kernel, with the right numbers."""
+    w, bias = rng.standard_normal((37, 29)).astype(np.float32), rng.standard_normal(37).astype(np.float32)
+    b = tk.GraphBuilder()
+    module = b.finish(b.relu(b.add(b.dense(b.input("x", (13, 29)), w), bias)))
+    (task,) = tk.extract_tasks(module)
+    assert task.constants == (1, 2)
+    b2 = tk.GraphBuilder()
+    runtime_weight = b2.finish(b2.relu(b2.add(b2.dense(b2.input("x", (13, 29)), b2.input("w", (37, 29))), bias)))
+    assert task.key != tk.extract_tasks(runtime_weight)[0].key  # same kernel, but its weight cannot be packed
+    log = tmp_path / "dense.jsonl"
+    with Runner(timeout=60, min_repeat_ms=1) as runner:
+        states = tune_tasks([task], 4, str(log), tuner="random", runner=runner, batch_size=4, progress=False)
+    records = states[task.key].records
+    assert records[0].ok, records[0].message
+    assert any(step["primitive"] == "transform_layout" for step in records[0].trace)  # the default, measured
+    best = states[task.key].best
+    lib = tk.build(module, "llvm", tuning_log=str(log))
+    x = rng.standard_normal((13, 29)).astype(np.float32)
+    np.testing.assert_allclose(lib(x), np.maximum(x @ w.T + bias, 0), rtol=1e-4, atol=1e-4)
+    assert best is not None and best.ok
+    # a log whose only record re-lays out the weight: the build packs it for that kernel
+    packed_log = tmp_path / "packed.jsonl"
+    save_records(packed_log, [records[0]])
+    from tensorkiln.passes.pipeline import PassContext, optimize_graph
+    from tensorkiln.schedule.layout import recorded_layouts
+
+    loops = module.clone()
+    optimize_graph(loops, PassContext(opt_level=2, dump_ir=False))
+    loops = lower_to_loops(loops)
+    assert schedule_from_log(loops, "llvm", packed_log, lambda m: None)["tuned"] == task.names
+    (kernel,) = [k for k in kernels(loops) if k.sym_name.data in task.names]
+    assert recorded_layouts(kernel) == {1: [1, 0]}
+    assert "37x29" not in str(loops) and "29x37" in str(loops)  # the host passes the packed weight
+    lib = tk.build(module, "llvm", tuning_log=str(packed_log))
+    np.testing.assert_allclose(lib(x), np.maximum(x @ w.T + bias, 0), rtol=1e-4, atol=1e-4)

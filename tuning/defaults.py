@@ -3,13 +3,10 @@ so a tuned task is never slower than the untuned build (the default is in the sp
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from ..schedule import Schedule, ScheduleError
 from .task import Task
-
-log = logging.getLogger("tensorkiln.tuning")
 
 
 def lanes_of(target: str) -> int:
@@ -20,21 +17,19 @@ def lanes_of(target: str) -> int:
 
 
 def default_trace(task: Task) -> list[dict[str, Any]]:
-    """The trace the ``default-schedule`` pass would apply to ``task``'s kernel measured
-    alone ([] for the plain loop nest): the first registered strategy that serves it and
-    succeeds. (Strategies that need a constant argument, e.g. a pre-packed dense weight,
-    do not apply to a kernel alone.)"""
-    try:
-        from ..schedule.strategies import kernel_info, strategies_for
-    except ImportError as error:
-        log.warning("no strategy registry (%s); the default schedule is the plain loop nest", error)
-        return []
+    """The trace the ``default-schedule`` pass applies to ``task``'s kernel in its model
+    ([] for the plain loop nest): the first registered strategy that serves it and
+    succeeds, knowing which arguments are constant weights (a dense layer's weight is
+    packed at compile time, which the measurement reproduces)."""
+    from ..schedule.strategies import kernel_info, strategies_for
+
     lanes = lanes_of(task.target)
-    for strategy in strategies_for(kernel_info(task.kernel(), lanes)):
+    constants = frozenset(task.constants)
+    for strategy in strategies_for(kernel_info(task.kernel(), lanes, constants)):
         kernel = task.kernel()
         schedule = Schedule(kernel)
         try:
-            strategy.schedule(schedule, kernel_info(kernel, lanes))
+            strategy.schedule(schedule, kernel_info(kernel, lanes, constants))
         except ScheduleError:
             continue
         return schedule.trace

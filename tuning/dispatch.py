@@ -20,6 +20,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from ..schedule import Schedule, ScheduleError
 from ..schedule.schedule import KERNEL_ATTR, kernels
+from ..schedule.strategies.analysis import constant_arguments
+from ..schedule.strategies.packing import pack_constant_arguments
 from .record import Record, best_records, load_records
 from .task import is_static, task_of
 
@@ -53,10 +55,11 @@ def schedule_from_log(loops: ModuleOp, target: str, log_file: str | Path, run_de
     best = best_of_log(log_file)
     chosen: list[tuple[func.FuncOp, Record]] = []
     untuned: list[str] = []
+    constants = constant_arguments(loops)
     for kernel in kernels(loops):
         if not is_static(kernel):
             continue
-        task = task_of(kernel, target)
+        task = task_of(kernel, target, constants.get(kernel.sym_name.data, ()))
         record = best.get(task.key)
         if record is None:
             if task.name not in untuned:
@@ -84,6 +87,7 @@ def schedule_from_log(loops: ModuleOp, target: str, log_file: str | Path, run_de
             continue
         Rewriter.erase_op(kernel)
         tuned.append(name)
+    pack_constant_arguments(loops, only=tuned)  # a tuned schedule may re-lay out a constant weight
     if untuned:
         log.warning("tuning log %s has no record for %d task(s), default schedules used: %s", log_file, len(untuned),
                     "; ".join(untuned))

@@ -10,7 +10,9 @@ A request is a plain dict (it crosses process and machine boundaries by pickle):
 and the answer is ``{"error": code, "message": str, "costs": [seconds per call, one per
 repeat], "compile_s": float}``. Inputs are random (seeded, so every process makes the
 same ones); outputs start from the same random values, so a candidate that skips an
-element differs from the reference there. Nothing here catches a crash or a hang: the
+element differs from the reference there. An argument the schedule re-laid out
+(``transform_layout``, what a model's packed constant weight gets) is passed permuted,
+with the same values. Nothing here catches a crash or a hang: the
 executor running this (``tuning/executor.py``) is the isolation.
 """
 
@@ -121,6 +123,8 @@ def run_kernel(module_text: str, target: str, args, outputs: Sequence[int], seed
     calling it again on the same buffers."""
     function, _ = compile_kernel(module_text, target)
     arrays = random_arguments(args, seed)
+    for index, permutation in argument_layouts(module_text).items():
+        arrays[index] = _relaid(arrays[index], permutation)
     pointers = [a.ctypes.data for a in arrays]
 
     def call(arrays: list[np.ndarray] = arrays) -> None:  # holds the buffers: the pointers stay valid
@@ -128,6 +132,29 @@ def run_kernel(module_text: str, target: str, args, outputs: Sequence[int], seed
 
     call()
     return [arrays[k] for k in outputs], call
+
+
+def argument_layouts(module_text: str) -> dict[int, list[int]]:
+    """The arguments the scheduled kernel takes re-laid out (``transform_layout``:
+    in a model, a constant weight packed at compile time) and their permutations."""
+    from ..schedule.layout import recorded_layouts
+    from .task import parse_kernel_module
+
+    if "tk.layouts" not in module_text:
+        return {}
+    return recorded_layouts(parse_kernel_module(module_text)[1])
+
+
+def _relaid(array: np.ndarray, permutation: Sequence[int]) -> np.ndarray:
+    """``array`` with its dims permuted, contiguous and cache-line aligned (what the
+    compiled model's packed weight is): the same values, so the outputs still match
+    the unscheduled kernel's."""
+    from ..runtime.graph_executor import aligned_bytes
+
+    permuted = np.transpose(array, permutation)
+    out = aligned_bytes(array.nbytes)[: array.nbytes].view(array.dtype).reshape(permuted.shape)
+    out[...] = permuted
+    return out
 
 
 def matches(got: np.ndarray, expected: np.ndarray) -> bool:

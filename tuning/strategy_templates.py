@@ -1,8 +1,8 @@
 """The default strategies (``schedule/strategies``) as templates: each registered
 strategy's tunable ``decisions`` become knobs, its keyword defaults the fallback config.
 
-A strategy that re-lays out an argument (``transform_layout``: the caller must pass a
-packed constant) is left out: a kernel measured alone has no constant to pack.
+A strategy may re-lay out a constant argument (``transform_layout``: the model passes
+the weight packed at compile time); the measurement passes that argument permuted.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class StrategyTemplate:
         _, kernel_info, _ = _registry()
         from .defaults import lanes_of
 
-        return kernel_info(kernel if kernel is not None else task.kernel(), lanes_of(task.target))
+        return kernel_info(kernel if kernel is not None else task.kernel(), lanes_of(task.target),
+                           frozenset(task.constants))
 
     def space(self, task: Task, lanes: int) -> ConfigSpace:
         space = ConfigSpace()
@@ -64,8 +65,6 @@ class StrategyTemplate:
         kernel = task.kernel()
         s = Schedule(kernel)
         self.strategy.schedule(s, self._info(task, kernel), **dict(cfg.values))
-        if any(step["primitive"] == "transform_layout" for step in s.trace):
-            raise ScheduleError("transform_layout", "a re-laid-out argument cannot be measured alone")
         return s.trace
 
 
@@ -78,7 +77,7 @@ def strategy_templates(task: Task) -> list[StrategyTemplate]:
     from .defaults import lanes_of
 
     try:
-        info = kernel_info(task.kernel(), lanes_of(task.target))
+        info = kernel_info(task.kernel(), lanes_of(task.target), frozenset(task.constants))
         found = strategies_for(info)
     except Exception:  # noqa: BLE001 - the registry is someone else's moving code: no templates then
         return []

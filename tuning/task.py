@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func
@@ -48,10 +48,15 @@ def target_fingerprint(target: str) -> str:
     return f"{cpu.cpu}|{cpu.features}|O{cpu.opt_level}"
 
 
-def workload_key(kernel_text: str, target: str) -> str:
-    """A stable key of (normalised kernel IR, target): 16 hex digits of SHA-256."""
+def workload_key(kernel_text: str, target: str, constants: Sequence[int] = ()) -> str:
+    """A stable key of (normalised kernel IR, target, the arguments that are constant
+    weights in the model): 16 hex digits of SHA-256. The constants matter because a
+    schedule may re-lay out a constant argument (packed at compile time), which it
+    cannot do to the same kernel fed a run-time tensor."""
     digest = hashlib.sha256(kernel_text.encode())
     digest.update(b"\0" + target_fingerprint(target).encode())
+    if constants:
+        digest.update(b"\0constants:" + ",".join(map(str, sorted(constants))).encode())
     return digest.hexdigest()[:16]
 
 
@@ -116,7 +121,9 @@ class Task:
     """One distinct kernel to tune.
 
     ``kernel_text``: the unscheduled kernel (symbol ``@kernel``) as a module's text;
-    ``names``: the symbols of the kernels in the model that share it (``weight`` of them).
+    ``names``: the symbols of the kernels in the model that share it (``weight`` of them);
+    ``constants``: indices of the arguments that are constant weights in the model (a
+    schedule may pack those, see :func:`workload_key`).
     """
 
     key: str
@@ -127,6 +134,7 @@ class Task:
     names: list[str] = field(default_factory=list)
     arg_shapes: list[tuple[tuple[int, ...], str]] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
+    constants: tuple[int, ...] = ()
 
     @property
     def weight(self) -> int:
@@ -167,12 +175,15 @@ def _element_name(t: MemRefType) -> str:
     return str(t.element_type)
 
 
-def task_of(kernel: func.FuncOp, target: str) -> Task:
-    """The task of one (unscheduled, static) kernel."""
+def task_of(kernel: func.FuncOp, target: str, constants: Collection[int] = ()) -> Task:
+    """The task of one (unscheduled, static) kernel; ``constants``: its arguments that
+    are constant weights in the model."""
     text = normalized_kernel_text(kernel)
     types = kernel.function_type.inputs.data
+    constants = tuple(sorted(constants))
     return Task(
-        key=workload_key(text, target),
+        key=workload_key(text, target, constants),
+        constants=constants,
         target=target,
         tag=kernel.attributes[KERNEL_ATTR].data,
         kernel_text=text,
@@ -185,11 +196,14 @@ def task_of(kernel: func.FuncOp, target: str) -> Task:
 
 def tasks_of_loop_module(loops: ModuleOp, target: str) -> list[Task]:
     """The distinct static kernels of a loop-level module, in first-occurrence order."""
+    from ..schedule.strategies.analysis import constant_arguments
+
+    constants = constant_arguments(loops)
     found: dict[str, Task] = {}
     for kernel in kernels(loops):
         if not is_static(kernel):
             continue
-        task = task_of(kernel, target)
+        task = task_of(kernel, target, constants.get(kernel.sym_name.data, ()))
         if task.key in found:
             found[task.key].names.append(kernel.sym_name.data)
         else:

@@ -10,6 +10,8 @@ a constant weight is an error: a strategy re-lays out constant arguments only.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, FunctionType, MemRefType, ModuleOp
@@ -68,12 +70,14 @@ def _pack_call(host: func.FuncOp, call: func.CallOp, layouts: dict[int, list[int
         _set_signature(host)
 
 
-def pack_constant_arguments(module: ModuleOp) -> None:
-    """Give every re-laid-out kernel argument its packed constant (see module docstring)."""
+def pack_constant_arguments(module: ModuleOp, only: Collection[str] | None = None) -> None:
+    """Give every re-laid-out kernel argument its packed constant (see module docstring).
+    ``only``: the kernels (by symbol) whose calls to rewrite; the others' calls may have
+    been packed already (packing twice would permute the weight twice)."""
     kernels = {
         f.sym_name.data: recorded_layouts(f)
         for f in module.ops
-        if isinstance(f, func.FuncOp) and recorded_layouts(f)
+        if isinstance(f, func.FuncOp) and recorded_layouts(f) and (only is None or f.sym_name.data in only)
     }
     if not kernels:
         return
