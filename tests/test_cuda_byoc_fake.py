@@ -212,3 +212,42 @@ def test_the_gpu_emulator_runs_external_modules_between_its_kernels(gpu, rng, ba
     assert [m.symbol for m in lib.external_modules] == [m.symbol for m in external_modules(part)]
     xv = _f4(rng, 23, 33)
     np.testing.assert_allclose(lib(xv), _reference(module, xv), rtol=1e-5, atol=1e-6)
+
+
+class _DeviceProduct(tk.byoc.PythonExternalModule):
+    """A user's own device module: ``a * b`` written into the output, on device arrays."""
+
+    kind = "test.device_product"
+    device = "cuda"
+
+    def run_device(self, inputs, outputs):
+        assert all(isinstance(a, FakeArray) for a in [*inputs, *outputs])
+        np.multiply(*inputs, out=outputs[0])
+
+    def run(self, *inputs):
+        return [np.multiply(*inputs)]
+
+
+def test_a_user_module_with_a_device_entry_runs_in_the_cuda_build(gpu, rng):
+    from tensorkiln.byoc.external import spec_of
+
+    def codegen(region):
+        specs = [spec_of(a.type) for a in region.body.block.args]
+        return _DeviceProduct(region.symbol.data, "device_mul", specs, [spec_of(t) for t in region.outputs.types])
+
+    tk.byoc.register_backend("device_mul", codegen)
+    try:
+        product = tk.byoc.is_op("graph.mul", tk.byoc.wildcard(), tk.byoc.wildcard())
+        tk.byoc.register_patterns("device_mul", [("mul", product, None, 1)])
+        _, log = gpu
+        b = tk.GraphBuilder()
+        x, y = b.input("x", ("n", 13)), b.input("y", ("n", 13))
+        part = tk.byoc.partition_for(b.finish(b.exp(b.mul(x, y))), "device_mul")
+        lib = tk.build(part, target="cuda")
+        xs = [_f4(rng, 5, 13) for _ in range(2)]
+        lib(*xs)
+        ((kernel, _, _, args),) = log  # the product ran first, then our exp kernel read it
+        assert kernel.startswith("exp")
+        np.testing.assert_array_equal(np.asarray(args[0]), xs[0] * xs[1])
+    finally:
+        tk.byoc.unregister_backend("device_mul")
