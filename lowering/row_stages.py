@@ -26,25 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..dialects import te
-from ..dialects.graph.types import shape_of
-
-Shape = Sequence[int | str]
-
-
-def row_depths(shape: Shape, root_shape: Shape) -> set[int]:
-    """The row depths ``r`` (``1 <= r < rank``) at which a tensor of ``shape`` holds one
-    value per row of a result of ``root_shape``: ``shape == root_shape[:r] + (1,) * (rank - r)``
-    with some size other than 1 in ``root_shape[r:]`` (else it is no broadcast)."""
-    n = len(root_shape)
-    if len(shape) != n:
-        return set()
-    return {
-        r
-        for r in range(1, n)
-        if tuple(shape[:r]) == tuple(root_shape[:r])
-        and all(d == 1 for d in shape[r:])
-        and any(d != 1 for d in root_shape[r:])
-    }
+from ..dialects.graph.types import row_depths, shape_of
 
 
 def reduces(compute: te.ComputeOp) -> bool:

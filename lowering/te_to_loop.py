@@ -143,6 +143,10 @@ class _Inlined:
     compute: te.ComputeOp
 
 
+def _is_zero(index: SSAValue) -> bool:
+    return isinstance(index.owner, arith.ConstantOp) and index.owner.value.value.data == 0
+
+
 class _BodyEmitter:
     """Copies a te body into loops: reads become loads (or, for an inlined producer, its
     body at the read's indices), reductions become accumulations in a local buffer.
@@ -160,11 +164,12 @@ class _BodyEmitter:
         self.per_row: dict[te.ComputeOp, SSAValue] = {}
         self.row: list[SSAValue] = []
 
-    def at_row(self, indices: Sequence[SSAValue]) -> bool:
-        """Whether ``indices`` address the current row: its induction variables, then zeros."""
+    def at_row(self, indices: Sequence[SSAValue], shape: Sequence[int | str]) -> bool:
+        """Whether ``indices`` into a tensor of ``shape`` address the current row: its
+        induction variables (or 0 along a row dim of size 1), then zeros."""
         r = len(self.row)
-        return all(i is v for i, v in zip(indices[:r], self.row)) and all(
-            isinstance(i.owner, arith.ConstantOp) and i.owner.value.value.data == 0 for i in indices[r:]
+        return all(i is v or (d == 1 and _is_zero(i)) for i, v, d in zip(indices[:r], self.row, shape)) and all(
+            _is_zero(i) for i in indices[r:]
         )
 
     def emit_block(self, b: Builder, block: Block) -> SSAValue:
@@ -182,7 +187,7 @@ class _BodyEmitter:
                 indices = [self.values[i] for i in op.indices]
                 if isinstance(source, _Inlined):
                     hoisted = self.per_row.get(source.compute)
-                    if hoisted is not None and self.at_row(indices):
+                    if hoisted is not None and self.at_row(indices, shape_of(op.tensor.type)):
                         self.values[op.result] = hoisted  # computed once for this row
                     else:
                         self.values[op.result] = self.emit_compute(b, source.compute, indices)

@@ -13,11 +13,23 @@ group when every one of its uses is in that group (so no intermediate escapes) a
   output read each element at most once); an OUT_ELEMWISE_FUSABLE anchor only takes
   elementwise/broadcast consumers.
 
-OPAQUE ops (softmax, whose rule emits several computes) and constants never join.
-The lowering (te-to-loop) inlines every producer of a group into the group's output
-compute, so intermediates live in registers.
+* or it holds one value per row of the group's output -- its shape is the output's
+  leading (row) dims then 1s (``row_depths``): layer norm's mean and variance, an RMS
+  norm's mean square, ``rsqrt(var + eps)`` -- and it is read only by elementwise or
+  broadcast ops of the group, and no injective op stands between it and the output.
+  te-to-loop computes such a *row member* once per row, before the row's elements
+  (``lowering/row_stages.py``), so it may be a reduction read at broadcast indices,
+  and any number of them join (they are not the anchor). All row members of a group
+  share a row depth; a group with a conv/dense/matmul anchor takes none.
 
-Example: ``relu(add(conv2d(x, w), r))`` becomes one ``graph.fused "conv2d_add_relu"``.
+OPAQUE ops (softmax, whose rule emits several computes; graph-to-te groups them into
+one row kernel itself) and constants never join. The lowering (te-to-loop) inlines
+every other producer of a group into the group's output compute, so intermediates
+live in registers.
+
+Example: ``relu(add(conv2d(x, w), r))`` becomes one ``graph.fused "conv2d_add_relu"``;
+layer norm (mean, x - mean, its square's mean, rsqrt, scale, shift) becomes one
+``graph.fused "reduce_mean_sub_mul_reduce_mean_add_rsqrt_mul_mul_add"``.
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ from xdsl.passes import ModulePass
 from ..dialects.graph import ConstantOp, FusedOp, GraphOp, OpPatternKind, YieldOp
 from ..dialects.graph.fusion import fused_body
 from ..dialects.graph.shape import BroadcastToOp, ReshapeOp, SliceOp, TransposeOp
+from ..dialects.graph.types import row_depths, shape_of
 
 _CHEAP = (OpPatternKind.ELEMWISE, OpPatternKind.BROADCAST, OpPatternKind.INJECTIVE)
 _ANCHORS = (OpPatternKind.COMM_REDUCE, OpPatternKind.OUT_ELEMWISE_FUSABLE)
@@ -46,6 +59,10 @@ class _Group:
     anchor: GraphOp | None = None
     #: members whose every element is computed at most once in the fused kernel
     single_read: set[GraphOp] = field(default_factory=set)
+    #: members computed once per row (see the module docstring)
+    row_members: set[GraphOp] = field(default_factory=set)
+    #: the row depths every reducing row member allows (None: no reducing row member yet)
+    row_depths: set[int] | None = None
 
 
 def _reads_each_element_once(consumer: GraphOp, producer_value: SSAValue) -> bool:
@@ -64,6 +81,36 @@ def _reads_each_element_once(consumer: GraphOp, producer_value: SSAValue) -> boo
 
 def _users(op: Operation) -> set[Operation]:
     return {use.operation for use in op.results[0].uses}
+
+
+_ROW_READERS = (OpPatternKind.ELEMWISE, OpPatternKind.BROADCAST)
+
+
+def _row_depths(op: GraphOp, group: _Group, users: set[Operation]) -> set[int]:
+    """The row depths at which ``op`` may join ``group`` as a row member (empty: it may
+    not): an elementwise, broadcast or reducing op holding one value per row of the
+    group's output, read only by elementwise/broadcast members that are row members
+    themselves or have the output's shape, in a group without injective members (which
+    would read rows at other indices) or a conv/dense/matmul anchor."""
+    kind = op.PATTERN_KIND
+    if kind not in (*_ROW_READERS, OpPatternKind.COMM_REDUCE):
+        return set()
+    if group.anchor is not None and group.anchor.PATTERN_KIND == OpPatternKind.OUT_ELEMWISE_FUSABLE:
+        return set()
+    output = group.root.results[0].type
+    depths = row_depths(shape_of(op.results[0].type), shape_of(output))
+    if kind == OpPatternKind.COMM_REDUCE and group.row_depths is not None:
+        depths &= group.row_depths
+    if not depths:
+        return set()
+    if any(m.PATTERN_KIND == OpPatternKind.INJECTIVE or isinstance(m, BroadcastToOp) for m in group.members):
+        return set()
+    for u in users:
+        if u.PATTERN_KIND not in _ROW_READERS or isinstance(u, BroadcastToOp):
+            return set()
+        if u not in group.row_members and u.results[0].type != output:
+            return set()
+    return depths
 
 
 class _Fuser:
@@ -86,7 +133,13 @@ class _Fuser:
         once = len(list(op.results[0].uses)) == 1 and all(
             u in group.single_read and _reads_each_element_once(u, op.results[0]) for u in users
         )
-        if kind in _CHEAP:
+        depths = _row_depths(op, group, users)
+        if depths:
+            if kind == OpPatternKind.COMM_REDUCE:
+                group.row_depths = depths if group.row_depths is None else group.row_depths & depths
+            group.row_members.add(op)
+            once = True  # computed once per row: each element once
+        elif kind in _CHEAP:
             pass
         elif kind in _ANCHORS:
             if group.anchor is not None or not once:

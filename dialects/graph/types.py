@@ -253,6 +253,21 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
     return tuple(result)
 
 
+def row_depths(shape: Sequence[Dim], of: Sequence[Dim]) -> set[int]:
+    """The row depths ``r`` (``1 <= r < rank``) at which a tensor of ``shape`` holds one
+    value per row of a tensor of shape ``of``: ``shape == of[:r] + (1,) * (rank - r)``
+    with some size other than 1 in ``of[r:]`` (else it is no broadcast). Softmax's row
+    maximum (N, 1) of its input (N, C): {1}; layer norm's mean (N, 1, 1) of (N, T, C): {1}."""
+    n = len(of)
+    if len(shape) != n:
+        return set()
+    return {
+        r
+        for r in range(1, n)
+        if tuple(shape[:r]) == tuple(of[:r]) and all(d == 1 for d in shape[r:]) and any(d != 1 for d in of[r:])
+    }
+
+
 def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
     """A possibly negative axis as a non-negative one, or a clear error."""
     if not -rank <= axis < max(rank, 1):

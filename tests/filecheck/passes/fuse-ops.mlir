@@ -22,14 +22,31 @@ func.func @residual(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x3x3xf32>, %res: tens
 }
 
 // An intermediate used outside the group is not fused away; a reduction read at
-// broadcast indices (x - mean) is not inlined; softmax (opaque) stays alone.
+// broadcast indices that are not its rows (x - column mean) is not inlined; softmax
+// (opaque) stays alone.
 func.func @negative(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %e = graph.exp %x : tensor<4x8xf32>
   %n = graph.neg %e : tensor<4x8xf32>
-  %m = graph.reduce_mean %x {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
-  %d = graph.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %m = graph.reduce_mean %x {axes = array<i64: 0>, keepdims = true} : tensor<4x8xf32> -> tensor<1x8xf32>
+  %d = graph.sub %x, %m : tensor<4x8xf32>, tensor<1x8xf32> -> tensor<4x8xf32>
   %s = graph.softmax %d {axis = 1 : i64} : tensor<4x8xf32>
   func.return %e, %n, %s : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// Layer norm: the row mean and variance (and rsqrt(var + eps)) hold one value per row
+// of the output: they join its group as row members, any number of them, and the
+// kernel computes them once per row before the row's elements.
+func.func @layer_norm(%x: tensor<5x9xf32>, %g: tensor<9xf32>) -> tensor<5x9xf32> {
+  %eps = graph.constant dense<1.0e-05> : tensor<f32>
+  %m = graph.reduce_mean %x {axes = array<i64: 1>, keepdims = true} : tensor<5x9xf32> -> tensor<5x1xf32>
+  %c = graph.sub %x, %m : tensor<5x9xf32>, tensor<5x1xf32> -> tensor<5x9xf32>
+  %sq = graph.mul %c, %c : tensor<5x9xf32>, tensor<5x9xf32> -> tensor<5x9xf32>
+  %v = graph.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<5x9xf32> -> tensor<5x1xf32>
+  %ve = graph.add %v, %eps : tensor<5x1xf32>, tensor<f32> -> tensor<5x1xf32>
+  %r = graph.rsqrt %ve : tensor<5x1xf32>
+  %y = graph.mul %c, %r : tensor<5x9xf32>, tensor<5x1xf32> -> tensor<5x9xf32>
+  %o = graph.mul %y, %g : tensor<5x9xf32>, tensor<9xf32> -> tensor<5x9xf32>
+  func.return %o : tensor<5x9xf32>
 }
 
 // A reduction with an elementwise epilogue on its own shape fuses (mean -> rsqrt).
@@ -65,6 +82,13 @@ func.func @reduce_epilogue(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
 // CHECK-NEXT:    %s = graph.softmax %d
 // CHECK-NEXT:    func.return
 
+// CHECK-LABEL: func.func @layer_norm(
+// CHECK:         %o = graph.fused "reduce_mean_sub_mul_reduce_mean_add_rsqrt_mul_mul" (%x, %g)
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: tensor<5x9xf32>, %{{.*}}: tensor<9xf32>):
+// CHECK:           graph.reduce_mean %[[X]]
+// CHECK-NOT:     graph.fused
+// CHECK:           graph.yield
+
 // CHECK-LABEL: func.func @reduce_epilogue(
 // CHECK-NEXT:    %r = graph.fused "mul_reduce_mean_rsqrt" (%x)
 
@@ -84,4 +108,22 @@ func.func @reduce_epilogue(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
 // KERNELS-NOT:     loop.alloc() {scope = "global"}
 // KERNELS:         arith.addf
 // KERNELS:         arith.maximumf
+
+// The row statistics once per row: the mean's and the variance's reduction loops, then
+// the row's elements reading them (no reduction inside the element loop).
+// KERNELS-LABEL: func.func @reduce_mean_sub_mul_reduce_mean_add_rsqrt_mul_mul_0(
+// KERNELS:         loop.for %[[ROW:.*]] = {{.*}} name("i0") {
+// KERNELS:           loop.for %[[K:.*]] = {{.*}} name("k0") {
+// KERNELS-NEXT:        loop.load %{{.*}}[%[[ROW]], %[[K]]] : memref<5x9xf32>
+// KERNELS:           %[[MEAN:.*]] = arith.divf
+// KERNELS:           loop.for %[[K1:.*]] = {{.*}} name("k1_0") {
+// KERNELS-NEXT:        %[[XK:.*]] = loop.load %{{.*}}[%[[ROW]], %[[K1]]] : memref<5x9xf32>
+// KERNELS:             arith.subf %[[XK]], %[[MEAN]]
+// KERNELS:           math.sqrt
+// KERNELS:           loop.for %[[J:.*]] = {{.*}} name("i1") {
+// KERNELS-NOT:         loop.for
+// KERNELS:             %[[XJ:.*]] = loop.load %{{.*}}[%[[ROW]], %[[J]]] : memref<5x9xf32>
+// KERNELS:             arith.subf %[[XJ]], %[[MEAN]]
+// KERNELS-NOT:         loop.for
+// KERNELS:             loop.store
 // KERNELS-LABEL: func.func @mul_reduce_mean_rsqrt_0(

@@ -1,9 +1,11 @@
 # RUN: python %s | filecheck %s
 """default-schedule on reductions and injective groups.
 
-* softmax: its max and sum kernels reduce along the contiguous axis (reduce_rows: the
-  k loop vectorized, a vector accumulator), the normalization is injective (the
-  innermost output loop vectorized); rows in parallel.
+* softmax along the last axis: ONE kernel of row stages (row_stages): per row (rows in
+  parallel) the max loop and the sum-of-exp loop, each vectorized with a vector
+  accumulator, then the row's elements, vectorized, reading the two row values.
+* softmax along a non-last axis keeps three kernels: max and sum across the rows
+  (reduce_columns), the normalization (injective).
 * a sum over a non-contiguous axis (reduce_columns): 32 adjacent outputs accumulate in
   a local vector tile with the reduction loop outside it; 37 columns = a tile at 0 and
   one shifted back to 5.
@@ -17,23 +19,43 @@ from kernels import scheduled
 b = tk.GraphBuilder()
 print(scheduled(b.finish(b.softmax(b.input("x", (301, 437)), -1))))
 
-# CHECK-LABEL: func.func @softmax_max_0(
-# CHECK-SAME:      tk.strategy = "reduce_rows"
+# CHECK-LABEL: func.func @main(
+# CHECK-NEXT:    func.call @softmax_0(
+# CHECK-NEXT:    func.return
+# CHECK-LABEL: func.func @softmax_0(
+# CHECK-SAME:      tk.strategy = "row_stages"
 # CHECK:         loop.for %[[I:.*]] = {{.*}} parallel name("i0") {
-# CHECK:           loop.alloc() {scope = "local"} : memref<f32>
+# CHECK-NEXT:      %[[MAX:.*]] = loop.alloc() {scope = "local"} : memref<f32>
 # CHECK:           loop.for %[[K:.*]] = {{.*}} vectorized name("k0") {
 # CHECK-NEXT:        loop.load %{{.*}}[%[[I]], %[[K]]] : memref<301x437xf32>
 # CHECK:             arith.maximumf
+# CHECK:           %[[M:.*]] = loop.load %[[MAX]][] : memref<f32>
+# CHECK:           loop.for %[[K1:.*]] = {{.*}} vectorized name("k1_0") {
+# CHECK-NEXT:        %[[X:.*]] = loop.load %{{.*}}[%[[I]], %[[K1]]] : memref<301x437xf32>
+# CHECK-NEXT:        %[[D:.*]] = arith.subf %[[X]], %[[M]]
+# CHECK-NEXT:        math.exp %[[D]]
+# CHECK:             arith.addf {{.*}} fastmath<reassoc,contract>
+# CHECK:           %[[S:.*]] = loop.load %{{.*}}[] : memref<f32>
+# CHECK-NEXT:      loop.for %[[J:.*]] = {{.*}} vectorized name("i1") {
+# CHECK-NEXT:        %[[XJ:.*]] = loop.load %{{.*}}[%[[I]], %[[J]]] : memref<301x437xf32>
+# CHECK-NEXT:        %[[DJ:.*]] = arith.subf %[[XJ]], %[[M]]
+# CHECK-NEXT:        %[[E:.*]] = math.exp %[[DJ]]
+# CHECK-NEXT:        %[[Y:.*]] = arith.divf %[[E]], %[[S]]
+# CHECK-NEXT:        loop.store %[[Y]], %{{.*}}[%[[I]], %[[J]]] : memref<301x437xf32>
+
+b = tk.GraphBuilder()
+print(scheduled(b.finish(b.softmax(b.input("x", (301, 437)), 0))))
+
+# CHECK-LABEL: func.func @main(
+# CHECK:         func.call @softmax_max_0(
+# CHECK:         func.call @softmax_sum_0(
+# CHECK:         func.call @softmax_0(
+# CHECK-LABEL: func.func @softmax_max_0(
+# CHECK-SAME:      tk.strategy = "reduce_columns"
 # CHECK-LABEL: func.func @softmax_sum_0(
-# CHECK-SAME:      tk.strategy = "reduce_rows"
-# CHECK:         parallel name("i0")
-# CHECK:         vectorized name("k0")
-# CHECK:           math.exp
+# CHECK-SAME:      tk.strategy = "reduce_columns"
 # CHECK-LABEL: func.func @softmax_0(
 # CHECK-SAME:      tk.strategy = "injective_vectorized"
-# CHECK:         loop.for %[[I:.*]] = {{.*}} parallel name("i0") {
-# CHECK-NEXT:      loop.for %[[J:.*]] = {{.*}} vectorized name("i1") {
-# CHECK-NEXT:        loop.load %{{.*}}[%[[I]], %[[J]]] : memref<301x437xf32>
 
 b = tk.GraphBuilder()
 print(scheduled(b.finish(b.reduce_sum(b.input("x", (1001, 37)), [0]))))
