@@ -196,6 +196,11 @@ class _KernelEmulator:
             elif isinstance(op, scf.IfOp) and _has_sync(op):
                 if op.results or op.false_region.blocks:
                     raise self.fail("a shuffle inside scf.if with results or an else branch is not emulated")
+                if not self.keeps_whole_warps(op.cond):
+                    raise self.fail(
+                        "a shuffle inside scf.if whose condition may split a warp (expected threadIdx.x < a "
+                        f"multiple of {loop.WARP_SIZE}, the guard loop-to-gpu writes)"
+                    )
                 self.emit_phase(phase, scope, guards)
                 phase = []
                 body = [o for o in op.true_region.block.ops if not isinstance(o, scf.YieldOp)]
@@ -213,6 +218,22 @@ class _KernelEmulator:
             else:
                 phase.append(op)
         self.emit_phase(phase, scope, guards)
+
+    def keeps_whole_warps(self, cond: SSAValue) -> bool:
+        """Whether ``cond`` is true for every lane of a warp or for none: ``threadIdx.x < C``
+        with ``C`` a multiple of the warp size, in a block whose x size is one too (else a
+        shuffle would read partners that never wrote: undefined on the GPU, stale here)."""
+        cmp = cond.owner
+        if not isinstance(cmp, arith.CmpiOp) or cmp.predicate.value.data not in (2, 6):  # slt, ult
+            return False
+        tid, bound = cmp.lhs.owner, _static_index(cmp.rhs)
+        return (
+            isinstance(tid, gpu.ThreadIdOp)
+            and tid.dimension.data.value == "x"
+            and bound is not None
+            and bound % loop.WARP_SIZE == 0
+            and self.block_size[0] % loop.WARP_SIZE == 0
+        )
 
     def alloc(self, scope: _Scope, t: MemRefType) -> SSAValue:
         return scope.ins(loop.AllocOp(MemRefType(t.element_type, t.get_shape()), scope="local"))

@@ -260,3 +260,15 @@ def test_emulator_refuses_shuffles_in_a_partial_warp():
     assert "loop.shuffle_xor" in text and "gpu.barrier" not in text
     with pytest.raises(PassFailedException, match="kernel 'divergent': shuffles in a block of 4 threads"):
         _lower(text, ("emulate-gpu",))
+
+
+def test_emulator_refuses_shuffles_under_a_guard_that_splits_a_warp():
+    """Lanes 16-31 skip the branch: lane 0's partner (16) never writes its value."""
+    text = DIVERGENT.replace("array<i32: 4, 1, 1>", "array<i32: 32, 1, 1>").replace(
+        '"gpu.barrier"() : () -> ()',
+        "%x = memref.load %A[%c1] : memref<4xf32>\n        %s = loop.shuffle_xor %x, 16, 32 : f32",
+    ).replace("%c1 = arith.constant 1 : index", "%c1 = arith.constant 1 : index\n      %c16 = arith.constant 16 : index").replace(
+        "%c = arith.cmpi slt, %t, %c1 : index", "%c = arith.cmpi slt, %t, %c16 : index"
+    )
+    with pytest.raises(PassFailedException, match="kernel 'divergent': a shuffle inside scf.if whose condition may split a warp"):
+        _lower(text, ("emulate-gpu",))
