@@ -238,7 +238,7 @@ def block_allreduce(
         raise ScheduleError(P, f"{threads} threads are not a power-of-two number of warps (at most {warp})")
     if not loop.shuffle_type_ok(element_type):
         raise ScheduleError(P, f"warp shuffles do not move {element_type}")
-    warp_values = b.add(loop.AllocOp(MemRefType(element_type, [warps]), scope="shared"))
+    warp_values = b.add(loop.AllocOp(MemRefType(element_type, [warps]), scope="shared")) if warps > 1 else None
     result = b.add(loop.AllocOp(MemRefType(element_type, [1]), scope="shared"))
     body, t = b.loop(b.const(0), b.const(threads), b.const(1), "threadIdx.x", name)
     pe = _Emitter(body)
@@ -246,7 +246,7 @@ def block_allreduce(
     w = pe.const(warp)
     lane, warp_index = pe.add(arith.RemUIOp(t, w)), pe.add(arith.DivUIOp(t, w))
     lane0 = _in_lane_zero(pe, lane)
-    if warps == 1:
+    if warp_values is None:  # one warp: its value is the block's
         lane0.add(loop.StoreOp(value, result, [lane0.const(0)]))
         return result
     lane0.add(loop.StoreOp(value, warp_values, [warp_index]))
