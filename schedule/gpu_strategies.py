@@ -12,6 +12,10 @@ used: one thread per output element.
 * ``one_thread_per_element`` (every other kernel): the output loops fused into one,
   split by ``BLOCK_THREADS``, the outer part bound to ``blockIdx.x``, the inner to
   ``threadIdx.x``; reductions stay serial loops inside each thread.
+* ``row_blocks`` (kernels of row stages: softmax, layer norm): one block per row, a
+  block reduction per stage with a barrier between stages, then the row's elements
+  strided over the block's threads; ``one_thread_per_row`` where it does not fit
+  (``gpu_rows.py``).
 * ``block_reduction`` (any kernel reducing along one loop of at least
   ``MIN_BLOCK_REDUCTION`` iterations with a reassociable combiner: softmax's max and
   sum, layer-norm statistics, sums): one block per output element, its threads'
@@ -46,6 +50,7 @@ from xdsl.rewriter import Rewriter
 from .gpu_gemm import gemm_shared
 from .gpu_injective import grid_stride
 from .gpu_reduction import block_reduction
+from .gpu_rows import one_thread_per_row, row_blocks
 from .schedule import Schedule, ScheduleError, kernels
 
 log = logging.getLogger("tensorkiln.schedule")
@@ -142,7 +147,9 @@ def _try(kernel: func.FuncOp, strategy: Strategy) -> func.FuncOp | None:
 
 
 #: tried, in order, after the kernel's own strategy (if any): the first that fits wins
-FALLBACKS: tuple[Strategy, ...] = (block_reduction, grid_stride, one_thread_per_element)
+FALLBACKS: tuple[Strategy, ...] = (
+    row_blocks, block_reduction, grid_stride, one_thread_per_element, one_thread_per_row,
+)  # fmt: skip
 
 
 def apply_gpu_schedule(kernel: func.FuncOp) -> str:

@@ -74,6 +74,21 @@ class LongRows(torch.nn.Module):
 CASES["long_rows"] = (LongRows, [(5, 301)])
 
 
+class RowKernels(torch.nn.Module):
+    """Layer norm then log_softmax over rows of 257: two kernels of row stages (one block
+    per row: mean and variance, then max and sum of exp), rows over two leading dims."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(257)
+
+    def forward(self, x):
+        return torch.log_softmax(self.ln(x) * 3.0, dim=-1)
+
+
+CASES["row_kernels"] = (RowKernels, [(2, 3, 257)])
+
+
 class LargeMatMulEpilogue(torch.nn.Module):
     """Big enough (>= 512 rows and columns) for the 128 x 128 GEMM tiles, with partial
     tiles on both axes, a short k, and a fused bias + relu epilogue."""

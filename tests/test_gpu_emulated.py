@@ -43,20 +43,24 @@ def test_symbolic_batch_sizes_give_right_grids():
 
 
 def test_each_kernel_gets_the_strategy_of_its_kind():
-    """Matrix products get the tiled GEMM, long reductions a block reduction, elementwise
-    kernels a grid-stride loop (the attribute tk.gpu_strategy records the choice)."""
+    """Matrix products get the tiled GEMM, long row kernels (softmax, layer norm) a block
+    per row, short ones a thread per row, elementwise kernels a grid-stride loop (the
+    attribute tk.gpu_strategy records the choice)."""
     from tensorkiln.backends.cuda.pipeline import lower_to_gpu
     from tensorkiln.lowering.loop_to_gpu import gpu_module_of
 
     chosen = {}
-    for name in ("linear_gelu", "batch_matmul", "long_rows", "elementwise"):
+    for name in ("linear_gelu", "batch_matmul", "long_rows", "elementwise", "row_kernels", "layernorm_softmax_sum"):
         make, shapes = CASES[name]
         inputs = tuple(torch.randn(*s) for s in shapes)
         gpu_level, _ = lower_to_gpu(from_exported_program(torch.export.export(make().eval(), inputs)))
         for kernel in gpu_module_of(gpu_level).body.block.ops:
-            chosen[kernel.sym_name.data] = kernel.attributes["tk.gpu_strategy"].data
-    assert "gemm_shared" in {v for k, v in chosen.items() if k.startswith("dense")}, chosen
-    assert any(v == "gemm_shared" for k, v in chosen.items() if k.startswith("batch_matmul")), chosen
-    reductions = {k: v for k, v in chosen.items() if k.startswith(("softmax_max", "softmax_sum", "reduce"))}
-    assert reductions and set(reductions.values()) == {"block_reduction"}, chosen
-    assert chosen["softmax_0"] == "grid_stride", chosen
+            chosen[f"{name}:{kernel.sym_name.data}"] = kernel.attributes["tk.gpu_strategy"].data
+    kernel_of = {k: k.split(":")[1] for k in chosen}
+    assert "gemm_shared" in {v for k, v in chosen.items() if kernel_of[k].startswith("dense")}, chosen
+    assert any(v == "gemm_shared" for k, v in chosen.items() if kernel_of[k].startswith("batch_matmul")), chosen
+    rows = {k: v for k, v in chosen.items() if kernel_of[k].startswith(("softmax", "log_softmax", "reduce"))}
+    # softmax (301), the max/mean epilogue (301), layer norm and log_softmax (257): blocks;
+    # layer norm, softmax and the sum epilogue of rows of 53 (too short for a block): a
+    # thread per row
+    assert sorted(rows.values()) == ["one_thread_per_row"] * 3 + ["row_blocks"] * 4, chosen

@@ -1,0 +1,216 @@
+"""GPU schedules of kernels of row stages (softmax, log_softmax, layer norm, RMS norm:
+``lowering/row_stages.py``). te-to-loop writes such a kernel as::
+
+    loop.for %row ... name("i0") {                     // the row loops (fused first)
+      <ops>
+      %acc = loop.alloc() {scope = "local"}; loop.store %init, %acc[]
+      loop.for %k ... name("k0") { ... %acc[] = combine(%acc[], x) }     // stage 1
+      <ops reading %acc[]>
+      %acc2 = ...; loop.for %k ... name("k1_0") { ... }                  // stage 2 (may read stage 1)
+      <ops>
+      loop.for %j ... name("i1") { ... loop.store %y, %out[%row, %j] }   // the row's elements
+    }
+
+:func:`row_blocks` rebuilds it as one block per row, its threads sharing each stage
+and then the row's elements::
+
+    loop.for %row = 0 to <rows> blockIdx.x {
+      stage 1: block_allreduce of each thread's strided partial -> shared %r1[0]
+      (barrier)
+      stage 2: the same; the ops before it see stage 1 as %r1[0]  -> shared %r2[0]
+      (barrier)
+      loop.for %t = 0 to 256 threadIdx.x {                 // the elements, strided
+        <ops, the stages read from %r1[0], %r2[0]>
+        loop.for %j = %t to <cols> step 256 { <element body> }
+      }
+    }
+
+Each phase replays the row's scalar ops before it (cheap: index arithmetic, a division
+by the row length), the stages already reduced replaced by their shared results. The
+combination across threads uses :func:`~tensorkiln.schedule.gpu_reduction.block_allreduce`
+(warp shuffles), so only reassociable combiners are accepted, as for block_reduction.
+
+:func:`one_thread_per_row` is the fallback (rows too short for a block, a combiner
+that cannot be reassociated): the row loops fused, split by ``BLOCK_THREADS`` and bound
+to blocks and threads; each thread runs its row's stages and elements serially.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, func
+from xdsl.ir import Block, Operation, SSAValue
+
+from ..dialects import loop
+from .gpu_reduction import (
+    MIN_BLOCK_REDUCTION,
+    REDUCTION_THREADS,
+    Combiner,
+    _body,
+    _Emitter,
+    _reassociable,
+    block_allreduce,
+)
+from .nest import ScheduleError, static_value
+from .schedule import Schedule
+from .strategies.analysis import row_nest
+
+P = "row_blocks"
+#: threads per block of the one-thread-per-row fallback
+ROW_THREADS = 256
+
+
+@dataclass
+class _Stage:
+    """One stage of a row: its accumulator, initialisation and (single) reduction loop."""
+
+    index: int
+    acc: loop.AllocOp
+    init: loop.StoreOp
+    reduction: loop.ForOp
+    combiner: Combiner
+
+
+def _fuse_band(s: Schedule, outermost: str) -> str:
+    """Fuse the perfect nest of loops from ``outermost`` down into one loop; its name."""
+    fused = outermost
+    while True:
+        for_op = next(f for f in s.kernel.walk() if isinstance(f, loop.ForOp) and f.loop_name.data == fused)
+        inner = [op for op in _body(for_op) if isinstance(op, loop.ForOp)]
+        if len(inner) != 1 or len(_body(for_op)) != 1:
+            return fused
+        fused = s.fuse(fused, inner[0].loop_name.data)
+
+
+def _prepare(s: Schedule) -> tuple[str, list[str], str]:
+    """Fuse the row loops, each stage's reduction nest and the element nest, each into
+    one loop; returns their names."""
+    nest = row_nest(s.kernel)
+    if nest is None:
+        raise ScheduleError(P, "not a kernel of row stages")
+    row = nest.rows[0]
+    for name in nest.rows[1:]:
+        row = s.fuse(row, name)
+    stages = [_fuse_band(s, stage) for stage in nest.stages]
+    elements = _fuse_band(s, nest.elements[0])
+    return row, stages, elements
+
+
+def _find(kernel: func.FuncOp, name: str) -> loop.ForOp:
+    return next(f for f in kernel.walk() if isinstance(f, loop.ForOp) and f.loop_name.data == name)
+
+
+def _stage(ops: list[Operation], r: int) -> _Stage:
+    """The stage whose reduction loop is ``ops[r]`` (its accumulator two ops before)."""
+    if r < 2:
+        raise ScheduleError(P, "a stage loop without its accumulator before it")
+    acc, init, reduction = ops[r - 2], ops[r - 1], ops[r]
+    if not (isinstance(acc, loop.AllocOp) and acc.scope.data == "local" and acc.result.type.get_shape() == ()):
+        raise ScheduleError(P, f"stage '{reduction.loop_name.data}' has no scalar accumulator")
+    if not isinstance(init, loop.StoreOp) or init.buffer is not acc.result:
+        raise ScheduleError(P, f"the accumulator of stage '{reduction.loop_name.data}' is not initialised")
+    if any(isinstance(op, loop.ForOp) for op in reduction.walk() if op is not reduction):
+        raise ScheduleError(P, f"stage '{reduction.loop_name.data}' has nested loops")
+    stores = [op for op in reduction.walk() if isinstance(op, loop.StoreOp)]
+    if len(stores) != 1 or stores[0].buffer is not acc.result:
+        raise ScheduleError(P, f"stage '{reduction.loop_name.data}' stores elsewhere than its accumulator")
+    combine = stores[0].value.owner
+    if not isinstance(combine, Operation) or not _reassociable(combine) or len(combine.operands) != 2:
+        raise ScheduleError(P, f"the combiner of stage '{reduction.loop_name.data}' is not reassociable")
+    olds = [v for v in combine.operands if isinstance(v.owner, loop.LoadOp) and v.owner.buffer is acc.result]
+    if len(olds) != 1:
+        raise ScheduleError(P, "the combiner does not combine the accumulator with one value")
+    return _Stage(r - 2, acc, init, reduction, Combiner(combine, olds[0]))
+
+
+def _strided(pe: _Emitter, for_op: loop.ForOp, t: SSAValue, threads: SSAValue, mapping: dict[SSAValue, SSAValue]) -> None:
+    """``for_op``'s iterations t, t + threads, ... (its body cloned) in thread ``t``."""
+    step = mapping.get(for_op.step, for_op.step)
+    lb = pe.add(arith.AddiOp(mapping.get(for_op.lb, for_op.lb), pe.add(arith.MuliOp(t, step))))
+    body, iv = pe.loop(lb, mapping.get(for_op.ub, for_op.ub), pe.add(arith.MuliOp(threads, step)), "serial", for_op.loop_name.data)
+    mapping[for_op.induction_var] = iv
+    _Emitter(body).clone(_body(for_op), mapping)
+
+
+def row_blocks(schedule: Schedule) -> None:
+    """One block per row: a block reduction per stage, then the elements (module docstring)."""
+    row_name, stage_names, element_name = _prepare(schedule)
+    kernel = schedule.kernel
+    top = _find(kernel, row_name)
+    if static_value(top.lb) != 0 or static_value(top.step) != 1:
+        raise ScheduleError(P, f"the row loop '{row_name}' does not run from 0 by 1")
+    ops = _body(top)
+    if not isinstance(ops[-1], loop.ForOp) or ops[-1].loop_name.data != element_name:
+        raise ScheduleError(P, "the row's element loop is not last")
+    stages = [_stage(ops, k) for k, op in enumerate(ops[:-1]) if isinstance(op, loop.ForOp)]
+    if [st.reduction.loop_name.data for st in stages] != stage_names:
+        raise ScheduleError(P, "unexpected loops in the row")
+    trips = [static_value(st.reduction.ub) for st in stages]
+    if all(n is not None and n < MIN_BLOCK_REDUCTION for n in trips):
+        raise ScheduleError(P, f"rows of {max(trips)} are too short for a block")
+    skipped = {id(op) for st in stages for op in (st.acc, st.init, st.reduction)}
+    for op in ops[:-1]:
+        if id(op) not in skipped and (op.regions or isinstance(op, loop.StoreOp | loop.AllocOp)):
+            raise ScheduleError(P, f"unexpected '{op.name}' between the stages")
+    threads = REDUCTION_THREADS
+    anchor = Block()
+    e = _Emitter(anchor)
+    block_body, row = e.loop(e.const(0), top.ub, e.const(1), "blockIdx.x", "row")
+    b = _Emitter(block_body)
+    t_count = b.const(threads)
+    results: dict[SSAValue, SSAValue] = {}
+
+    def replay(pe: _Emitter, upto: int) -> dict[SSAValue, SSAValue]:
+        """The row's ops before ``ops[upto]``, reduced stages read from shared memory."""
+        mapping: dict[SSAValue, SSAValue] = {top.induction_var: row}
+        k = 0
+        while k < upto:
+            op = ops[k]
+            if isinstance(op, loop.AllocOp) and op.result in results:
+                local = pe.add(loop.AllocOp(op.result.type, scope="local"))
+                pe.add(loop.StoreOp(pe.add(loop.LoadOp(results[op.result], [pe.const(0)])), local, []))
+                mapping[op.result] = local
+                k += 3  # (the accumulator, its initialisation, the reduction loop)
+                continue
+            pe.clone([op], mapping)
+            k += 1
+        return mapping
+
+    for n, stage in enumerate(stages):
+
+        def partial(pe: _Emitter, t: SSAValue, stage: _Stage = stage) -> SSAValue:
+            mapping = replay(pe, stage.index)
+            acc = pe.add(loop.AllocOp(stage.acc.result.type, scope="local"))
+            mapping[stage.acc.result] = acc
+            pe.clone([stage.init], mapping)
+            _strided(pe, stage.reduction, t, t_count, mapping)
+            return pe.add(loop.LoadOp(acc, []))
+
+        element_type = stage.acc.result.type.element_type
+        results[stage.acc.result] = block_allreduce(b, element_type, stage.combiner, partial, threads, f"stage{n}")
+    body, t = b.loop(b.const(0), t_count, b.const(1), "threadIdx.x", "elements")
+    pe = _Emitter(body)
+    mapping = replay(pe, len(ops) - 1)
+    _strided(pe, ops[-1], t, t_count, mapping)
+    for op in list(anchor.ops):
+        op.detach()
+        kernel.body.block.insert_op_before(op, top)
+    top.detach()
+    top.erase()
+
+
+def one_thread_per_row(schedule: Schedule) -> None:
+    """Each thread one row: the row loops fused, split by ``ROW_THREADS``, bound."""
+    nest = row_nest(schedule.kernel)
+    if nest is None:
+        raise ScheduleError("one_thread_per_row", "not a kernel of row stages")
+    row = nest.rows[0]
+    for name in nest.rows[1:]:
+        row = schedule.fuse(row, name)
+    outer, inner = schedule.split(row, ROW_THREADS)
+    schedule.bind(outer, "blockIdx.x")
+    schedule.bind(inner, "threadIdx.x")
+
+
+__all__ = ["ROW_THREADS", "one_thread_per_row", "row_blocks"]
