@@ -4,6 +4,9 @@ graph function becomes a host function that allocates buffers and calls the kern
 The default schedule is the plain one: one serial loop per result dim (named ``i0``,
 ``i1``, ...), reductions accumulate in a local scalar buffer over serial loops ``k0``...
 Schedules (split, reorder, vectorize, parallel, ...) transform these loop nests later.
+A fused group's row stages (producers holding one value per row of its output, such as
+softmax's row max and sum: ``row_stages.py``) are computed once per row, inside the
+outer (row) loops and before the loops over the row's elements.
 
 After the pass, the function ``main(inputs) -> outputs`` reads::
 
