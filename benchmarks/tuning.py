@@ -53,6 +53,11 @@ def gemm1024():
     return b.finish(b.matmul(b.input("x", (1024, 1024)), b.input("w", (1024, 1024))))
 
 
+def gemm512():
+    b = tk.GraphBuilder()
+    return b.finish(b.matmul(b.input("x", (512, 512)), b.input("w", (512, 512))))
+
+
 def conv3x3():
     """A ResNet stage-2 3x3 conv: 1x64x56x56, 64 filters, pad 1."""
     b = tk.GraphBuilder()
@@ -67,8 +72,8 @@ def depthwise():
     return b.finish(y)
 
 
-KERNELS = {"gemm1024": ("GEMM 1024^3", gemm1024), "conv3x3": ("conv3x3 64->64 56x56", conv3x3),
-           "depthwise": ("depthwise 3x3 32ch 56x56", depthwise)}
+KERNELS = {"gemm1024": ("GEMM 1024^3", gemm1024), "gemm512": ("GEMM 512^3", gemm512),
+           "conv3x3": ("conv3x3 64->64 56x56", conv3x3), "depthwise": ("depthwise 3x3 32ch 56x56", depthwise)}
 
 
 def main_task(module):
