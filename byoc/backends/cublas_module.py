@@ -77,6 +77,8 @@ class CuBLASModule(PythonExternalModule):
         self.bind(inputs)
         if len(outputs) != len(self.outputs):
             raise ValueError(f"external module '{self.symbol}' writes {len(self.outputs)} outputs, got {len(outputs)}")
+        if all(o.size == 0 for o in outputs):
+            return  # an empty batch: no cuBLAS call with empty operands
         if self._device_weights is None:
             self._device_weights = {k: cp.asarray(v) for k, v in self.program.weights.items()}
         values: dict[str, Any] = dict(zip(self.program.inputs, inputs))
