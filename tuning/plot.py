@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .record import load_records
+from .record import CONFIRM_TUNER, load_records
 
 
 def curves(log_file: str | Path) -> dict[str, list[float]]:
-    """Per task (name, or key when unnamed): best-so-far GFLOP/s after each record."""
+    """Per task (name, or key when unnamed): best-so-far GFLOP/s after each search
+    trial (the confirmation round's re-measurements are not trials)."""
     out: dict[str, list[float]] = {}
     for r in load_records(log_file):
+        if r.tuner == CONFIRM_TUNER:
+            continue
         name = r.task or r.key
         line = out.setdefault(name, [])
         line.append(max(line[-1] if line else 0.0, r.gflops))

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 RECORD_VERSION = 1
+#: the ``tuner`` of records a confirmation round measured again (not search trials)
+CONFIRM_TUNER = "confirm"
 
 
 class ErrorCode(str, enum.Enum):

@@ -32,13 +32,11 @@ from xdsl.dialects.builtin import ModuleOp
 from .policy import SearchPolicy, TemplatePolicy
 from .progress import Progress
 from .defaults import default_trace
-from .record import Record, best_records, load_records, pooled_cost, save_records, trace_key
+from .record import CONFIRM_TUNER, Record, best_records, load_records, pooled_cost, save_records, trace_key
 from .runner import Runner
 from .task import Task, extract_tasks
 
 TUNER_NAMES = ("evolutionary", "xgb", "ga", "random", "grid")
-#: the ``tuner`` of the confirmation round's records
-CONFIRM_TUNER = "confirm"
 #: leaders per task re-measured by the confirmation round
 CONFIRM_LEADERS = 4
 
