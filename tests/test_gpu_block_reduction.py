@@ -11,6 +11,7 @@ import pytest
 
 import tensorkiln as tk
 from tensorkiln.backends.cuda.pipeline import build_emulated, lower_to_gpu
+from tensorkiln.dialects.loop import ShuffleXorOp
 from tensorkiln.lowering.loop_to_gpu import gpu_module_of
 from tensorkiln.schedule import gpu_reduction
 
@@ -20,6 +21,13 @@ def _strategies(module) -> dict[str, str]:
     gpu_level, _ = lower_to_gpu(module)
     kernels = gpu_module_of(gpu_level).body.block.ops
     return {k.sym_name.data: k.attributes["tk.gpu_strategy"].data if "tk.gpu_strategy" in k.attributes else "none" for k in kernels}
+
+
+def _shuffling_kernels(module) -> list[str]:
+    """The kernels whose threads combine values with warp shuffles."""
+    gpu_level, _ = lower_to_gpu(module)
+    kernels = gpu_module_of(gpu_level).body.block.ops
+    return [k.sym_name.data for k in kernels if any(isinstance(op, ShuffleXorOp) for op in k.walk())]
 
 
 def _rows(dtype, shape, seed: int) -> np.ndarray:
@@ -82,14 +90,17 @@ def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
 @pytest.mark.parametrize("shape, axis", [((3, 1000), -1), ((7, 77), -1), ((1, 4097), -1), ((1000, 5), 0), ((77, 3, 9), 0)])
 @pytest.mark.parametrize("log", [False, True])
 def test_softmax(shape, axis, log):
-    """Along the last axis (one row-fused kernel) and the first (the row max and sum are
-    block reductions of their own: their bodies read the max, and exp, inside the loop)."""
+    """Along the last axis (one row kernel, its stages block reductions) and the first
+    (the row max and sum are block reductions of their own: the sum's body reads the max
+    and takes exp inside the loop)."""
     b = tk.GraphBuilder()
     x = b.input("x", shape)
     module = b.finish(b.log_softmax(x, axis) if log else b.softmax(x, axis))
     reductions = {k: v for k, v in _strategies(module).items() if k.startswith(("softmax_max", "softmax_sum"))}
     if axis == 0:  # the row max and the row sum are kernels of their own
         assert reductions and set(reductions.values()) == {"block_reduction"}, reductions
+    else:  # one kernel per row, its stages block reductions (gpu_rows.py)
+        assert len(_shuffling_kernels(module)) == 1
     a = _rows(np.float32, shape, sum(shape)) * 4
     expected = np.log(_softmax(a, axis)) if log else _softmax(a, axis)
     np.testing.assert_allclose(build_emulated(module)(a), expected, rtol=2e-5, atol=2e-5)
@@ -97,8 +108,8 @@ def test_softmax(shape, axis, log):
 
 @pytest.mark.parametrize("shape", [(5, 77), (3, 1000)])
 def test_layer_norm(shape):
-    """The row statistics (mean, variance) and the normalisation, whatever kernels they
-    form (separate reductions, or one row-fused kernel)."""
+    """The row statistics (mean, variance) and the normalisation (one row kernel whose
+    stages are block reductions)."""
     torch = pytest.importorskip("torch", reason="layer_norm comes from the torch frontend")
     from tensorkiln.frontends.torch import from_exported_program
 
@@ -109,5 +120,6 @@ def test_layer_norm(shape):
         model.bias.normal_()
     x = torch.randn(*shape) * 3 + 1
     module = from_exported_program(torch.export.export(model, (x,)))
+    assert _shuffling_kernels(module), "the row statistics are not block reductions"
     got = build_emulated(module)(x.numpy())
     np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=2e-5, atol=5e-5)
