@@ -32,8 +32,8 @@ from xdsl.dialects.builtin import FloatAttr, MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from ..dialects import loop
-from .gpu_reduction import ReductionNest, _body, _Emitter, reduction_nest
-from .nest import Dependence, ScheduleError, defined_inside, static_value
+from .gpu_reduction import Emitter, ReductionNest, reduction_nest
+from .nest import Dependence, ScheduleError, body_ops, defined_inside, static_value
 
 #: output tile per block (rows = columns), k-slice per step, threads per side
 TILE = 64
@@ -76,7 +76,7 @@ class _Gemm:
             raise ScheduleError(P, "not a sum of products")
         if defined_inside(nest.init.value, nest.loops[0]):
             raise ScheduleError(P, "the initial value is computed inside the nest")
-        self.k_ops = _body(r)
+        self.k_ops = body_ops(r)
         self.pre = nest.pre
         dep = {name: Dependence([iv]) for name, iv in (("r", self.rows.induction_var), ("c", self.cols.induction_var), ("k", r.induction_var))}
         loads = [op for op in self.k_ops if isinstance(op, loop.LoadOp) and op.buffer is not nest.acc.result]
@@ -99,7 +99,7 @@ class _Gemm:
     def build(self) -> None:
         nest = self.nest
         anchor = Block()
-        e = _Emitter(anchor)
+        e = Emitter(anchor)
         c = {n: e.const(n) for n in (0, 1, self.tile, self.bk, self.threads, self.tile - 1)}
         self.c = c
         m_rows, n_cols, k_len = self.rows.ub, self.cols.ub, nest.reduction.ub
@@ -112,15 +112,15 @@ class _Gemm:
             for f in self.batch[1:]:
                 count = e.add(arith.MuliOp(count, f.ub))
             body, bz = e.loop(c[0], count, c[1], "blockIdx.z", "batch")
-            scope = _Emitter(body)
+            scope = Emitter(body)
             rest = bz
             for f in reversed(self.batch[1:]):
                 mapping_outer[f.induction_var] = scope.add(arith.RemUIOp(rest, f.ub))
                 rest = scope.add(arith.DivUIOp(rest, f.ub))
             mapping_outer[self.batch[0].induction_var] = rest
         body, by = scope.loop(c[0], tiles_r, c[1], "blockIdx.y", "row_tiles")
-        body, bx = _Emitter(body).loop(c[0], tiles_c, c[1], "blockIdx.x", "col_tiles")
-        blk = _Emitter(body)
+        body, bx = Emitter(body).loop(c[0], tiles_c, c[1], "blockIdx.x", "col_tiles")
+        blk = Emitter(body)
         row0 = blk.add(arith.MuliOp(by, c[self.tile]))
         col0 = blk.add(arith.MuliOp(bx, c[self.tile]))
         shared = MemRefType(self.element, [self.bk, self.tile + 1])
@@ -135,7 +135,7 @@ class _Gemm:
 
         # the k steps
         k_body, k0 = blk.loop(c[0], k_len, c[self.bk], "serial", "k.outer")
-        kb = _Emitter(k_body)
+        kb = Emitter(k_body)
         for load, store_to, k_fastest, along, extent, name in (
             (self.a_load, a_s, self.a_k_fastest, self.rows, m_rows, "copy_a"),
             (self.b_load, b_s, self.b_k_fastest, self.cols, n_cols, "copy_b"),
@@ -143,7 +143,7 @@ class _Gemm:
             self._copy(kb, load, store_to, k_fastest, along, extent, row0 if along is self.rows else col0, k0, k_len, mapping_outer, name)
         pe, ty, tx = self._threads(kb, "compute")
         kk_body, kk = pe.loop(c[0], c[self.bk], c[1], "unrolled", "k.inner")
-        ke = _Emitter(kk_body)
+        ke = Emitter(kk_body)
         for i, j, inner in self._register_tile(ke):
             a_row = inner.add(arith.AddiOp(ty, inner.add(arith.MuliOp(i, c[self.threads]))))
             b_col = inner.add(arith.AddiOp(tx, inner.add(arith.MuliOp(j, c[self.threads]))))
@@ -170,7 +170,7 @@ class _Gemm:
             ok = inner.add(arith.AndIOp(inner.add(arith.CmpiOp(row, m_rows, "slt")), inner.add(arith.CmpiOp(col, n_cols, "slt"))))
             once = inner.add(arith.SelectOp(ok, c[1], c[0]))
             g_body, _ = inner.loop(c[0], once, c[1], "serial", "in_bounds")
-            g = _Emitter(g_body)
+            g = Emitter(g_body)
             mapping = dict(mapping_outer)
             mapping[self.rows.induction_var] = row
             mapping[self.cols.induction_var] = col
@@ -187,20 +187,20 @@ class _Gemm:
         top.detach()
         top.erase()
 
-    def _threads(self, outer: _Emitter, name: str) -> tuple[_Emitter, SSAValue, SSAValue]:
+    def _threads(self, outer: Emitter, name: str) -> tuple[Emitter, SSAValue, SSAValue]:
         c = self.c
         body_y, ty = outer.loop(c[0], c[self.threads], c[1], "threadIdx.y", f"{name}.ty")
-        body_x, tx = _Emitter(body_y).loop(c[0], c[self.threads], c[1], "threadIdx.x", f"{name}.tx")
-        return _Emitter(body_x), ty, tx
+        body_x, tx = Emitter(body_y).loop(c[0], c[self.threads], c[1], "threadIdx.x", f"{name}.tx")
+        return Emitter(body_x), ty, tx
 
-    def _register_tile(self, outer: _Emitter):
+    def _register_tile(self, outer: Emitter):
         """Yields (i, j, emitter inside) for the unrolled self.per_thread x self.per_thread loops."""
         c = self.c
         n = outer.const(self.per_thread)
         body_i, i = outer.loop(c[0], n, c[1], "unrolled", "reg.i")
-        inner_i = _Emitter(body_i)
+        inner_i = Emitter(body_i)
         body_j, j = inner_i.loop(c[0], inner_i.const(self.per_thread), c[1], "unrolled", "reg.j")
-        yield i, j, _Emitter(body_j)
+        yield i, j, Emitter(body_j)
 
     def _copy(self, kb, load, store_to, k_fastest, along, extent, origin, k0, k_len, mapping_outer, name) -> None:
         """Every thread copies tile * bk / threads^2 elements of the operand's box into
@@ -209,7 +209,7 @@ class _Gemm:
         pe, ty, tx = self._threads(kb, name)
         chunks = self.tile * self.bk // (self.threads * self.threads)
         body, part = pe.loop(c[0], pe.const(chunks), c[1], "unrolled", f"{name}.part")
-        ce = _Emitter(body)
+        ce = Emitter(body)
         lin = ce.add(arith.AddiOp(ce.add(arith.MuliOp(ce.add(arith.AddiOp(ce.add(arith.MuliOp(part, c[self.threads])), ty)), c[self.threads])), tx))
         if k_fastest:
             kk, mn = ce.add(arith.RemUIOp(lin, c[self.bk])), ce.add(arith.DivUIOp(lin, c[self.bk]))

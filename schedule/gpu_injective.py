@@ -25,8 +25,8 @@ from xdsl.dialects import arith, func
 from xdsl.ir import Block
 
 from ..dialects import loop
-from .gpu_reduction import _body, _Emitter, decompose, output_nest
-from .nest import ScheduleError
+from .gpu_reduction import Emitter, decompose, output_nest
+from .nest import ScheduleError, body_ops
 
 THREADS = 256
 MAX_BLOCKS = 4096
@@ -38,11 +38,11 @@ def grid_stride(schedule) -> None:
     """Rebuild an elementwise/injective kernel as a grid-stride loop (module docstring)."""
     kernel: func.FuncOp = schedule.kernel
     loops = output_nest(kernel)
-    body = _body(loops[-1])
+    body = body_ops(loops[-1])
     if any(op.regions or isinstance(op, loop.AllocOp) for op in body):
         raise ScheduleError(P, "the element's code has loops or buffers (a reduction)")
     anchor = Block()
-    e = _Emitter(anchor)
+    e = Emitter(anchor)
     total = loops[0].ub
     for f in loops[1:]:
         total = e.add(arith.MuliOp(total, f.ub))
@@ -50,13 +50,13 @@ def grid_stride(schedule) -> None:
     needed = e.add(arith.DivUIOp(e.add(arith.AddiOp(total, e.const(THREADS - 1))), threads))
     blocks = e.add(arith.MinSIOp(needed, e.const(MAX_BLOCKS)))
     block_body, b = e.loop(zero, blocks, one, "blockIdx.x", "blocks")
-    be = _Emitter(block_body)
+    be = Emitter(block_body)
     thread_body, t = be.loop(be.const(0), be.const(THREADS), be.const(1), "threadIdx.x", "threads")
-    te = _Emitter(thread_body)
+    te = Emitter(thread_body)
     first = te.add(arith.AddiOp(te.add(arith.MuliOp(b, te.const(THREADS))), t))
     stride = te.add(arith.MuliOp(blocks, te.const(THREADS)))
     element_body, element = te.loop(first, total, stride, "serial", "elements")
-    ee = _Emitter(element_body)
+    ee = Emitter(element_body)
     mapping = decompose(ee, element, loops)
     ee.clone(body, mapping)
     top = loops[0]

@@ -50,7 +50,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ..dialects import loop
-from .nest import ScheduleError, defined_inside, static_value
+from .nest import ScheduleError, body_ops, defined_inside, static_value
 
 INDEX = IndexType()
 #: threads per block of a block reduction (a power of two)
@@ -61,7 +61,8 @@ MIN_BLOCK_REDUCTION = 64
 P = "block_reduction"
 
 
-def _reassociable(op: Operation) -> bool:
+def reassociable(op: Operation) -> bool:
+    """Whether combining partial results with ``op`` in another order is allowed."""
     if isinstance(op, arith.MaximumfOp | arith.MinimumfOp | arith.AddiOp | arith.MaxSIOp | arith.MinSIOp):
         return True
     if isinstance(op, arith.AddfOp | arith.MulfOp):
@@ -84,10 +85,6 @@ class ReductionNest:
     post: list[Operation]
 
 
-def _body(for_op: loop.ForOp) -> list[Operation]:
-    return [op for op in for_op.body.block.ops if not isinstance(op, loop.YieldOp)]
-
-
 def output_nest(kernel: func.FuncOp) -> list[loop.ForOp]:
     """The kernel's output loops ``i0, i1, ...``: a perfect rectangular nest from 0 step 1."""
     top = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
@@ -95,10 +92,10 @@ def output_nest(kernel: func.FuncOp) -> list[loop.ForOp]:
         raise ScheduleError(P, f"expected one loop nest, found {len(top)}")
     loops = [top[0]]
     while True:
-        inner = [op for op in _body(loops[-1]) if isinstance(op, loop.ForOp)]
+        inner = [op for op in body_ops(loops[-1]) if isinstance(op, loop.ForOp)]
         if len(inner) != 1 or not inner[0].loop_name.data.startswith("i"):
             break
-        if any(not isinstance(op, arith.ConstantOp) for op in _body(loops[-1]) if op is not inner[0]):
+        if any(not isinstance(op, arith.ConstantOp) for op in body_ops(loops[-1]) if op is not inner[0]):
             raise ScheduleError(P, "ops between the output loops")
         loops.append(inner[0])
     for f in loops:
@@ -111,7 +108,7 @@ def output_nest(kernel: func.FuncOp) -> list[loop.ForOp]:
 
 def reduction_nest(kernel: func.FuncOp) -> ReductionNest:
     loops = output_nest(kernel)
-    ops = _body(loops[-1])
+    ops = body_ops(loops[-1])
     allocs = [k for k, op in enumerate(ops) if isinstance(op, loop.AllocOp)]
     red_loops = [k for k, op in enumerate(ops) if isinstance(op, loop.ForOp)]
     if len(allocs) != 1 or len(red_loops) != 1:
@@ -128,7 +125,7 @@ def reduction_nest(kernel: func.FuncOp) -> ReductionNest:
     if len(stores) != 1 or stores[0].buffer is not acc.result:
         raise ScheduleError(P, "the reduction loop stores elsewhere than its accumulator")
     combine = stores[0].value.owner
-    if not isinstance(combine, Operation) or not _reassociable(combine):
+    if not isinstance(combine, Operation) or not reassociable(combine):
         raise ScheduleError(P, "the combiner is not reassociable")
     olds = [v for v in combine.operands if isinstance(v.owner, loop.LoadOp) and v.owner.buffer is acc.result]
     if len(olds) != 1 or len(combine.operands) != 2:
@@ -139,7 +136,7 @@ def reduction_nest(kernel: func.FuncOp) -> ReductionNest:
     return ReductionNest(loops, pre, acc, init, reduction, combine, olds[0], ops[r + 1 :])
 
 
-class _Emitter:
+class Emitter:
     """Appends ops to a block (before its terminator)."""
 
     def __init__(self, block: Block):
@@ -170,7 +167,7 @@ class _Emitter:
                 mapping[old] = res
 
 
-def decompose(e: _Emitter, flat: SSAValue, loops: list[loop.ForOp]) -> dict[SSAValue, SSAValue]:
+def decompose(e: Emitter, flat: SSAValue, loops: list[loop.ForOp]) -> dict[SSAValue, SSAValue]:
     """The output loops' induction variables of the flat index ``flat`` (row-major)."""
     mapping: dict[SSAValue, SSAValue] = {}
     rest = flat
@@ -189,13 +186,13 @@ class Combiner:
     op: Operation
     old: SSAValue
 
-    def __call__(self, e: _Emitter, acc: SSAValue, x: SSAValue) -> SSAValue:
+    def __call__(self, e: Emitter, acc: SSAValue, x: SSAValue) -> SSAValue:
         a, b = self.op.operands
         other = b if a is self.old else a
         return e.add(self.op.clone(value_mapper={self.old: acc, other: x}))
 
 
-def warp_allreduce(e: _Emitter, value: SSAValue, combine: Combiner, width: int = loop.WARP_SIZE) -> SSAValue:
+def warp_allreduce(e: Emitter, value: SSAValue, combine: Combiner, width: int = loop.WARP_SIZE) -> SSAValue:
     """A butterfly of xor shuffles (offsets width/2, ..., 2, 1): every lane of each segment
     of ``width`` lanes ends with the combination of the segment's values (the same bits in
     every lane: each step combines the same two values, in either order)."""
@@ -206,17 +203,17 @@ def warp_allreduce(e: _Emitter, value: SSAValue, combine: Combiner, width: int =
     return value
 
 
-def _in_lane_zero(e: _Emitter, lane: SSAValue) -> _Emitter:
+def _in_lane_zero(e: Emitter, lane: SSAValue) -> Emitter:
     """An emitter whose ops run only in lane 0: a loop from the lane to 1 (one trip or none)."""
     body, _ = e.loop(lane, e.const(1), e.const(1), "serial", "lane0")
-    return _Emitter(body)
+    return Emitter(body)
 
 
 def block_allreduce(
-    b: _Emitter,
+    b: Emitter,
     element_type: Attribute,
     combine: Combiner,
-    partial: Callable[[_Emitter, SSAValue], SSAValue],
+    partial: Callable[[Emitter, SSAValue], SSAValue],
     threads: int = REDUCTION_THREADS,
     name: str = "partial",
 ) -> SSAValue:
@@ -241,7 +238,7 @@ def block_allreduce(
     warp_values = b.add(loop.AllocOp(MemRefType(element_type, [warps]), scope="shared")) if warps > 1 else None
     result = b.add(loop.AllocOp(MemRefType(element_type, [1]), scope="shared"))
     body, t = b.loop(b.const(0), b.const(threads), b.const(1), "threadIdx.x", name)
-    pe = _Emitter(body)
+    pe = Emitter(body)
     value = warp_allreduce(pe, partial(pe, t), combine)
     w = pe.const(warp)
     lane, warp_index = pe.add(arith.RemUIOp(t, w)), pe.add(arith.DivUIOp(t, w))
@@ -253,7 +250,7 @@ def block_allreduce(
     # the first warp, whole (every lane shuffles): segments of `warps` lanes each combine
     # all the warp values, lane 0 keeps them
     body, t = b.loop(b.const(0), b.const(warp), b.const(1), "threadIdx.x", f"{name}.warps")
-    we = _Emitter(body)
+    we = Emitter(body)
     mine = we.add(loop.LoadOp(warp_values, [we.add(arith.RemUIOp(t, we.const(warps)))]))
     value = warp_allreduce(we, mine, combine, warps)
     lane0 = _in_lane_zero(we, t)
@@ -275,16 +272,16 @@ def block_reduction(schedule) -> None:
     top = nest.loops[0]
     # build before the old nest, then drop it
     anchor = Block()
-    e = _Emitter(anchor)
+    e = Emitter(anchor)
     count = nest.loops[0].ub
     for f in nest.loops[1:]:
         count = e.add(arith.MuliOp(count, f.ub))
     zero, one = e.const(0), e.const(1)
     block_body, o = e.loop(zero, count, one, "blockIdx.x", "out")
-    b = _Emitter(block_body)
+    b = Emitter(block_body)
     t_count = b.const(threads)
 
-    def partial(pe: _Emitter, t: SSAValue) -> SSAValue:
+    def partial(pe: Emitter, t: SSAValue) -> SSAValue:
         """This thread's strided partial: iterations t, t + 256, ... of the reduction."""
         mapping = decompose(pe, o, nest.loops)
         pe.clone(nest.pre, mapping)
@@ -296,13 +293,13 @@ def block_reduction(schedule) -> None:
         lb = pe.add(arith.AddiOp(mapping.get(r.lb, r.lb), pe.add(arith.MuliOp(t, step))))
         k_body, k = pe.loop(lb, mapping.get(r.ub, r.ub), pe.add(arith.MuliOp(t_count, step)), "serial", r.loop_name.data)
         mapping[r.induction_var] = k
-        _Emitter(k_body).clone(_body(r), mapping)
+        Emitter(k_body).clone(body_ops(r), mapping)
         return pe.add(loop.LoadOp(acc, []))
 
     result = block_allreduce(b, element_type, Combiner(nest.combine, nest.old), partial, threads)
     # the epilogue, in one thread
     body, _ = b.loop(b.const(0), b.const(1), b.const(1), "threadIdx.x", "write")
-    pe = _Emitter(body)
+    pe = Emitter(body)
     mapping = decompose(pe, o, nest.loops)
     pe.clone(nest.pre, mapping)
     final = pe.add(loop.AllocOp(nest.acc.result.type, scope="local"))

@@ -47,12 +47,11 @@ from .gpu_reduction import (
     MIN_BLOCK_REDUCTION,
     REDUCTION_THREADS,
     Combiner,
-    _body,
-    _Emitter,
-    _reassociable,
+    Emitter,
     block_allreduce,
+    reassociable,
 )
-from .nest import ScheduleError, static_value
+from .nest import ScheduleError, body_ops, static_value
 from .schedule import Schedule
 from .strategies.analysis import row_nest
 
@@ -77,8 +76,8 @@ def _fuse_band(s: Schedule, outermost: str) -> str:
     fused = outermost
     while True:
         for_op = next(f for f in s.kernel.walk() if isinstance(f, loop.ForOp) and f.loop_name.data == fused)
-        inner = [op for op in _body(for_op) if isinstance(op, loop.ForOp)]
-        if len(inner) != 1 or len(_body(for_op)) != 1:
+        inner = [op for op in body_ops(for_op) if isinstance(op, loop.ForOp)]
+        if len(inner) != 1 or len(body_ops(for_op)) != 1:
             return fused
         fused = s.fuse(fused, inner[0].loop_name.data)
 
@@ -116,7 +115,7 @@ def _stage(ops: list[Operation], r: int) -> _Stage:
     if len(stores) != 1 or stores[0].buffer is not acc.result:
         raise ScheduleError(P, f"stage '{reduction.loop_name.data}' stores elsewhere than its accumulator")
     combine = stores[0].value.owner
-    if not isinstance(combine, Operation) or not _reassociable(combine) or len(combine.operands) != 2:
+    if not isinstance(combine, Operation) or not reassociable(combine) or len(combine.operands) != 2:
         raise ScheduleError(P, f"the combiner of stage '{reduction.loop_name.data}' is not reassociable")
     olds = [v for v in combine.operands if isinstance(v.owner, loop.LoadOp) and v.owner.buffer is acc.result]
     if len(olds) != 1:
@@ -124,13 +123,13 @@ def _stage(ops: list[Operation], r: int) -> _Stage:
     return _Stage(r - 2, acc, init, reduction, Combiner(combine, olds[0]))
 
 
-def _strided(pe: _Emitter, for_op: loop.ForOp, t: SSAValue, threads: SSAValue, mapping: dict[SSAValue, SSAValue]) -> None:
+def _strided(pe: Emitter, for_op: loop.ForOp, t: SSAValue, threads: SSAValue, mapping: dict[SSAValue, SSAValue]) -> None:
     """``for_op``'s iterations t, t + threads, ... (its body cloned) in thread ``t``."""
     step = mapping.get(for_op.step, for_op.step)
     lb = pe.add(arith.AddiOp(mapping.get(for_op.lb, for_op.lb), pe.add(arith.MuliOp(t, step))))
     body, iv = pe.loop(lb, mapping.get(for_op.ub, for_op.ub), pe.add(arith.MuliOp(threads, step)), "serial", for_op.loop_name.data)
     mapping[for_op.induction_var] = iv
-    _Emitter(body).clone(_body(for_op), mapping)
+    Emitter(body).clone(body_ops(for_op), mapping)
 
 
 def row_blocks(schedule: Schedule) -> None:
@@ -140,7 +139,7 @@ def row_blocks(schedule: Schedule) -> None:
     top = _find(kernel, row_name)
     if static_value(top.lb) != 0 or static_value(top.step) != 1:
         raise ScheduleError(P, f"the row loop '{row_name}' does not run from 0 by 1")
-    ops = _body(top)
+    ops = body_ops(top)
     if not isinstance(ops[-1], loop.ForOp) or ops[-1].loop_name.data != element_name:
         raise ScheduleError(P, "the row's element loop is not last")
     stages = [_stage(ops, k) for k, op in enumerate(ops[:-1]) if isinstance(op, loop.ForOp)]
@@ -155,13 +154,13 @@ def row_blocks(schedule: Schedule) -> None:
             raise ScheduleError(P, f"unexpected '{op.name}' between the stages")
     threads = REDUCTION_THREADS
     anchor = Block()
-    e = _Emitter(anchor)
+    e = Emitter(anchor)
     block_body, row = e.loop(e.const(0), top.ub, e.const(1), "blockIdx.x", "row")
-    b = _Emitter(block_body)
+    b = Emitter(block_body)
     t_count = b.const(threads)
     results: dict[SSAValue, SSAValue] = {}
 
-    def replay(pe: _Emitter, upto: int) -> dict[SSAValue, SSAValue]:
+    def replay(pe: Emitter, upto: int) -> dict[SSAValue, SSAValue]:
         """The row's ops before ``ops[upto]``, reduced stages read from shared memory."""
         mapping: dict[SSAValue, SSAValue] = {top.induction_var: row}
         k = 0
@@ -179,7 +178,7 @@ def row_blocks(schedule: Schedule) -> None:
 
     for n, stage in enumerate(stages):
 
-        def partial(pe: _Emitter, t: SSAValue, stage: _Stage = stage) -> SSAValue:
+        def partial(pe: Emitter, t: SSAValue, stage: _Stage = stage) -> SSAValue:
             mapping = replay(pe, stage.index)
             acc = pe.add(loop.AllocOp(stage.acc.result.type, scope="local"))
             mapping[stage.acc.result] = acc
@@ -190,7 +189,7 @@ def row_blocks(schedule: Schedule) -> None:
         element_type = stage.acc.result.type.element_type
         results[stage.acc.result] = block_allreduce(b, element_type, stage.combiner, partial, threads, f"stage{n}")
     body, t = b.loop(b.const(0), t_count, b.const(1), "threadIdx.x", "elements")
-    pe = _Emitter(body)
+    pe = Emitter(body)
     mapping = replay(pe, len(ops) - 1)
     _strided(pe, ops[-1], t, t_count, mapping)
     for op in list(anchor.ops):
