@@ -145,3 +145,21 @@ def test_large_buffers_stay_alive_while_timed() -> None:
         (record,) = runner.measure(task, [[]])
     assert record.error == ErrorCode.NO_ERROR.value, record.message
     assert len(record.costs) == 3
+
+
+def test_each_timing_round_places_the_buffers_elsewhere() -> None:
+    """The same values at other lines of their pages, argument by argument, so a
+    record's rounds sample where a model's memory plan may put the buffers."""
+    from tensorkiln.tuning.measure import measure_candidate, random_arguments
+
+    (task,) = tk.extract_tasks(matmul_module(9, 70, 33), "llvm")
+    first, second = random_arguments(task.arg_shapes, 3, 0), random_arguments(task.arg_shapes, 3, 1)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+        assert a.ctypes.data % 64 == 0 and b.ctypes.data % 64 == 0
+    lines = [[a.ctypes.data % 4096 // 64 for a in arrays] for arrays in (first, second)]
+    assert lines[0] != lines[1] and len(set(lines[0])) == len(lines[0])
+    request = {"module": task.kernel_text, "target": "llvm", "args": task.arg_shapes, "outputs": task.outputs,
+               "seed": 3, "repeat": 4, "min_repeat_ms": 1}
+    answer = measure_candidate(request)
+    assert answer["error"] == "NO_ERROR" and len(answer["costs"]) == 4
