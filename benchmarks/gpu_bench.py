@@ -54,19 +54,31 @@ def copy_bandwidth(cp, repeat: int) -> float:
     return 2 * n * 4 / t
 
 
+#: the GEMM both tables time (fp32, no TF32)
+GEMM_N = 4096
+
+
+def _random_normal(np, seed: int):
+    """A float32 standard-normal array maker, ``randn(*shape)``, seeded."""
+    rng = np.random.default_rng(seed)
+    return lambda *shape: rng.standard_normal(shape).astype(np.float32)
+
+
+def _gemm_module(tk, randn):
+    """GEMM_N^3 as a graph module and its two random inputs."""
+    n = GEMM_N
+    b = tk.GraphBuilder()
+    return b.finish(b.matmul(b.input("a", (n, n)), b.input("b", (n, n)))), (randn(n, n), randn(n, n))
+
+
 def workloads(tk, torch, np):
     """(name, module builder, inputs (numpy), torch fn on CUDA tensors, flops, bytes)."""
     F = torch.nn.functional
-    rng = np.random.default_rng(0)
-
-    def randn(*shape):
-        return rng.standard_normal(shape).astype(np.float32)
+    randn = _random_normal(np, 0)
 
     def gemm():
-        n = 4096
-        b = tk.GraphBuilder()
-        module = b.finish(b.matmul(b.input("a", (n, n)), b.input("b", (n, n))))
-        return module, (randn(n, n), randn(n, n)), lambda a, bb: torch.mm(a, bb), 2 * n**3, None
+        module, inputs = _gemm_module(tk, randn)
+        return module, inputs, lambda a, bb: torch.mm(a, bb), 2 * GEMM_N**3, None
 
     def conv():
         x, w = randn(16, 64, 56, 56), randn(64, 64, 3, 3)
@@ -97,16 +109,11 @@ def workloads(tk, torch, np):
 def cublas_workloads(tk, np):
     """(name, graph module, inputs (numpy), the same work in plain cupy, flops): what the
     cuBLAS offload is compared with. Built once each, partitioned for ``cublas``."""
-    rng = np.random.default_rng(1)
-
-    def randn(*shape):
-        return rng.standard_normal(shape).astype(np.float32)
+    randn = _random_normal(np, 1)
 
     def gemm():
-        n = 4096
-        b = tk.GraphBuilder()
-        module = b.finish(b.matmul(b.input("a", (n, n)), b.input("b", (n, n))))
-        return module, (randn(n, n), randn(n, n)), lambda cp, a, bb: cp.matmul(a, bb), 2 * n**3
+        module, inputs = _gemm_module(tk, randn)
+        return module, inputs, lambda cp, a, bb: cp.matmul(a, bb), 2 * GEMM_N**3
 
     def dense(batch: int, k: int, n: int):
         def make():
