@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 
 import tensorkiln as tk  # noqa: E402
 from tensorkiln.tuning.defaults import default_trace  # noqa: E402
-from tensorkiln.tuning.record import best_records, load_records, pooled_cost, trace_key  # noqa: E402
+from tensorkiln.tuning.record import best_records, load_records, pooled_cost, ranked_traces, trace_key  # noqa: E402
 from tensorkiln.tuning.runner import Runner  # noqa: E402
 from tensorkiln.tuning.task import gflops  # noqa: E402
 from tensorkiln.tuning.tune import CONFIRM_TUNER, tune_tasks  # noqa: E402
@@ -131,9 +131,10 @@ def tune_kernel(key: str, tuners: list[str], trials: int, runner: Runner, workdi
         errors = sum(not r.ok for r in searched)
         # what build applies: the fastest trace by the median of its measurements (the
         # confirmation round measured it again next to the default)
+        pooled = {trace_key(group[0].trace): pooled_cost(group) for group in ranked_traces(records)}
         chosen = best_records(records)[task.key]
-        chosen_s = pooled_cost(r for r in records if trace_key(r.trace) == trace_key(chosen.trace))
-        default_s = pooled_cost(r for r in records if trace_key(r.trace) == trace_key(default_trace(task)))
+        chosen_s = pooled[trace_key(chosen.trace)]
+        default_s = pooled.get(trace_key(default_trace(task)), float("inf"))
         # replay: the chosen record re-measured in a fresh worker process
         with Runner(timeout=120, min_repeat_ms=100, repeat=5) as fresh:
             (again,) = fresh.measure(task, [chosen.trace])

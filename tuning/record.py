@@ -127,15 +127,24 @@ def pooled_cost(records: Iterable[Record]) -> float:
     return statistics.median(costs) if costs else math.inf
 
 
+def ranked_traces(records: Iterable[Record]) -> list[list[Record]]:
+    """One task's successful records grouped by trace, in measurement order within a
+    group, the groups fastest first by :func:`pooled_cost`."""
+    by_trace: dict[str, list[Record]] = {}
+    for r in records:
+        if r.ok:
+            by_trace.setdefault(trace_key(r.trace), []).append(r)
+    return sorted(by_trace.values(), key=pooled_cost)
+
+
 def best_records(records: Iterable[Record], target_keys: Iterable[str] | None = None) -> dict[str, Record]:
     """The fastest successful trace per workload key (``target_keys``: only those), as
     its latest record. A trace measured more than once (the confirmation round of
     ``tune`` re-measures the leaders next to the default) counts with its
     :func:`pooled_cost`."""
     wanted = set(target_keys) if target_keys is not None else None
-    by_trace: dict[str, dict[str, list[Record]]] = {}
+    by_key: dict[str, list[Record]] = {}
     for r in records:
-        if not r.ok or (wanted is not None and r.key not in wanted):
-            continue
-        by_trace.setdefault(r.key, {}).setdefault(trace_key(r.trace), []).append(r)
-    return {key: min(traces.values(), key=pooled_cost)[-1] for key, traces in by_trace.items()}
+        if r.ok and (wanted is None or r.key in wanted):
+            by_key.setdefault(r.key, []).append(r)
+    return {key: ranked_traces(rs)[0][-1] for key, rs in by_key.items()}

@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import ModuleOp
 from .policy import SearchPolicy, TemplatePolicy
 from .progress import Progress
 from .defaults import default_trace
-from .record import CONFIRM_TUNER, Record, best_records, load_records, pooled_cost, save_records, trace_key
+from .record import CONFIRM_TUNER, Record, load_records, pooled_cost, ranked_traces, save_records, trace_key
 from .runner import Runner
 from .task import Task, extract_tasks
 
@@ -65,12 +65,13 @@ class TaskState:
     @property
     def best(self) -> Record | None:
         """The latest record of the fastest trace (see :func:`best_records`)."""
-        return best_records(self.records).get(self.task.key)
+        ranked = ranked_traces(self.records)
+        return ranked[0][-1] if ranked else None
 
     @property
     def best_cost(self) -> float:
-        b = self.best
-        return pooled_cost(r for r in self.records if trace_key(r.trace) == trace_key(b.trace)) if b else math.inf
+        ranked = ranked_traces(self.records)
+        return pooled_cost(ranked[0]) if ranked else math.inf
 
     @property
     def trials(self) -> int:
@@ -79,12 +80,7 @@ class TaskState:
 
     def leaders(self, n: int) -> list[list[dict]]:
         """The traces of the ``n`` fastest distinct successful candidates."""
-        by_trace: dict[str, list[Record]] = {}
-        for r in self.records:
-            if r.ok:
-                by_trace.setdefault(trace_key(r.trace), []).append(r)
-        ranked = sorted(by_trace.values(), key=pooled_cost)
-        return [rs[-1].trace for rs in ranked[:n]]
+        return [group[-1].trace for group in ranked_traces(self.records)[:n]]
 
     def add(self, records: Sequence[Record]) -> None:
         self.records += records
@@ -178,10 +174,8 @@ def tune_tasks(
 def _confirm(state: TaskState, runner: Runner, leaders: int, log_file: str | Path | None) -> None:
     """Measure the default schedule and the ``leaders`` fastest traces of one task
     again, in one order and then the reverse (see the module docstring)."""
-    traces = [default_trace(state.task)]
-    for trace in state.leaders(leaders):
-        if trace_key(trace) not in {trace_key(t) for t in traces}:
-            traces.append(trace)
+    default = default_trace(state.task)
+    traces = [default] + [t for t in state.leaders(leaders) if trace_key(t) != trace_key(default)]
     if len(traces) < 2 or not any(r.ok for r in state.records):
         return
     for order in (traces, traces[::-1]):
