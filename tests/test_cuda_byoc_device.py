@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy", reason="the CUDA target needs cupy")
+from tensorkiln.backends.cuda.runtime import CudaUnavailableError, require_cupy
+
 try:
-    HAS_GPU = cp.cuda.runtime.getDeviceCount() > 0
-except Exception:  # no driver
-    HAS_GPU = False
-pytestmark = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU on this machine")
+    cp = require_cupy()  # cupy and a CUDA GPU, or the reason why not
+except CudaUnavailableError as missing:
+    pytest.skip(str(missing), allow_module_level=True)
 
 import tensorkiln as tk  # noqa: E402
 from tensorkiln.byoc import external_modules  # noqa: E402

@@ -21,16 +21,15 @@ from .gemm_module import describe_program
 
 
 def unavailable() -> str | None:
-    """Why cuBLAS cannot run here (no cupy, no CUDA device), or None."""
+    """Why cuBLAS cannot run here (no cupy, no CUDA device), or None: the CUDA
+    target's own check."""
+    from ...backends.cuda.runtime import CudaUnavailableError, require_cupy
+
     try:
-        import cupy
-    except ImportError:
-        return "cupy is not installed (pip install 'tensorkiln[cuda]')"
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # noqa: BLE001 - cupy raises its own CUDA errors
-        return f"no CUDA device ({type(e).__name__}: {e})"
-    return None if count > 0 else "no CUDA device"
+        require_cupy()
+    except CudaUnavailableError as error:
+        return str(error)
+    return None
 
 
 def _run_step(cp: Any, step: dict[str, Any], a: Any, b: Any, bias: Any, out: Any) -> Any:
