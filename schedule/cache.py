@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import MemRefType, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, StringAttr, i64
 from xdsl.ir import Block, Operation, SSAValue
 
 from ..dialects import loop
@@ -70,12 +70,16 @@ from .nest import (
     transformation,
     written_buffers,
 )
+from .padding import PaddedRead, emit_padded_read, erase_padded_read, match_padded_read
 
 #: the largest local buffer (tile or packed copy) a primitive makes, in bytes: local
 #: buffers live on the stack (worker threads have small stacks)
 LOCAL_BUFFER_LIMIT = 1 << 20
 
 STAGE_ATTR = "tk.stage"
+#: on a padded stage (cache_read pad=True): its padded dims and fill value
+PAD_DIMS_ATTR = "tk.pad_dims"
+PAD_FILL_ATTR = "tk.pad_fill"
 
 
 def _element_bytes(t: MemRefType) -> int:
@@ -529,9 +533,12 @@ class _Intervals:
             divisor = static_value(operands[1])
             if divisor is None or divisor <= 0:
                 self.fail(f"{owner.name} by a value that is not a positive constant")
-            if isinstance(owner, _REMAINDERS):
-                return _Affine(0), _Affine(divisor - 1), divisor - 1
             alo, ahi, aw = self(operands[0])
+            if isinstance(owner, _REMAINDERS):
+                if alo == ahi:  # one value per iteration of `at` (a fused loop's index): so is its remainder
+                    point = _Affine.atom(("div", type(owner), alo, divisor))
+                    return point, point, 0
+                return _Affine(0), _Affine(divisor - 1), divisor - 1
             lo = _Affine.atom(("div", type(owner), alo, divisor))
             if alo == ahi:
                 return lo, lo, 0
@@ -610,10 +617,12 @@ def _stage_buffer(primitive: str, kernel: func.FuncOp, stage: object) -> tuple[l
 
 
 @transformation("cache_read")
-def cache_read(kernel: func.FuncOp, buffer: int, at_loop: str) -> str:
+def cache_read(kernel: func.FuncOp, buffer: int, at_loop: str, pad: bool = False) -> str:
     """Copy what the loops inside ``at_loop`` read of kernel argument number
     ``buffer`` into a local buffer at the top of ``at_loop``'s body, and read the copy;
-    returns the stage name ``arg<buffer>.local`` (see the module docstring)."""
+    returns the stage name ``arg<buffer>.local`` (see the module docstring).
+    ``pad``: the reads are bounds-checked window taps (``padding.py``); copy their
+    padded box, the fill value outside the buffer, and read it without the checks."""
     P = "cache_read"
     args = list(kernel.body.block.args)
     if isinstance(buffer, bool) or not isinstance(buffer, int) or not 0 <= buffer < len(args):
@@ -624,6 +633,8 @@ def cache_read(kernel: func.FuncOp, buffer: int, at_loop: str) -> str:
     source = args[buffer]
     if not isinstance(source.type, MemRefType):
         raise ScheduleError(P, f"argument {buffer} is not a buffer ({source.type})")
+    if not isinstance(pad, bool):
+        raise ScheduleError(P, f"pad must be true or false, got {pad!r}")
     at = find_loop(kernel, at_loop, P)
     if any(isinstance(op, loop.StoreOp) and op.buffer == source for op in kernel.walk()):
         raise ScheduleError(P, f"{describe_buffer(kernel, source)} is written by the kernel; only inputs can be cached")
@@ -642,13 +653,15 @@ def cache_read(kernel: func.FuncOp, buffer: int, at_loop: str) -> str:
         raise ScheduleError(P, f"the loops inside '{at_loop}' do not read {describe_buffer(kernel, source)}")
     rank = len(source.type.get_shape())
     copy_names = [f"{stage}.c{d}" for d in range(rank)]
-    check_new_names(kernel, copy_names, P)
+    check_new_names(kernel, copy_names + [f"{n}.fill" for n in copy_names], P)
+    padded_reads, pad_dims, fill = _padded_reads(P, reads, describe_buffer(kernel, source), at_loop) if pad else ([], (), None)
+    read_indices = [p.indices for p in padded_reads] if pad else [tuple(read.indices) for read in reads]
 
     intervals = _Intervals(P, at, describe_buffer(kernel, source))
     bases: list[_Affine] = []
     widths: list[int] = []
     for d in range(rank):
-        ranges = [intervals(read.indices[d]) for read in reads]
+        ranges = [intervals(indices[d]) for indices in read_indices]
         base = min((lo for lo, _, _ in ranges), key=lambda a: a.const)
         if any(lo.terms != base.terms for lo, _, _ in ranges):
             intervals.fail(f"the reads along dim {d} do not lie at constant offsets from each other")
@@ -661,7 +674,9 @@ def cache_read(kernel: func.FuncOp, buffer: int, at_loop: str) -> str:
     ip = InsertPoint.before(first)
     ib = IndexBuilder(kernel, ip)
     emit = _AffineEmitter(ib)
-    lows, extents = [], []
+    # the copy reads the box clamped to the buffer; reads of the local buffer are
+    # relative to the box's start (the unclamped start on padded dims)
+    lows, extents, box_lows = [], [], []
     shape = source.type.get_shape()
     for d in range(rank):
         lo = emit.form(bases[d])
@@ -670,30 +685,65 @@ def cache_read(kernel: func.FuncOp, buffer: int, at_loop: str) -> str:
         hi_clamped = ib.min(ib.add(lo, ib.const(widths[d])), last)
         lows.append(lo_clamped)
         extents.append(ib.add(ib.sub(hi_clamped, lo_clamped), ib.const(1)))
+        box_lows.append(lo if d in pad_dims else lo_clamped)
     local = loop.AllocOp(local_type, scope="local")
     local.attributes[STAGE_ATTR] = StringAttr(stage)
     Builder(ip).insert(local)
+    if pad:
+        local.attributes[PAD_DIMS_ATTR] = ArrayAttr([IntegerAttr(d, i64) for d in pad_dims])
+        local.attributes[PAD_FILL_ATTR] = fill.owner.value
+        # the fill value everywhere first (the part inside the buffer is copied over it)
+        fill_ip, counters = _nest(ib, ip, [ib.const(w + 1) for w in widths], [f"{n}.fill" for n in copy_names])
+        Builder(fill_ip).insert(loop.StoreOp(fill, local.result, counters))
 
-    copy_ip, counters = ip, []
-    for d in range(rank):
-        body = Block(arg_types=[ib.const(0).type])
-        body.add_op(loop.YieldOp())
-        copy = loop.ForOp(ib.const(0), extents[d], ib.const(1), body, name=copy_names[d])
-        Builder(copy_ip).insert(copy)
-        counters.append(body.args[0])
-        copy_ip = InsertPoint.before(body.last_op)
+    copy_ip, counters = _nest(ib, ip, extents, copy_names)
     inner = IndexBuilder(kernel, copy_ip)
     element = inner.insert(loop.LoadOp(source, [inner.add(lo, c) for lo, c in zip(lows, counters)]))
-    inner.builder.insert(loop.StoreOp(element, local.result, counters))
+    at_local = [c if box is lo else inner.add(c, inner.sub(lo, box)) for c, lo, box in zip(counters, lows, box_lows)]
+    inner.builder.insert(loop.StoreOp(element, local.result, at_local))
 
-    for read in reads:
-        builder = Builder(InsertPoint.before(read))
-        indices = [builder.insert(arith.SubiOp(i, lo)).result for i, lo in zip(read.indices, lows)]
+    for k, read in enumerate(reads):
+        builder = Builder(InsertPoint.before(padded_reads[k].select if pad else read))
+        indices = [builder.insert(arith.SubiOp(i, lo)).result for i, lo in zip(read_indices[k], box_lows)]
         new = builder.insert(loop.LoadOp(local.result, indices))
+        if pad:
+            erase_padded_read(padded_reads[k], new.result)
+            continue
         read.result.replace_all_uses_with(new.result)
         read.detach()
         read.erase()
     return stage
+
+
+def _nest(ib: IndexBuilder, ip: InsertPoint, extents: Sequence[SSAValue], names: Sequence[str]):
+    """Loops ``0 <= c_d < extents[d]`` (named ``names``) inserted at ``ip``; returns
+    the insertion point inside the innermost and the counters."""
+    counters = []
+    for extent, name in zip(extents, names):
+        body = Block(arg_types=[ib.const(0).type])
+        body.add_op(loop.YieldOp())
+        Builder(ip).insert(loop.ForOp(ib.const(0), extent, ib.const(1), body, name=name))
+        counters.append(body.args[0])
+        ip = InsertPoint.before(body.last_op)
+    return ip, counters
+
+
+def _padded_reads(
+    primitive: str, reads: Sequence[loop.LoadOp], what: str, at_loop: str
+) -> tuple[list[PaddedRead], tuple[int, ...], SSAValue]:
+    """Each read in its padded form, the dims padded in any, and their one fill value."""
+    matched = [match_padded_read(read) for read in reads]
+    if any(m is None for m in matched):
+        raise ScheduleError(
+            primitive,
+            f"pad=True: a read of {what} inside loop '{at_loop}' is not a bounds-checked window tap "
+            "(select(in bounds, load(clamped indices), fill)); cache it without pad",
+        )
+    fills = {m.fill for m in matched}
+    if len(fills) != 1:
+        raise ScheduleError(primitive, f"pad=True: the reads of {what} inside loop '{at_loop}' fill with different values")
+    dims = tuple(sorted({d for m in matched for d in m.padded}))
+    return matched, dims, fills.pop()
 
 
 @transformation("compute_inline")
@@ -702,6 +752,12 @@ def compute_inline(kernel: func.FuncOp, stage: str) -> None:
     P = "compute_inline"
     local, buffer = _stage_buffer(P, kernel, stage)
     source = kernel.body.block.args[buffer]
+    padded = _padding_of(local)
+    fill = None
+    if padded is not None:
+        fill_op = arith.ConstantOp(local.attributes[PAD_FILL_ATTR])
+        kernel.body.block.insert_op_before(fill_op, kernel.body.block.first_op)
+        fill = fill_op.result
     copies = [f for f in all_loops(kernel) if f.loop_name.data.startswith(f"{stage}.c")]
     outermost = [f for f in copies if not any(o is not f and o.is_ancestor(f) for o in copies)]
     for use in list(local.result.uses):
@@ -717,9 +773,13 @@ def compute_inline(kernel: func.FuncOp, stage: str) -> None:
             if not isinstance(index.owner, arith.SubiOp):
                 raise ScheduleError(P, f"a read of stage '{stage}' has lost the form cache_read gave it")
             originals.append(index.owner.lhs)
-        new = loop.LoadOp(source, originals)
-        user.parent_block().insert_op_before(new, user)
-        user.result.replace_all_uses_with(new.result)
+        if padded is not None:  # the bounds-checked read again
+            value = emit_padded_read(IndexBuilder(kernel, InsertPoint.before(user)), source, originals, padded, fill)
+        else:
+            new = loop.LoadOp(source, originals)
+            user.parent_block().insert_op_before(new, user)
+            value = new.result
+        user.result.replace_all_uses_with(value)
         user.detach()
         user.erase()
     for copy in outermost:
@@ -739,10 +799,17 @@ def compute_at(kernel: func.FuncOp, stage: str, at_loop: str) -> None:
     there for what the loops inside ``at_loop`` read); schedules applied to the old
     copy loops are dropped."""
     P = "compute_at"
-    _, buffer = _stage_buffer(P, kernel, stage)
+    local, buffer = _stage_buffer(P, kernel, stage)
     find_loop(kernel, at_loop, P)
+    padded = _padding_of(local) is not None
     compute_inline(kernel, stage)
-    cache_read(kernel, buffer, at_loop)
+    cache_read(kernel, buffer, at_loop, pad=padded)
+
+
+def _padding_of(local: loop.AllocOp) -> tuple[int, ...] | None:
+    """The padded dims of a cache_read stage made with pad=True, else None."""
+    dims = local.attributes.get(PAD_DIMS_ATTR)
+    return None if dims is None else tuple(d.value.data for d in dims.data)
 
 
 __all__ = ["LOCAL_BUFFER_LIMIT", "cache_read", "cache_write", "compute_at", "compute_inline"]

@@ -192,10 +192,13 @@ class Schedule:
         """Accumulate the output tile of the loops inside ``at_loop`` in a local buffer."""
         return self.apply("cache_write", {"at_loop": at_loop})
 
-    def cache_read(self, buffer: int, at_loop: str) -> str:
+    def cache_read(self, buffer: int, at_loop: str, pad: bool = False) -> str:
         """Copy what the loops inside ``at_loop`` read of kernel argument ``buffer``
-        into a local buffer first; returns the stage name ``arg<buffer>.local``."""
-        return self.apply("cache_read", {"buffer": buffer, "at_loop": at_loop})
+        into a local buffer first; returns the stage name ``arg<buffer>.local``.
+        ``pad=True``: the reads are bounds-checked window taps (a padded conv's input);
+        the copy holds the padded box and the reads lose their checks."""
+        args = {"buffer": buffer, "at_loop": at_loop} | ({"pad": True} if pad else {})
+        return self.apply("cache_read", args)
 
     def compute_at(self, stage: str, at_loop: str) -> None:
         """Move a cache_read stage to ``at_loop``."""

@@ -11,6 +11,8 @@ random annotation, evolutionary search guided by a cost model over loop-IR featu
   consumer -- the kernel's epilogue -- then runs once per tile in the ``.write`` nest):
   always with a reduction, since our kernels have no cache stage;
 * packing an input panel (cache_read) at the outer tile loop, or not;
+* for a padded input (a conv's window taps), copying its padded window (cache_read
+  pad=True) at the outermost loop or a tile loop, or keeping the bounds checks;
 * elementwise kernels (no reduction): tile and vectorize the innermost axis only.
 
 (Elementwise producers are already inlined into their consumers at the te level by
@@ -47,6 +49,8 @@ from .templates import LoopInfo, _parallel_outermost, _tile_axes, tile_full
 ROWS = (1, 2, 3, 4, 6, 8)
 K_INNER = (0, 2, 4, 8, 16, 32, 64)
 ROW_GROUPS = (0, 2)
+#: where a padded input's window is copied (None: the taps keep their bounds checks)
+PAD_AT = (None, "top", "outer", "inner")
 
 
 def generate_sketches(info: LoopInfo) -> list[dict[str, Any]]:
@@ -81,6 +85,8 @@ def sample_annotation(sketch: dict[str, Any], info: LoopInfo, lanes: int, rng: n
             write_at=str(rng.choice(["inner", "outer"])),
             pack_at=str(rng.choice(["outer", "inner"])),
         )
+        if info.padded:
+            d["pad_at"] = PAD_AT[int(rng.integers(len(PAD_AT)))]
     return d
 
 
@@ -110,6 +116,10 @@ def apply_sketch(s: Schedule, sketch: dict[str, Any], d: dict[str, Any], info: L
             s.reorder(first, second)
         if sketch["pack"] is not None:
             s.cache_read(sketch["pack"], first if d["pack_at"] == "outer" else second)
+        if d.get("pad_at"):
+            at = {"top": s.loops()[0], "outer": first, "inner": second}[d["pad_at"]]
+            for buffer in info.padded:
+                s.cache_read(buffer, at, pad=True)
         # the accumulator tile at the inner tile loop (registers) or the outer one
         s.cache_write(second if d["write_at"] == "inner" else first)
         k = info.reductions[-1]
@@ -131,7 +141,8 @@ def apply_sketch(s: Schedule, sketch: dict[str, Any], d: dict[str, Any], info: L
         _parallel_outermost(s)
 
 
-MUTABLE = ("rows", "cols", "k_inner", "row_groups", "order", "unroll", "write_at", "pack_at", "parallel", "vectorize")
+MUTABLE = ("rows", "cols", "k_inner", "row_groups", "order", "unroll", "write_at", "pack_at", "pad_at", "parallel",
+           "vectorize")
 
 
 class SketchPolicy(SearchPolicy):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..schedule import Schedule
+from ..schedule.padding import padded_arguments
 from .space import Config, ConfigSpace
 from .task import Task
 
@@ -43,6 +44,8 @@ class LoopInfo:
     extents: dict[str, int]
     reductions: list[str]
     n_inputs: int
+    #: inputs read through bounds-checked window taps (a padded conv's data)
+    padded: tuple[int, ...] = ()
 
     @staticmethod
     def of(task: Task) -> LoopInfo:
@@ -52,7 +55,7 @@ class LoopInfo:
         reductions = [n for n in names if _REDUCTION.match(n)]
         extents = {n: s.extent(n) or 0 for n in outputs + reductions}
         n_inputs = len(task.arg_shapes) - len(task.outputs)
-        return LoopInfo(outputs, extents, reductions, n_inputs)
+        return LoopInfo(outputs, extents, reductions, n_inputs, tuple(padded_arguments(s.kernel)))
 
 
 def _tile_axes(info: LoopInfo) -> list[list[int]]:
