@@ -28,3 +28,22 @@ for k in kernels(m):
 # CHECK:                 unrolled name("i1.i2.fused.inner")
 # CHECK:                   vectorized name("i3.inner")
 # CHECK:           vectorized name("i3.inner.write")
+
+# A stem conv (3 -> 8 channels, 7x7 stride 2, pad 3): one 8-wide vector of channels
+# per tap, so the bounds check of each tap is the tile's main cost. The window of
+# each output row (7 input rows x 37 columns x 3 channels, padding included) is copied
+# at the top of the parallel row loop, and the taps read it unchecked (pad_input).
+b = tk.GraphBuilder()
+w = np.ones((8, 3, 7, 7), np.float32)
+m = scheduled(b.finish(b.conv2d(b.input("x", (2, 3, 32, 32)), w, strides=2, padding=3)))
+for k in kernels(m):
+    if k.attributes["tk.kernel"].data.startswith("conv2d"):
+        print(k)
+
+# CHECK-LABEL: func.func @conv2d_0(%0: memref<2x32x32x3xf32>, %1: memref<7x7x3x8xf32>, %2: memref<2x16x16x8xf32>)
+# CHECK:         loop.for {{.*}} parallel name("i0.i1.fused")
+# CHECK-NEXT:      arith.divui
+# CHECK:           loop.alloc() {tk.stage = "arg0.local", tk.pad_dims = [1 : i64, 2 : i64], tk.pad_fill = 0.000000e+00 : f32, scope = "local"} : memref<1x7x37x3xf32>
+# CHECK:           name("k0")
+# CHECK-NOT:       arith.select
+# CHECK:           vectorized name("i3.inner.write")
