@@ -1,6 +1,6 @@
 """Single kernels: tensorkiln vs torch eager, torch.compile, ONNX Runtime and numpy, at
 1 and 2 threads, interleaved; GEMM sizes, dense layers (batch 64 and batch 1), conv
-layers (3x3, depthwise, 1x1), softmax, layer norm + GELU, a row reduction, max pooling.
+layers (7x7/2 stem, 3x3, depthwise, 1x1), softmax, layer norm + GELU, a row reduction, max pooling.
 GFLOP/s against the machine's peak (torch.mm 2048^3 in the same run). Writes its table
 to BENCHMARKS.md.
 
@@ -56,10 +56,13 @@ def dense(batch, k, n):
     return f"dense+relu {batch}x{k}->{n}", model, (torch.randn(batch, k),), None, 2 * batch * k * n
 
 
-def conv(c, size, o, kernel, groups=1):
-    model = nn.Sequential(nn.Conv2d(c, o, kernel, padding=kernel // 2, groups=groups, bias=False), nn.ReLU()).eval()
-    name = f"conv{kernel}x{kernel} {c}->{o} {size}x{size}" + (f" groups {groups}" if groups > 1 else "")
-    flops = 2 * o * size * size * (c // groups) * kernel * kernel
+def conv(c, size, o, kernel, groups=1, stride=1):
+    conv2d = nn.Conv2d(c, o, kernel, stride=stride, padding=kernel // 2, groups=groups, bias=False)
+    model = nn.Sequential(conv2d, nn.ReLU()).eval()
+    name = f"conv{kernel}x{kernel}{f'/{stride}' if stride > 1 else ''} {c}->{o} {size}x{size}"
+    name += f" groups {groups}" if groups > 1 else ""
+    out = (size + 2 * (kernel // 2) - kernel) // stride + 1
+    flops = 2 * o * out * out * (c // groups) * kernel * kernel
     return name, model, (torch.randn(1, c, size, size),), None, flops
 
 
@@ -88,6 +91,7 @@ CASES = [
     lambda: gemm(255, 257, 129),
     lambda: dense(1, 784, 512),
     lambda: dense(64, 784, 512),
+    lambda: conv(3, 224, 64, 7, stride=2),  # the ResNet stem
     lambda: conv(64, 56, 64, 3),
     lambda: conv(32, 56, 32, 3, groups=32),
     lambda: conv(64, 28, 128, 1),

@@ -19,8 +19,10 @@ every ``arith.constant`` at the top of the kernel, deduplicated (see :func:`norm
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith, func
@@ -416,10 +418,27 @@ def restore(kernel: func.FuncOp, backup: func.FuncOp) -> None:
     backup.body.move_blocks(region)
 
 
+_VERIFY_EACH = contextvars.ContextVar("tk_schedule_verify_each", default=True)
+
+
+@contextlib.contextmanager
+def deferred_verification() -> Iterator[None]:
+    """Inside this block primitives do not verify the kernel after each step (nearly
+    half the time of a primitive); the caller verifies it once at the end -- the tuner,
+    instantiating hundreds of candidate schedules and dropping any that fails. A
+    failing primitive still restores the kernel and raises :class:`ScheduleError`."""
+    token = _VERIFY_EACH.set(False)
+    try:
+        yield
+    finally:
+        _VERIFY_EACH.reset(token)
+
+
 def transformation(name: str):
     """Decorate a primitive ``fn(kernel, ...)``: constants are normalized before and
-    after, the kernel is verified after, and on any error the kernel is restored as it
-    was and a :class:`ScheduleError` naming the primitive is raised."""
+    after, the kernel is verified after (see :func:`deferred_verification`), and on any
+    error the kernel is restored as it was and a :class:`ScheduleError` naming the
+    primitive is raised."""
 
     def wrap(fn):
         @functools.wraps(fn)
@@ -432,7 +451,8 @@ def transformation(name: str):
                 result = fn(kernel, *args, **kwargs)
                 erase_dead_code(kernel)
                 normalize(kernel)
-                kernel.verify()
+                if _VERIFY_EACH.get():
+                    kernel.verify()
             except ScheduleError:
                 restore(kernel, backup)
                 raise

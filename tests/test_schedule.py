@@ -563,3 +563,25 @@ def test_fuse_outer_loops_after_tile_keeps_tail_bounds_inside(rng: np.random.Gen
         s.fuse("i0", "i1")
 
     check(module, schedule, [data], np.broadcast_to(data, (3, 5, 7, 9)))
+
+
+def test_deferred_verification_gives_the_same_kernel() -> None:
+    """Without a verify after each step (the tuner's instantiation) the same trace gives
+    the same kernel, and a failing primitive still leaves the kernel as it was."""
+    from tensorkiln.schedule.nest import deferred_verification
+
+    def steps(s: Schedule) -> None:
+        s.tile("i0", "i1", 4, 16)
+        s.cache_write("i1.outer")
+        s.unroll("i0.inner")
+        s.vectorize("i1.inner")
+
+    checked = Schedule(matmul_kernel())
+    steps(checked)
+    deferred = Schedule(matmul_kernel())
+    with deferred_verification():
+        steps(deferred)
+        assert_fails(deferred, lambda: deferred.split("i9", 4), "split:", "'i9'")
+    deferred.kernel.verify()
+    assert str(deferred.kernel) == str(checked.kernel)
+    assert deferred.trace == checked.trace

@@ -35,8 +35,10 @@ import math
 from typing import Any
 
 import numpy as np
+from xdsl.utils.exceptions import VerifyException
 
 from ..schedule import Schedule, ScheduleError
+from ..schedule.nest import deferred_verification
 from .cost_model import make_model
 from .defaults import default_trace, lanes_of
 from .features import kernel_features
@@ -150,7 +152,7 @@ class SketchPolicy(SearchPolicy):
 
     name = "evolutionary"
 
-    def __init__(self, task: Task, seed: int = 0, population: int = 24, generations: int = 2, epsilon: float = 0.15,
+    def __init__(self, task: Task, seed: int = 0, population: int = 64, generations: int = 3, epsilon: float = 0.15,
                  model: str = "auto"):
         super().__init__(task, seed)
         self.info = LoopInfo.of(task)
@@ -179,10 +181,12 @@ class SketchPolicy(SearchPolicy):
         if key not in self._traces:
             try:
                 s = Schedule(self.task.kernel())
-                apply_sketch(s, self.sketches[point["sketch"]], point["decisions"], self.info)
+                with deferred_verification():  # a point that fails is dropped: verify once, at the end
+                    apply_sketch(s, self.sketches[point["sketch"]], point["decisions"], self.info)
+                s.kernel.verify()
                 self._traces[key] = s.trace
                 self._features[key] = kernel_features(s.kernel)
-            except (ScheduleError, ValueError, KeyError, TypeError):
+            except (ScheduleError, VerifyException, ValueError, KeyError, TypeError):
                 self._traces[key] = None
         return self._traces[key]
 
