@@ -31,6 +31,10 @@ The box comes from interval arithmetic on the read indices (sums, differences an
 constant multiples of loop variables, min/max clamps, division and remainder by
 constants), clamped to the buffer so the copy never reads out of bounds; its static
 size comes from compile-time trip bounds of the loops inside ``at_loop``.
+With ``pad=True`` the reads must be bounds-checked window taps (a padded convolution's
+or pooling's input, ``padding.py``): the box is the *padded* window, the copy stores
+the fill value everywhere first and the part inside the input over it, and the taps
+read the copy without their checks (TVM's ``data_pad`` stage computed at a loop).
 
 **compute_at(kernel, stage, at_loop)** moves the copy stage ``arg<n>.local`` made by
 cache_read to ``at_loop`` (the copy is rebuilt there, for what that loop reads);
@@ -654,7 +658,9 @@ def cache_read(kernel: func.FuncOp, buffer: int, at_loop: str, pad: bool = False
     rank = len(source.type.get_shape())
     copy_names = [f"{stage}.c{d}" for d in range(rank)]
     check_new_names(kernel, copy_names + [f"{n}.fill" for n in copy_names], P)
-    padded_reads, pad_dims, fill = _padded_reads(P, reads, describe_buffer(kernel, source), at_loop) if pad else ([], (), None)
+    padded_reads, pad_dims, fill = [], (), None
+    if pad:
+        padded_reads, pad_dims, fill = _padded_reads(P, reads, describe_buffer(kernel, source), at_loop)
     read_indices = [p.indices for p in padded_reads] if pad else [tuple(read.indices) for read in reads]
 
     intervals = _Intervals(P, at, describe_buffer(kernel, source))

@@ -124,7 +124,11 @@ def _padded_copy_elements(kernel: func.FuncOp, buffer: int, at_loop: str) -> int
         stage = trial.cache_read(buffer, at_loop, pad=True)
     except ScheduleError:
         return None
-    (local,) = [op for op in trial.kernel.walk() if isinstance(op, loop.AllocOp) and op.attributes.get(STAGE_ATTR) == StringAttr(stage)]
+    (local,) = [
+        op
+        for op in trial.kernel.walk()
+        if isinstance(op, loop.AllocOp) and op.attributes.get(STAGE_ATTR) == StringAttr(stage)
+    ]
     return math.prod(local.results[0].type.get_shape())
 
 
