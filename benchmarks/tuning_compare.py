@@ -2,7 +2,8 @@
 ``tuning-compare`` section of BENCHMARKS.md.
 
     .venv/bin/python benchmarks/tuning_compare.py [--kernel gemm512] [--trials 200] [--seeds 0,1,2]
-                                                  [--checkpoints 64,200] [--no-write]
+                                                  [--checkpoints 64,200] [--pairs xgb,evolutionary]
+                                                  [--no-write]
 
 Two pairs, each on one search space:
 
@@ -61,6 +62,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--checkpoints", default="64,200")
     parser.add_argument("--min-repeat-ms", type=float, default=50.0)
+    parser.add_argument("--pairs", default="xgb,evolutionary", help="the pairs to run, by their model-based tuner")
     parser.add_argument("--no-write", action="store_true")
     options = parser.parse_args()
     seeds = [int(s) for s in options.seeds.split(",")]
@@ -68,11 +70,13 @@ def main() -> None:
     title, make = KERNELS[options.kernel]
     task = main_task(make())
     workdir = Path(tempfile.mkdtemp(prefix="tk-tuning-compare-"))
-    best_at: dict[str, list[list[float]]] = {label: [] for label in TUNERS}
+    pairs = [pair for pair in PAIRS if pair[0] in options.pairs.split(",")]
+    tuners = {label: TUNERS[label] for pair in pairs for label in pair}
+    best_at: dict[str, list[list[float]]] = {label: [] for label in tuners}
     loads = [load()]
     with Runner(timeout=60, min_repeat_ms=options.min_repeat_ms, repeat=3) as runner:
         for seed in seeds:
-            for label, (tuner, factory) in TUNERS.items():
+            for label, (tuner, factory) in tuners.items():
                 log = workdir / f"{label.replace(' ', '-')}-{seed}.jsonl"
                 policy = (lambda t, f=factory, s=seed: f(t, s)) if factory else None
                 tune_tasks([task], options.trials, str(log), tuner, runner=runner, batch_size=8, seed=seed,
@@ -87,7 +91,7 @@ def main() -> None:
         rows.append([label, *[f"{m:.1f}" for m in medians],
                      "; ".join("/".join(f"{v:.1f}" for v in values) for values in per_seed)])
     verdicts = []
-    for model, baseline in PAIRS:
+    for model, baseline in pairs:
         m = {r[0]: r for r in rows}
         wins = [float(m[model][1 + k]) > float(m[baseline][1 + k]) for k in range(len(checkpoints))]
         verdicts.append(f"{model} vs {baseline}: " + ", ".join(
@@ -95,7 +99,8 @@ def main() -> None:
     markdown = "\n".join([
         "## Auto-tuning: model-based vs random search",
         "",
-        f"`benchmarks/tuning_compare.py --kernel {options.kernel} --trials {options.trials} --seeds {options.seeds}` "
+        f"`benchmarks/tuning_compare.py --kernel {options.kernel} --trials {options.trials} --seeds {options.seeds} "
+        f"--checkpoints {options.checkpoints} --pairs {options.pairs}` "
         f"on {machine()}: {title} from its bare loop nest, one thread, median of 3 rounds of >= "
         f"{options.min_repeat_ms:.0f} ms per candidate; load average {loads[0]} at start, {loads[1]} at end. "
         "Best GFLOP/s found after N trials: the median over seeds, then each seed's values.",
