@@ -163,3 +163,22 @@ def test_strategy_numerics(case: str, rng: np.random.Generator) -> None:
     x = rng.standard_normal(x_shape).astype(np.float32)
     expected = tk.create_executor("interpreter", module).evaluate()(x)
     np.testing.assert_allclose(tk.build(module)(x), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_symbolic_image_size(rng: np.random.Generator) -> None:
+    """Padded dims of run-time size: the checks compare with ``loop.dim``; the copied
+    window of a tile stays static (2 rows x 4 columns of output, 3x3 taps)."""
+    module = conv((1, 3, "h", "w"), (4, 3, 3, 3))
+    assert padded_arguments(only_kernel(module)) == [0]
+
+    def tile_and_pad(s: Schedule) -> None:
+        s.split("i2", 2)
+        s.split("i3", 4)
+        s.reorder("i0", "i1", "i2.outer", "i3.outer", "i2.inner", "i3.inner")
+        s.cache_read(0, "i3.outer", pad=True)
+
+    for h, w in ((9, 7), (5, 12), (1, 2)):
+        x = rng.standard_normal((1, 3, h, w)).astype(np.float32)
+        weight = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+        expected = tk.create_executor("interpreter", module).evaluate()(x, weight)
+        check(module, tile_and_pad, [x, weight], expected)
