@@ -77,7 +77,7 @@ def conv2d_register_tile(
     columns = s.extent(info.output_loops[-1])
     vectors = vectors or column_vectors(columns, info.lanes)
     rows = rows or conv_rows(vectors)
-    gemm(s, _pixel_loops_fused(s, info, rows, fuse_pixels), rows=rows, vectors=vectors)
+    gemm(s, _pixel_loops_fused(s, info, rows, fuse_pixels), rows=rows, vectors=vectors, pack_panel=False)
     if pad:
         pad_input(s, info, vectors)
 

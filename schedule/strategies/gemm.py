@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 from ...dialects import loop
+from ..nest import ScheduleError
 from ..schedule import Schedule
 from .analysis import KernelInfo, epilogue_is_elementwise
 from .parallel import parallelize_outer
@@ -57,14 +58,25 @@ def column_vectors(columns: int | None, lanes: int) -> int:
     ops=("matmul", "batch_matmul"),
     plevel=15,
     applies=is_gemm,
-    decisions={"rows": (1, 2, 4, 6, 8), "vectors": (1, 2, 3, 4), "panel_first": (False, True)},
+    decisions={"rows": (1, 2, 4, 6, 8), "vectors": (1, 2, 3, 4), "panel_first": (False, True),
+               "pack_panel": (True, False)},
 )
 def gemm(
-    s: Schedule, info: KernelInfo, rows: int = GEMM_ROWS, vectors: int | None = None, panel_first: bool | None = None
+    s: Schedule,
+    info: KernelInfo,
+    rows: int = GEMM_ROWS,
+    vectors: int | None = None,
+    panel_first: bool | None = None,
+    pack_panel: bool = True,
 ) -> None:
     """Register-tile the rows x columns of a matrix product: the columns are the last
     output loop, the rows the last one before it that has more than one iteration
-    (a dense layer on (tokens, 1, features) has rows outside a loop of one)."""
+    (a dense layer on (tokens, 1, features) has rows outside a loop of one).
+    ``pack_panel``: with column panels outside the row blocks, copy each panel of B
+    (k x tile columns) into a contiguous local buffer first (BLIS's packed B): rows of
+    a run-time B lie its width apart, and 1024 floats apart they alias in the L1
+    cache (GEMM 1024^3 on Sapphire Rapids, one thread: 40 -> 108-132 GFLOP/s)."""
+    panel = column_operand(info) if pack_panel else None  # before the loops are split
     *outer, c = info.output_loops
     r = next((name for name in reversed(outer) if s.extent(name) != 1), outer[-1])
     batch = [name for name in outer if name != r]
@@ -82,7 +94,26 @@ def gemm(
     s.unroll(ri)
     for name in (ci, f"{ci}.init", f"{ci}.write"):
         s.vectorize(name)
+    if panel_first and pack_panel and panel is not None:
+        try:
+            s.cache_read(panel, co)
+        except ScheduleError:  # a panel too big for a local buffer
+            pass
     parallelize_outer(s, [*batch, *outer], info)
+
+
+def column_operand(info: KernelInfo) -> int | None:
+    """The kernel argument read as ``B[..., k, j]`` (j the column loop, k the innermost
+    reduction loop) in the unscheduled nest, or None."""
+    if not info.reduction_loops or len(info.output_loops) < 2:
+        return None
+    j = info.loop(info.output_loops[-1]).induction_var
+    k_loop = info.loop(info.reduction_loops[-1])
+    args = list(info.kernel.body.block.args)
+    for op in k_loop.walk():
+        if isinstance(op, loop.LoadOp) and op.buffer in args and tuple(op.indices[-2:]) == (k_loop.induction_var, j):
+            return args.index(op.buffer)
+    return None
 
 
 def _panel_first(info: KernelInfo, m: int | None, n: int | None) -> bool:
@@ -132,7 +163,7 @@ def _dense_applies(info: KernelInfo) -> bool:
 def dense_packed(s: Schedule, info: KernelInfo, rows: int = GEMM_ROWS, vectors: int | None = None) -> None:
     """Transpose the constant weight to [k, n] (at compile time), then the GEMM tile."""
     s.transform_layout(packable_weight(info), [1, 0])
-    gemm(s, info, rows=rows, vectors=vectors)
+    gemm(s, info, rows=rows, vectors=vectors, pack_panel=False)
 
 
 __all__ = ["GEMM_ROWS", "column_vectors", "dense_packed", "gemm", "is_gemm", "packable_weight"]

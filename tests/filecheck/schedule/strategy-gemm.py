@@ -53,8 +53,12 @@ b = tk.GraphBuilder()
 print(scheduled(b.finish(b.matmul(b.input("x", (64, 1024)), b.input("y", (1024, 1024))))))
 
 # B (1024 x 1024, 4 MiB) does not stay in L2 between row blocks: column panels outside
-# row blocks, the column blocks in parallel.
+# row blocks, the column blocks in parallel, each panel of B (1024 x 64) packed into a
+# contiguous local buffer first (its rows 4 KiB apart would alias in L1).
 # CHECK-LABEL: func.func @matmul_0(
 # CHECK:         loop.for {{.*}} parallel name("i1.outer") {
-# CHECK-NEXT:      loop.for {{.*}} name("i0.outer") {
+# CHECK:           %[[PANEL:.*]] = loop.alloc() {tk.stage = "arg1.local", scope = "local"} : memref<1024x64xf32>
+# CHECK-NEXT:      loop.for {{.*}} name("arg1.local.c0") {
+# CHECK-NEXT:        loop.for {{.*}} name("arg1.local.c1") {
+# CHECK:           loop.for {{.*}} name("i0.outer") {
 # CHECK-NEXT:        loop.alloc() {scope = "local"} : memref<4x64xf32>
