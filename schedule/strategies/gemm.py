@@ -94,12 +94,16 @@ def gemm(
     s.unroll(ri)
     for name in (ci, f"{ci}.init", f"{ci}.write"):
         s.vectorize(name)
+    parallel = parallelize_outer(s, [*batch, *outer], info)
     if panel_first and pack_panel and panel is not None:
-        try:
-            s.cache_read(panel, co)
-        except ScheduleError:  # a panel too big for a local buffer
-            pass
-    parallelize_outer(s, [*batch, *outer], info)
+        # at the panel loop, or at the parallel loop fused from loops around it (an
+        # iteration is still one panel); not when the panels were fused with the row blocks
+        at = co if co in s.loops() else parallel if parallel and parallel.endswith(f".{co}.fused") else None
+        if at is not None:
+            try:
+                s.cache_read(panel, at)
+            except ScheduleError:  # a panel too big for a local buffer
+                pass
 
 
 def column_operand(info: KernelInfo) -> int | None:
