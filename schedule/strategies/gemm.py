@@ -109,15 +109,7 @@ def gemm(
 def column_operand(info: KernelInfo) -> int | None:
     """The kernel argument read as ``B[..., k, j]`` (j the column loop, k the innermost
     reduction loop) in the unscheduled nest, or None."""
-    if not info.reduction_loops or len(info.output_loops) < 2:
-        return None
-    j = info.loop(info.output_loops[-1]).induction_var
-    k_loop = info.loop(info.reduction_loops[-1])
-    args = list(info.kernel.body.block.args)
-    for op in k_loop.walk():
-        if isinstance(op, loop.LoadOp) and op.buffer in args and tuple(op.indices[-2:]) == (k_loop.induction_var, j):
-            return args.index(op.buffer)
-    return None
+    return _argument_read_as(info, lambda arg, indices, j, k: indices[-2:] == (k, j))
 
 
 def _panel_first(info: KernelInfo, m: int | None, n: int | None) -> bool:
@@ -137,6 +129,13 @@ def _panel_first(info: KernelInfo, m: int | None, n: int | None) -> bool:
 def packable_weight(info: KernelInfo) -> int | None:
     """The constant argument a dense kernel reads as ``W[j, k]`` (j the column loop, k
     the innermost reduction loop), or None."""
+    return _argument_read_as(info, lambda arg, indices, j, k: arg in info.constant_args and indices == (j, k))
+
+
+def _argument_read_as(info: KernelInfo, matches) -> int | None:
+    """The first kernel argument that the innermost reduction loop reads with
+    ``matches(argument number, indices, j, k)`` true (j: the column loop's variable,
+    k: the innermost reduction loop's), or None."""
     if not info.reduction_loops or len(info.output_loops) < 2:
         return None
     j = info.loop(info.output_loops[-1]).induction_var
@@ -146,8 +145,7 @@ def packable_weight(info: KernelInfo) -> int | None:
         if (
             isinstance(op, loop.LoadOp)
             and op.buffer in args
-            and args.index(op.buffer) in info.constant_args
-            and tuple(op.indices) == (j, k_loop.induction_var)
+            and matches(args.index(op.buffer), tuple(op.indices), j, k_loop.induction_var)
         ):
             return args.index(op.buffer)
     return None
