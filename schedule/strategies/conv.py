@@ -96,7 +96,7 @@ def pad_input(s: Schedule, info: KernelInfo, vectors: int) -> None:
     a tap is shared by the tile's ``vectors`` column vectors). The copy goes at the
     outermost loop (inside the parallel one) whose window fits ``PAD_COPY_BYTES``, if
     the copy costs less than the checks it saves: stem conv 3->8 7x7/2 on 32x32 1.8x
-    faster, 3->64 on 112x112 1.4x, 3x3 64ch 56x56 1.1-1.4x; a depthwise conv (each
+    faster, 3->64 on a 112x112 input 1.4x, 3x3 64ch 56x56 1.1-1.4x; a depthwise conv (each
     element read 9 times, no reuse across vectors) keeps its checks."""
     reduction = find_loop(s.kernel, info.reduction_loops[0], "pad_input")
     chain = []
