@@ -1,25 +1,40 @@
-"""A GPU template for matrix products (matmul, dense, batch_matmul, with their fused
-elementwise epilogues): shared-memory tiles and per-thread register tiles.
+"""A GPU template for matrix products and convolutions as implicit GEMMs (matmul, dense,
+batch_matmul, conv2d, with their fused elementwise epilogues): shared-memory tiles and
+per-thread register tiles.
 
-The kernel's reduction nest (see ``gpu_reduction.reduction_nest``: output loops, a
-scalar accumulator, one k loop, an epilogue) is rebuilt, with its own ops cloned, as::
+A kernel qualifies when its reduction body accumulates a product ``acc += a * b`` whose
+factor ``a`` depends on the reduction and on some output loops (the *rows*) but not on
+others (the *columns*), and ``b`` the other way round. :func:`gemm_shared` first brings
+the nest to the form ``batch..., rows, cols, k``:
+
+* the reduction loops are fused into one k loop (a convolution's ``c, kh, kw``);
+* the output loops are grouped from the innermost: the columns are the innermost loops
+  that index one factor only, the rows the loops before them that index the other; the
+  loops left outside are the batch (``blockIdx.z``); each group is fused into one loop.
+
+So NHWC ``conv2d`` is ``rows = (n, oh, ow)``, ``cols = oc``, ``k = (kh, kw, c)``; NCHW
+``conv2d`` is ``batch = n``, ``rows = oc``, ``cols = (oh, ow)``. The nest (its own ops,
+cloned) is then rebuilt as::
 
     for bz blockIdx.z (batch), by blockIdx.y (row tiles), bx blockIdx.x (column tiles):
-      %As, %Bs = shared [BK][TILE + 1]          // +1: no bank conflicts on the k-major stores
-      %acc = local [R][R]                       // per thread: rows ty + T*i, columns tx + T*j
+      %As = shared [BK][TM + 4], %Bs = shared [BK][TN + 4]   // +4: the k-major stores do
+                                                              // not conflict, rows stay 16-byte aligned
+      %acc = local [RM][RN]       // per thread: RM x RN outputs, in runs of 4 adjacent rows/columns
       for ty, tx threadIdx.y/x: acc[i][j] = init
       for k0 = 0 to K step BK:
-        for ty, tx threadIdx: 4 elements each of A's TILE x BK box -> As   (the A load, cloned,
-        for ty, tx threadIdx: 4 elements each of B's BK x TILE box -> Bs    indices clamped, 0 outside)
-        for ty, tx threadIdx: for kk < BK, i, j < R: acc[i][j] = combine(acc[i][j], As[kk][..] * Bs[kk][..])
-      for ty, tx threadIdx: for i, j: if (row < M && col < N) { <epilogue on acc[i][j]> }
+        for ty, tx: elements of a's TM x BK box -> As   (a's ops cloned: loads clamped, 0 outside,
+        for ty, tx: elements of b's BK x TN box -> Bs    a convolution's padding test included)
+        for ty, tx: for kk < BK, i < RM, j < RN: acc[i][j] += As[kk][row i] * Bs[kk][col j]
+      for ty, tx: for i, j: if (row < M && col < N) { <epilogue on acc[i][j]> }
 
 with barriers placed by loop-to-gpu (after the copies, and at the end of the k0 body).
-The A load is the one load of the k loop that depends on the rows and k but not the
-columns, the B load the one depending on the columns and k but not the rows; a kernel
-not of that form raises ScheduleError (and gets another strategy). Copies read along
-the operand's contiguous axis, so global reads coalesce for both layouts (dense's
-``W[n, k]`` and matmul's ``B[k, n]``).
+A thread's rows are runs of 4 adjacent rows (``ty*4 .. ty*4+3``, then the same 64
+rows further, ...), likewise its columns, so the CUDA compiler reads each run from
+shared memory with one 16-byte load (``ld.shared.v4.f32``), and the 16 threads of a
+half-warp read 16 different runs of B and one run of A (a broadcast). Copies read
+along the operand's contiguous axis, so global reads coalesce for both layouts
+(dense's ``W[n, k]`` and matmul's ``B[k, n]``). A kernel not of that form raises
+ScheduleError (and gets another strategy).
 
 A template, not a trace of primitives: local buffers allocated outside the thread loops
 are per-thread (registers), as loop-to-gpu maps them.
@@ -27,25 +42,54 @@ are per-thread (registers), as loop-to-gpu maps them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import FloatAttr, MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from ..dialects import loop
-from .gpu_reduction import Emitter, ReductionNest, reduction_nest
-from .nest import Dependence, ScheduleError, body_ops, defined_inside, static_value
+from .gpu_reduction import Emitter, ReductionNest, output_nest, reduction_nest
+from .nest import Dependence, ScheduleError, body_ops, defined_inside, is_movable, static_value
 
-#: output tile per block (rows = columns), k-slice per step, threads per side
-TILE = 64
-BK = 16
+#: rows and columns each of a block's threads
 THREADS = 16
-PER_THREAD = TILE // THREADS
-#: for products with at least LARGE rows and columns (static): 128 x 128 tiles, 8 x 8
-#: outputs per thread (16 shared loads per 64 FMAs instead of 8 per 16)
+#: adjacent rows (columns) of a thread's register tile: one 16-byte shared-memory load
+RUN = 4
+#: a row (column) count from which a block's tile along it is 128 (else 64); counted
+#: from the static extents only, so a symbolic dim counts as 1
 LARGE = 512
-LARGE_CONFIG = (128, 8, 16)
+#: shared rows are padded by this many elements (a multiple of RUN keeps them aligned)
+PAD = 4
 
 P = "gemm_shared"
+
+
+@dataclass(frozen=True)
+class GemmTiles:
+    """A block's output tile (``rows x cols``) and its k step; each of the
+    ``THREADS x THREADS`` threads accumulates ``rows/THREADS x cols/THREADS`` outputs."""
+
+    rows: int
+    cols: int
+    bk: int
+
+    @property
+    def per_row(self) -> int:
+        return self.rows // THREADS
+
+    @property
+    def per_col(self) -> int:
+        return self.cols // THREADS
+
+
+def choose_tiles(min_rows: int, min_cols: int) -> GemmTiles:
+    """128 along a dim of at least LARGE (8 outputs per thread: 16 shared loads per 64
+    FMAs instead of 8 per 16), else 64; a k step of 16, or 8 when both are 128 (the
+    copies stay 4 elements per thread)."""
+    rows = 128 if min_rows >= LARGE else 64
+    cols = 128 if min_cols >= LARGE else 64
+    return GemmTiles(rows, cols, 8 if rows == cols == 128 else 16)
 
 
 def _closure(values: list[SSAValue], among: list[Operation], stop: tuple[Operation, ...] = ()) -> list[Operation]:
@@ -63,48 +107,143 @@ def _closure(values: list[SSAValue], among: list[Operation], stop: tuple[Operati
     return [op for op in among if op in needed]
 
 
+def product_factors(nest: ReductionNest) -> tuple[SSAValue, SSAValue]:
+    """The two factors of the product the reduction accumulates (``acc += a * b``)."""
+    if not isinstance(nest.combine, arith.AddfOp):
+        raise ScheduleError(P, "not a sum of products")
+    (term,) = [v for v in nest.combine.operands if v is not nest.old]
+    if not isinstance(term.owner, arith.MulfOp):
+        raise ScheduleError(P, "the reduction does not accumulate a product")
+    return term.owner.lhs, term.owner.rhs
+
+
+def _fuse_group(schedule, names: list[str]) -> str:
+    fused = names[0]
+    for name in names[1:]:
+        fused = schedule.fuse(fused, name)
+    return fused
+
+
+def _static_extent(loops: list[loop.ForOp]) -> int:
+    """The product of the loops' static trip counts (a symbolic one counts as 1)."""
+    n = 1
+    for f in loops:
+        n *= static_value(f.ub) or 1
+    return n
+
+
+def to_gemm_form(schedule) -> tuple[int, int]:
+    """Fuse the kernel's reduction loops into one and its output loops into ``batch...,
+    rows, cols`` (module docstring); returns the static row and column counts (a
+    symbolic dim counted as 1)."""
+    kernel: func.FuncOp = schedule.kernel
+    loops = output_nest(kernel)
+    inner = [op for op in body_ops(loops[-1]) if isinstance(op, loop.ForOp)]
+    if len(inner) != 1:
+        raise ScheduleError(P, "not one reduction loop nest")
+    reductions = [inner[0]]
+    while len(nested := [op for op in body_ops(reductions[-1]) if isinstance(op, loop.ForOp)]) == 1:
+        reductions.append(nested[0])
+    if len(reductions) > 1:
+        _fuse_group(schedule, [f.loop_name.data for f in reductions])
+    a, b = product_factors(reduction_nest(kernel))
+    uses = [(Dependence([f.induction_var])(a), Dependence([f.induction_var])(b)) for f in loops]
+    # from the innermost loop: the columns index one factor only, the rows the other
+    cols = _run(uses, len(loops), uses[-1])
+    if uses[-1] not in ((True, False), (False, True)) or not cols:
+        raise ScheduleError(P, "the innermost output loop does not index exactly one factor")
+    rows = _run(uses, cols[0], (uses[-1][1], uses[-1][0]))
+    if not rows:
+        raise ScheduleError(P, "no output loop indexes the other factor alone")
+    extents = (_static_extent([loops[k] for k in rows]), _static_extent([loops[k] for k in cols]))
+    for group in (rows, cols):
+        if len(group) > 1:
+            _fuse_group(schedule, [loops[k].loop_name.data for k in group])
+    return extents
+
+
+def _run(uses: list[tuple[bool, bool]], end: int, kind: tuple[bool, bool]) -> list[int]:
+    """The positions of the loops before ``end`` that use the factors as ``kind`` does,
+    contiguously up to ``end``."""
+    start = end
+    while start > 0 and uses[start - 1] == kind:
+        start -= 1
+    return list(range(start, end))
+
+
+def _sink_index_ops(loops: list[loop.ForOp]) -> None:
+    """Move the ops between the output loops (a fused loop's index arithmetic) to the
+    start of the innermost body, where the template reads them as part of the body."""
+    innermost = loops[-1].body.block
+    first = innermost.first_op
+    for f in loops[:-1]:
+        for op in body_ops(f):
+            if op is loops[loops.index(f) + 1]:
+                continue
+            if not is_movable(op, set()) or isinstance(op, loop.LoadOp):
+                raise ScheduleError(P, f"'{op.name}' between the output loops")
+            op.detach()
+            innermost.insert_op_before(op, first)
+
+
+def _loops_of(kernel: func.FuncOp) -> list[loop.ForOp]:
+    """The output loops, with no ops between them (see _sink_index_ops)."""
+    top = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
+    if len(top) != 1:
+        raise ScheduleError(P, f"expected one loop nest, found {len(top)}")
+    loops = [top[0]]
+    while len(nested := [op for op in body_ops(loops[-1]) if isinstance(op, loop.ForOp)]) == 1 and nested[
+        0
+    ].loop_name.data.startswith("i"):
+        loops.append(nested[0])
+    return loops
+
+
 class _Gemm:
-    def __init__(self, kernel: func.FuncOp, nest: ReductionNest):
-        self.kernel, self.nest = kernel, nest
+    def __init__(self, kernel: func.FuncOp, nest: ReductionNest, tiles: GemmTiles):
+        self.kernel, self.nest, self.tiles = kernel, nest, tiles
         if len(nest.loops) < 2:
             raise ScheduleError(P, "needs rows and columns")
         *self.batch, self.rows, self.cols = nest.loops
         r = nest.reduction
         if static_value(r.lb) != 0 or static_value(r.step) != 1 or defined_inside(r.ub, nest.loops[0]):
             raise ScheduleError(P, "the k loop must run from 0 by 1 to a bound fixed for the kernel")
-        if not isinstance(nest.combine, arith.AddfOp):
-            raise ScheduleError(P, "not a sum of products")
         if defined_inside(nest.init.value, nest.loops[0]):
             raise ScheduleError(P, "the initial value is computed inside the nest")
         self.k_ops = body_ops(r)
         self.pre = nest.pre
         dep = {name: Dependence([iv]) for name, iv in (("r", self.rows.induction_var), ("c", self.cols.induction_var), ("k", r.induction_var))}
-        loads = [op for op in self.k_ops if isinstance(op, loop.LoadOp) and op.buffer is not nest.acc.result]
-        a = [op for op in loads if dep["k"](op.result) and dep["r"](op.result) and not dep["c"](op.result)]
-        b = [op for op in loads if dep["k"](op.result) and dep["c"](op.result) and not dep["r"](op.result)]
-        if len(a) != 1 or len(b) != 1 or len(loads) != 2:
-            raise ScheduleError(P, "the k loop does not read one row operand and one column operand")
-        self.a_load, self.b_load = a[0], b[0]
+        a, b = product_factors(nest)
+        if dep["c"](a) or not dep["r"](a):
+            a, b = b, a
+        for value, mine, other in ((a, "r", "c"), (b, "c", "r")):
+            if not (dep["k"](value) and dep[mine](value)) or dep[other](value):
+                raise ScheduleError(P, "the product's factors are not a row operand and a column operand")
+        self.a, self.b = a, b
+        store = next(op for op in self.k_ops if isinstance(op, loop.StoreOp))
+        self.product_ops = _closure([store.value], self.pre + self.k_ops, stop=(a.owner, b.owner))
+        factors = (a.owner, b.owner)
+        if any(isinstance(op, loop.LoadOp) and op.buffer is not nest.acc.result and op not in factors for op in self.product_ops):
+            raise ScheduleError(P, "the reduction reads more than the two factors")
         if any(isinstance(op, loop.LoadOp) for op in self.pre):
             raise ScheduleError(P, "loads before the reduction")
-        # does each operand's last index run along k (then copies read along k)?
-        self.a_k_fastest = dep["k"](self.a_load.indices[-1]) if self.a_load.indices else False
-        self.b_k_fastest = dep["k"](self.b_load.indices[-1]) if self.b_load.indices else False
+        # does each factor read its operand along k (then copies read along k)?
+        self.a_k_fastest, self.b_k_fastest = (self._reads_along_k(v, dep["k"]) for v in (a, b))
         self.element = nest.acc.result.type.element_type
-        sizes = [static_value(self.rows.ub), static_value(self.cols.ub)]
-        large = all(n is not None and n >= LARGE for n in sizes)
-        self.tile, self.bk, self.threads = LARGE_CONFIG if large else (TILE, BK, THREADS)
-        self.per_thread = self.tile // self.threads
+
+    def _reads_along_k(self, value: SSAValue, depends_on_k: Dependence) -> bool:
+        loads = [op for op in _closure([value], self.pre + self.k_ops) if isinstance(op, loop.LoadOp)]
+        return any(op.indices and depends_on_k(op.indices[-1]) for op in loads)
 
     def build(self) -> None:
-        nest = self.nest
+        nest, t = self.nest, self.tiles
         anchor = Block()
         e = Emitter(anchor)
-        c = {n: e.const(n) for n in (0, 1, self.tile, self.bk, self.threads, self.tile - 1)}
+        c = {n: e.const(n) for n in dict.fromkeys((0, 1, t.rows, t.cols, t.bk, THREADS, RUN, t.rows - 1, t.cols - 1))}
         self.c = c
         m_rows, n_cols, k_len = self.rows.ub, self.cols.ub, nest.reduction.ub
-        tiles_r = e.add(arith.DivUIOp(e.add(arith.AddiOp(m_rows, c[self.tile - 1])), c[self.tile]))
-        tiles_c = e.add(arith.DivUIOp(e.add(arith.AddiOp(n_cols, c[self.tile - 1])), c[self.tile]))
+        tiles_r = e.add(arith.DivUIOp(e.add(arith.AddiOp(m_rows, c[t.rows - 1])), c[t.rows]))
+        tiles_c = e.add(arith.DivUIOp(e.add(arith.AddiOp(n_cols, c[t.cols - 1])), c[t.cols]))
         mapping_outer: dict[SSAValue, SSAValue] = {}
         body, scope = anchor, e
         if self.batch:
@@ -121,12 +260,11 @@ class _Gemm:
         body, by = scope.loop(c[0], tiles_r, c[1], "blockIdx.y", "row_tiles")
         body, bx = Emitter(body).loop(c[0], tiles_c, c[1], "blockIdx.x", "col_tiles")
         blk = Emitter(body)
-        row0 = blk.add(arith.MuliOp(by, c[self.tile]))
-        col0 = blk.add(arith.MuliOp(bx, c[self.tile]))
-        shared = MemRefType(self.element, [self.bk, self.tile + 1])
-        a_s = blk.add(loop.AllocOp(shared, scope="shared"))
-        b_s = blk.add(loop.AllocOp(shared, scope="shared"))
-        acc = blk.add(loop.AllocOp(MemRefType(self.element, [self.per_thread, self.per_thread]), scope="local"))
+        row0 = blk.add(arith.MuliOp(by, c[t.rows]))
+        col0 = blk.add(arith.MuliOp(bx, c[t.cols]))
+        a_s = blk.add(loop.AllocOp(MemRefType(self.element, [t.bk, t.rows + PAD]), scope="shared"))
+        b_s = blk.add(loop.AllocOp(MemRefType(self.element, [t.bk, t.cols + PAD]), scope="shared"))
+        acc = blk.add(loop.AllocOp(MemRefType(self.element, [t.per_row, t.per_col]), scope="local"))
 
         # init
         pe, ty, tx = self._threads(blk, "init")
@@ -134,39 +272,35 @@ class _Gemm:
             inner.add(loop.StoreOp(nest.init.value, acc, [i, j]))
 
         # the k steps
-        k_body, k0 = blk.loop(c[0], k_len, c[self.bk], "serial", "k.outer")
+        k_body, k0 = blk.loop(c[0], k_len, c[t.bk], "serial", "k.outer")
         kb = Emitter(k_body)
-        for load, store_to, k_fastest, along, extent, name in (
-            (self.a_load, a_s, self.a_k_fastest, self.rows, m_rows, "copy_a"),
-            (self.b_load, b_s, self.b_k_fastest, self.cols, n_cols, "copy_b"),
-        ):
-            self._copy(kb, load, store_to, k_fastest, along, extent, row0 if along is self.rows else col0, k0, k_len, mapping_outer, name)
+        self._copy(kb, self.a, a_s, self.a_k_fastest, self.rows, m_rows, t.rows, row0, k0, k_len, mapping_outer, "copy_a")
+        self._copy(kb, self.b, b_s, self.b_k_fastest, self.cols, n_cols, t.cols, col0, k0, k_len, mapping_outer, "copy_b")
         pe, ty, tx = self._threads(kb, "compute")
-        kk_body, kk = pe.loop(c[0], c[self.bk], c[1], "unrolled", "k.inner")
+        kk_body, kk = pe.loop(c[0], c[t.bk], c[1], "unrolled", "k.inner")
         ke = Emitter(kk_body)
         for i, j, inner in self._register_tile(ke):
-            a_row = inner.add(arith.AddiOp(ty, inner.add(arith.MuliOp(i, c[self.threads]))))
-            b_col = inner.add(arith.AddiOp(tx, inner.add(arith.MuliOp(j, c[self.threads]))))
+            a_row = self._thread_offset(inner, i, ty)
+            b_col = self._thread_offset(inner, j, tx)
             mapping = dict(mapping_outer)
             mapping[self.rows.induction_var] = inner.add(arith.AddiOp(row0, a_row))
             mapping[self.cols.induction_var] = inner.add(arith.AddiOp(col0, b_col))
             mapping[nest.reduction.induction_var] = inner.add(arith.AddiOp(k0, kk))
-            mapping[self.a_load.result] = inner.add(loop.LoadOp(a_s, [kk, a_row]))
-            mapping[self.b_load.result] = inner.add(loop.LoadOp(b_s, [kk, b_col]))
+            mapping[self.a] = inner.add(loop.LoadOp(a_s, [kk, a_row]))
+            mapping[self.b] = inner.add(loop.LoadOp(b_s, [kk, b_col]))
             store = next(op for op in self.k_ops if isinstance(op, loop.StoreOp))
-            needed = _closure([store.value], self.pre + self.k_ops, stop=(self.a_load, self.b_load))
-            for op in needed:
+            for op in self.product_ops:
                 if isinstance(op, loop.LoadOp) and op.buffer is nest.acc.result:
                     mapping[op.result] = inner.add(loop.LoadOp(acc, [i, j]))
-                elif op is not self.a_load and op is not self.b_load:
+                elif op is not self.a.owner and op is not self.b.owner:
                     inner.clone([op], mapping)
             inner.add(loop.StoreOp(mapping[store.value], acc, [i, j]))
 
         # the epilogue
         pe, ty, tx = self._threads(blk, "write")
         for i, j, inner in self._register_tile(pe):
-            row = inner.add(arith.AddiOp(row0, inner.add(arith.AddiOp(ty, inner.add(arith.MuliOp(i, c[self.threads]))))))
-            col = inner.add(arith.AddiOp(col0, inner.add(arith.AddiOp(tx, inner.add(arith.MuliOp(j, c[self.threads]))))))
+            row = inner.add(arith.AddiOp(row0, self._thread_offset(inner, i, ty)))
+            col = inner.add(arith.AddiOp(col0, self._thread_offset(inner, j, tx)))
             ok = inner.add(arith.AndIOp(inner.add(arith.CmpiOp(row, m_rows, "slt")), inner.add(arith.CmpiOp(col, n_cols, "slt"))))
             once = inner.add(arith.SelectOp(ok, c[1], c[0]))
             g_body, _ = inner.loop(c[0], once, c[1], "serial", "in_bounds")
@@ -189,32 +323,39 @@ class _Gemm:
 
     def _threads(self, outer: Emitter, name: str) -> tuple[Emitter, SSAValue, SSAValue]:
         c = self.c
-        body_y, ty = outer.loop(c[0], c[self.threads], c[1], "threadIdx.y", f"{name}.ty")
-        body_x, tx = Emitter(body_y).loop(c[0], c[self.threads], c[1], "threadIdx.x", f"{name}.tx")
+        body_y, ty = outer.loop(c[0], c[THREADS], c[1], "threadIdx.y", f"{name}.ty")
+        body_x, tx = Emitter(body_y).loop(c[0], c[THREADS], c[1], "threadIdx.x", f"{name}.tx")
         return Emitter(body_x), ty, tx
 
-    def _register_tile(self, outer: Emitter):
-        """Yields (i, j, emitter inside) for the unrolled self.per_thread x self.per_thread loops."""
+    def _thread_offset(self, e: Emitter, i: SSAValue, thread: SSAValue) -> SSAValue:
+        """Where a thread's ``i``-th row (column) lies in the tile: runs of RUN adjacent
+        ones, ``THREADS * RUN`` apart (``(i / RUN) * THREADS * RUN + thread * RUN + i % RUN``)."""
         c = self.c
-        n = outer.const(self.per_thread)
-        body_i, i = outer.loop(c[0], n, c[1], "unrolled", "reg.i")
+        run_start = e.add(arith.MuliOp(e.add(arith.DivUIOp(i, c[RUN])), e.const(THREADS * RUN)))
+        lane = e.add(arith.AddiOp(e.add(arith.MuliOp(thread, c[RUN])), e.add(arith.RemUIOp(i, c[RUN]))))
+        return e.add(arith.AddiOp(run_start, lane))
+
+    def _register_tile(self, outer: Emitter):
+        """Yields (i, j, emitter inside) for the unrolled per_row x per_col loops."""
+        c = self.c
+        body_i, i = outer.loop(c[0], outer.const(self.tiles.per_row), c[1], "unrolled", "reg.i")
         inner_i = Emitter(body_i)
-        body_j, j = inner_i.loop(c[0], inner_i.const(self.per_thread), c[1], "unrolled", "reg.j")
+        body_j, j = inner_i.loop(c[0], inner_i.const(self.tiles.per_col), c[1], "unrolled", "reg.j")
         yield i, j, Emitter(body_j)
 
-    def _copy(self, kb, load, store_to, k_fastest, along, extent, origin, k0, k_len, mapping_outer, name) -> None:
-        """Every thread copies tile * bk / threads^2 elements of the operand's box into
+    def _copy(self, kb, value, store_to, k_fastest, along, extent, tile, origin, k0, k_len, mapping_outer, name) -> None:
+        """Every thread copies tile * bk / THREADS^2 elements of the factor's box into
         shared memory, reading along the operand's contiguous axis; 0 outside the operand."""
-        c = self.c
+        c, bk = self.c, self.tiles.bk
         pe, ty, tx = self._threads(kb, name)
-        chunks = self.tile * self.bk // (self.threads * self.threads)
+        chunks = tile * bk // (THREADS * THREADS)
         body, part = pe.loop(c[0], pe.const(chunks), c[1], "unrolled", f"{name}.part")
         ce = Emitter(body)
-        lin = ce.add(arith.AddiOp(ce.add(arith.MuliOp(ce.add(arith.AddiOp(ce.add(arith.MuliOp(part, c[self.threads])), ty)), c[self.threads])), tx))
+        lin = ce.add(arith.AddiOp(ce.add(arith.MuliOp(ce.add(arith.AddiOp(ce.add(arith.MuliOp(part, c[THREADS])), ty)), c[THREADS])), tx))
         if k_fastest:
-            kk, mn = ce.add(arith.RemUIOp(lin, c[self.bk])), ce.add(arith.DivUIOp(lin, c[self.bk]))
+            kk, mn = ce.add(arith.RemUIOp(lin, c[bk])), ce.add(arith.DivUIOp(lin, c[bk]))
         else:
-            mn, kk = ce.add(arith.RemUIOp(lin, c[self.tile])), ce.add(arith.DivUIOp(lin, c[self.tile]))
+            mn, kk = ce.add(arith.RemUIOp(lin, c[tile])), ce.add(arith.DivUIOp(lin, c[tile]))
         pos = ce.add(arith.AddiOp(origin, mn))
         k = ce.add(arith.AddiOp(k0, kk))
         ok = ce.add(arith.AndIOp(ce.add(arith.CmpiOp(pos, extent, "slt")), ce.add(arith.CmpiOp(k, k_len, "slt"))))
@@ -223,16 +364,24 @@ class _Gemm:
         mapping = dict(mapping_outer)
         mapping[along.induction_var] = ce.add(arith.MaxSIOp(c[0], ce.add(arith.MinSIOp(pos, last_pos))))
         mapping[self.nest.reduction.induction_var] = ce.add(arith.MaxSIOp(c[0], ce.add(arith.MinSIOp(k, last_k))))
-        ce.clone(_closure([load.result], self.pre + self.k_ops), mapping)
+        ce.clone(_closure([value], self.pre + self.k_ops), mapping)
         zero = ce.add(arith.ConstantOp(FloatAttr(0.0, self.element)))
-        value = ce.add(arith.SelectOp(ok, mapping[load.result], zero))
-        ce.add(loop.StoreOp(value, store_to, [kk, mn]))
+        ce.add(loop.StoreOp(ce.add(arith.SelectOp(ok, mapping[value], zero)), store_to, [kk, mn]))
 
 
 def gemm_shared(schedule) -> None:
-    """Rebuild a matrix-product kernel with shared-memory and register tiles (module docstring)."""
+    """Rebuild a matrix-product or convolution kernel as a GEMM with shared-memory and
+    register tiles (module docstring).
+
+    Example::
+
+        s = Schedule(conv_kernel)       # NHWC conv2d: i0..i3 (n, oh, ow, oc), k0..k2
+        gemm_shared(s)                  # blockIdx.y over 128-pixel tiles, blockIdx.x over oc
+    """
     kernel: func.FuncOp = schedule.kernel
-    _Gemm(kernel, reduction_nest(kernel)).build()
+    min_rows, min_cols = to_gemm_form(schedule)
+    _sink_index_ops(_loops_of(kernel))
+    _Gemm(kernel, reduction_nest(kernel), choose_tiles(min_rows, min_cols)).build()
 
 
-__all__ = ["BK", "LARGE", "LARGE_CONFIG", "PER_THREAD", "THREADS", "TILE", "gemm_shared"]
+__all__ = ["LARGE", "PAD", "RUN", "THREADS", "GemmTiles", "choose_tiles", "gemm_shared", "product_factors", "to_gemm_form"]

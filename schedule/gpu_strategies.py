@@ -124,7 +124,7 @@ GPU_STRATEGIES: tuple[tuple[str, tuple[Strategy, ...]], ...] = (
     ("matmul", (gemm_shared, gemm)),
     ("dense", (gemm_shared, gemm)),
     # direct convolution: register tiles over the output's rows and columns reuse inputs
-    ("conv2d", (gemm,)),
+    ("conv2d", (gemm_shared, gemm)),
 )
 
 

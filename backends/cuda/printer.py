@@ -286,7 +286,8 @@ def _alloca(p: CudaPrinter, op: memref.AllocaOp) -> None:
     count = 1
     for d in t.get_shape():
         count *= d
-    space = "__shared__ " if is_shared(t) else ""
+    # 16-byte aligned: adjacent shared reads can then be one vector load (ld.shared.v4)
+    space = "__shared__ __align__(16) " if is_shared(t) else ""
     name = p.name(op.memref)
     p.dims[op.memref] = [str(d) for d in t.get_shape()]
     p.line(f"{space}{p.ctype(t.element_type)} {name}[{max(1, count)}];")

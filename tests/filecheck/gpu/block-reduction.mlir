@@ -78,8 +78,8 @@ builtin.module {
 // CHECK-SAME: tk.gpu_strategy = "block_reduction"
 
 // CUDA:       __launch_bounds__(256) softmax_max_0(const float* __restrict__ {{.*}}, float* __restrict__
-// CUDA:       __shared__ float {{.*}}[8];
-// CUDA:       __shared__ float {{.*}}[1];
+// CUDA:       __shared__ __align__(16) float {{.*}}[8];
+// CUDA:       __shared__ __align__(16) float {{.*}}[1];
 // CUDA-NOT:   __syncthreads();
 // CUDA:       __shfl_xor_sync(0xffffffffu, {{.*}}, 16, 32);
 // CUDA:       __shfl_xor_sync(0xffffffffu, {{.*}}, 8, 32);

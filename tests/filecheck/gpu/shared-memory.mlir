@@ -78,6 +78,6 @@ builtin.module {
 // EMU:            loop.for {{.*}} name("threadIdx.x")
 
 // CUDA:       extern "C" __global__ void __launch_bounds__(32) rowsum(const float* __restrict__ A, int A_d0, int A_d1, float* __restrict__ B, int B_d0)
-// CUDA:       __shared__ float {{.*}}[32];
+// CUDA:       __shared__ __align__(16) float {{.*}}[32];
 // CUDA:       __syncthreads();
 // CUDA:       __syncthreads();

@@ -96,18 +96,18 @@ builtin.module {
 // CHECK:      "gpu.module"() <{sym_name = "kernels"}>
 // CHECK:      "gpu.block_id"() <{dimension = #gpu<dim y>}>
 // CHECK:      "gpu.block_id"() <{dimension = #gpu<dim x>}>
-// CHECK:      memref.alloca() : memref<16x65xf32, 3 : i32>
-// CHECK:      memref.alloca() : memref<16x65xf32, 3 : i32>
+// CHECK:      memref.alloca() : memref<16x68xf32, 3 : i32>
+// CHECK:      memref.alloca() : memref<16x68xf32, 3 : i32>
 // CHECK:      memref.alloca() : memref<4x4xf32>
 // CHECK:      loop.for {{.*}} name("k.outer")
 // CHECK:        arith.minsi
 // CHECK:        memref.load %{{.*}} : memref<?x37xf32>
 // CHECK:        arith.select
-// CHECK:        memref.store {{.*}} : memref<16x65xf32, 3 : i32>
+// CHECK:        memref.store {{.*}} : memref<16x68xf32, 3 : i32>
 // CHECK:        memref.load %{{.*}} : memref<13x37xf32>
 // CHECK:        "gpu.barrier"()
 // CHECK:        loop.for {{.*}} unrolled name("k.inner")
-// CHECK:          memref.load {{.*}} : memref<16x65xf32, 3 : i32>
+// CHECK:          memref.load {{.*}} : memref<16x68xf32, 3 : i32>
 // CHECK:          arith.mulf
 // CHECK:          arith.addf
 // CHECK:        "gpu.barrier"()
@@ -133,7 +133,7 @@ builtin.module {
 // CHECK:      tk.gpu_strategy = "gemm"
 
 // CUDA:       extern "C" __global__ void __launch_bounds__(256) dense_0(const float* __restrict__ {{.*}}, int {{.*}}_d0, const float* __restrict__ {{.*}}, float* __restrict__ {{.*}}, int {{.*}}_d0)
-// CUDA:       __shared__ float {{.*}}[1040];
+// CUDA:       __shared__ __align__(16) float {{.*}}[1088];
 // CUDA:       float {{.*}}[16];
 // CUDA:       #pragma unroll
 // CUDA:       __syncthreads();

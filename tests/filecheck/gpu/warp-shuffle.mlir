@@ -97,7 +97,7 @@ builtin.module {
 // EMU:        func.return
 
 // CUDA:       extern "C" __global__ void __launch_bounds__(96) warpsum(
-// CUDA:       __shared__ float {{.*}}[3];
+// CUDA:       __shared__ __align__(16) float {{.*}}[3];
 // CUDA:       __shfl_xor_sync(0xffffffffu, {{.*}}, 16, 32);
 // CUDA:       __syncthreads();
 // CUDA:       if (
