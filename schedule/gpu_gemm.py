@@ -16,7 +16,7 @@ So NHWC ``conv2d`` is ``rows = (n, oh, ow)``, ``cols = oc``, ``k = (kh, kw, c)``
 ``conv2d`` is ``batch = n``, ``rows = oc``, ``cols = (oh, ow)``. The nest (its own ops,
 cloned) is then rebuilt as::
 
-    for bz blockIdx.z (batch), by blockIdx.y (row tiles), bx blockIdx.x (column tiles):
+    for bz blockIdx.z (batch), by blockIdx.x (row tiles), bx blockIdx.y (column tiles):
       %As = shared [BK][TM + 4], %Bs = shared [BK][TN + 4]   // +4: the k-major stores do
                                                               // not conflict, rows stay 16-byte aligned
       %acc = local [RM][RN]       // per thread: RM x RN outputs, in runs of 4 adjacent rows/columns
@@ -61,6 +61,10 @@ RUN = 4
 LARGE = 512
 #: shared rows are padded by this many elements (a multiple of RUN keeps them aligned)
 PAD = 4
+#: products with fewer rows than this (known at compile time) are left to a warp per
+#: output (``gpu_warp_reduction``): a 64-row tile would compute 4x or more the real rows,
+#: in too few blocks to fill the GPU
+MIN_ROWS = 16
 
 P = "gemm_shared"
 
@@ -124,6 +128,17 @@ def _fuse_group(schedule, names: list[str]) -> str:
     return fused
 
 
+@dataclass(frozen=True)
+class GemmShape:
+    """The rows and columns of a kernel in GEMM form, as far as known at compile time."""
+
+    #: the product of the static extents (a symbolic dim counted as 1)
+    min_rows: int
+    min_cols: int
+    #: whether every row loop's extent is static (then min_rows is the row count)
+    rows_static: bool
+
+
 def _static_extent(loops: list[loop.ForOp]) -> int:
     """The product of the loops' static trip counts (a symbolic one counts as 1)."""
     n = 1
@@ -132,10 +147,9 @@ def _static_extent(loops: list[loop.ForOp]) -> int:
     return n
 
 
-def to_gemm_form(schedule) -> tuple[int, int]:
+def to_gemm_form(schedule) -> GemmShape:
     """Fuse the kernel's reduction loops into one and its output loops into ``batch...,
-    rows, cols`` (module docstring); returns the static row and column counts (a
-    symbolic dim counted as 1)."""
+    rows, cols`` (module docstring); returns what is known of the sizes."""
     kernel: func.FuncOp = schedule.kernel
     loops = output_nest(kernel)
     inner = [op for op in body_ops(loops[-1]) if isinstance(op, loop.ForOp)]
@@ -155,11 +169,15 @@ def to_gemm_form(schedule) -> tuple[int, int]:
     rows = _run(uses, cols[0], (uses[-1][1], uses[-1][0]))
     if not rows:
         raise ScheduleError(P, "no output loop indexes the other factor alone")
-    extents = (_static_extent([loops[k] for k in rows]), _static_extent([loops[k] for k in cols]))
+    shape = GemmShape(
+        _static_extent([loops[k] for k in rows]),
+        _static_extent([loops[k] for k in cols]),
+        all(static_value(loops[k].ub) is not None for k in rows),
+    )
     for group in (rows, cols):
         if len(group) > 1:
             _fuse_group(schedule, [loops[k].loop_name.data for k in group])
-    return extents
+    return shape
 
 
 def _run(uses: list[tuple[bool, bool]], end: int, kind: tuple[bool, bool]) -> list[int]:
@@ -257,8 +275,10 @@ class _Gemm:
                 mapping_outer[f.induction_var] = scope.add(arith.RemUIOp(rest, f.ub))
                 rest = scope.add(arith.DivUIOp(rest, f.ub))
             mapping_outer[self.batch[0].induction_var] = rest
-        body, by = scope.loop(c[0], tiles_r, c[1], "blockIdx.y", "row_tiles")
-        body, bx = Emitter(body).loop(c[0], tiles_c, c[1], "blockIdx.x", "col_tiles")
+        # row tiles on x (2^31 - 1 blocks): a convolution's rows are its pixels, which
+        # can outnumber y's 65535 tiles
+        body, by = scope.loop(c[0], tiles_r, c[1], "blockIdx.x", "row_tiles")
+        body, bx = Emitter(body).loop(c[0], tiles_c, c[1], "blockIdx.y", "col_tiles")
         blk = Emitter(body)
         row0 = blk.add(arith.MuliOp(by, c[t.rows]))
         col0 = blk.add(arith.MuliOp(bx, c[t.cols]))
@@ -376,12 +396,14 @@ def gemm_shared(schedule) -> None:
     Example::
 
         s = Schedule(conv_kernel)       # NHWC conv2d: i0..i3 (n, oh, ow, oc), k0..k2
-        gemm_shared(s)                  # blockIdx.y over 128-pixel tiles, blockIdx.x over oc
+        gemm_shared(s)                  # blockIdx.x over 128-pixel tiles, blockIdx.y over oc
     """
     kernel: func.FuncOp = schedule.kernel
-    min_rows, min_cols = to_gemm_form(schedule)
+    shape = to_gemm_form(schedule)
+    if shape.rows_static and shape.min_rows < MIN_ROWS:
+        raise ScheduleError(P, f"{shape.min_rows} rows are too few for a tile (a warp per output is better)")
     _sink_index_ops(_loops_of(kernel))
-    _Gemm(kernel, reduction_nest(kernel), choose_tiles(min_rows, min_cols)).build()
+    _Gemm(kernel, reduction_nest(kernel), choose_tiles(shape.min_rows, shape.min_cols)).build()
 
 
-__all__ = ["LARGE", "PAD", "RUN", "THREADS", "GemmTiles", "choose_tiles", "gemm_shared", "product_factors", "to_gemm_form"]
+__all__ = ["LARGE", "MIN_ROWS", "PAD", "RUN", "THREADS", "GemmShape", "GemmTiles", "choose_tiles", "gemm_shared", "product_factors", "to_gemm_form"]

@@ -258,6 +258,30 @@ def block_allreduce(
     return result
 
 
+def strided_partial(pe: Emitter, nest: ReductionNest, mapping: dict[SSAValue, SSAValue], first: SSAValue, count: SSAValue) -> SSAValue:
+    """Emit one thread's share of the reduction of the output element that ``mapping``
+    gives the loops of (``nest.pre`` already cloned there): its iterations ``first``,
+    ``first + count``, ... combined from the initial value; returns the partial value."""
+    acc = pe.add(loop.AllocOp(nest.acc.result.type, scope="local"))
+    mapping[nest.acc.result] = acc
+    pe.clone([nest.init], mapping)
+    r = nest.reduction
+    step = mapping.get(r.step, r.step)
+    lb = pe.add(arith.AddiOp(mapping.get(r.lb, r.lb), pe.add(arith.MuliOp(first, step))))
+    k_body, k = pe.loop(lb, mapping.get(r.ub, r.ub), pe.add(arith.MuliOp(count, step)), "serial", r.loop_name.data)
+    mapping[r.induction_var] = k
+    Emitter(k_body).clone(body_ops(r), mapping)
+    return pe.add(loop.LoadOp(acc, []))
+
+
+def write_result(pe: Emitter, nest: ReductionNest, mapping: dict[SSAValue, SSAValue], value: SSAValue) -> None:
+    """Emit the epilogue (``nest.post``: e.g. the output store) on the reduced ``value``."""
+    final = pe.add(loop.AllocOp(nest.acc.result.type, scope="local"))
+    pe.add(loop.StoreOp(value, final, []))
+    mapping[nest.acc.result] = final
+    pe.clone(nest.post, mapping)
+
+
 def block_reduction(schedule) -> None:
     """Rebuild a reduction kernel as one block per output element (module docstring)."""
     kernel: func.FuncOp = schedule.kernel
@@ -285,16 +309,7 @@ def block_reduction(schedule) -> None:
         """This thread's strided partial: iterations t, t + 256, ... of the reduction."""
         mapping = decompose(pe, o, nest.loops)
         pe.clone(nest.pre, mapping)
-        acc = pe.add(loop.AllocOp(nest.acc.result.type, scope="local"))
-        mapping[nest.acc.result] = acc
-        pe.clone([nest.init], mapping)
-        r = nest.reduction
-        step = mapping.get(r.step, r.step)
-        lb = pe.add(arith.AddiOp(mapping.get(r.lb, r.lb), pe.add(arith.MuliOp(t, step))))
-        k_body, k = pe.loop(lb, mapping.get(r.ub, r.ub), pe.add(arith.MuliOp(t_count, step)), "serial", r.loop_name.data)
-        mapping[r.induction_var] = k
-        Emitter(k_body).clone(body_ops(r), mapping)
-        return pe.add(loop.LoadOp(acc, []))
+        return strided_partial(pe, nest, mapping, t, t_count)
 
     result = block_allreduce(b, element_type, Combiner(nest.combine, nest.old), partial, threads)
     # the epilogue, in one thread
@@ -302,10 +317,7 @@ def block_reduction(schedule) -> None:
     pe = Emitter(body)
     mapping = decompose(pe, o, nest.loops)
     pe.clone(nest.pre, mapping)
-    final = pe.add(loop.AllocOp(nest.acc.result.type, scope="local"))
-    pe.add(loop.StoreOp(pe.add(loop.LoadOp(result, [pe.const(0)])), final, []))
-    mapping[nest.acc.result] = final
-    pe.clone(nest.post, mapping)
+    write_result(pe, nest, mapping, pe.add(loop.LoadOp(result, [pe.const(0)])))
     for op in list(anchor.ops):
         op.detach()
         kernel.body.block.insert_op_before(op, top)
@@ -321,5 +333,7 @@ __all__ = [
     "block_allreduce",
     "block_reduction",
     "reduction_nest",
+    "strided_partial",
     "warp_allreduce",
+    "write_result",
 ]

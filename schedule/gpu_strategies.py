@@ -21,9 +21,11 @@ used: one thread per output element.
   sum, layer-norm statistics, sums): one block per output element, its threads'
   partials combined by warp shuffles, then across warps through shared memory
   (``gpu_reduction.py``).
-* ``gemm_shared`` (matmul, batch_matmul, dense and their elementwise epilogues):
-  shared-memory tiles of A and B per k step and a register tile per thread
-  (``gpu_gemm.py``); ``gemm`` where it does not fit.
+* ``gemm_shared`` (matmul, batch_matmul, dense, conv2d as an implicit GEMM, and their
+  elementwise epilogues): shared-memory tiles of A and B per k step and a register
+  tile per thread (``gpu_gemm.py``); for products of fewer than ``MIN_ROWS`` rows
+  ``warp_reduction`` (a warp per output, ``gpu_warp_reduction.py``); ``gemm`` where
+  neither fits (grouped convolutions).
 * ``gemm``: a 2-D grid
   of ``GEMM_TILE x GEMM_TILE`` output tiles, ``GEMM_THREADS x GEMM_THREADS`` threads
   per block, each thread accumulating a register tile of ``GEMM_TILE / GEMM_THREADS``
@@ -51,6 +53,7 @@ from .gpu_gemm import gemm_shared
 from .gpu_injective import grid_stride
 from .gpu_reduction import block_reduction
 from .gpu_rows import one_thread_per_row, row_blocks
+from .gpu_warp_reduction import warp_reduction
 from .schedule import Schedule, ScheduleError, kernels
 
 log = logging.getLogger("tensorkiln.schedule")
@@ -120,9 +123,10 @@ Strategy = Callable[[Schedule], None]
 
 #: (op name in the kernel tag, strategy), most specific first
 GPU_STRATEGIES: tuple[tuple[str, tuple[Strategy, ...]], ...] = (
-    ("batch_matmul", (gemm_shared, gemm)),
-    ("matmul", (gemm_shared, gemm)),
-    ("dense", (gemm_shared, gemm)),
+    # products of few rows (gemm_shared refuses them): a warp per output
+    ("batch_matmul", (gemm_shared, warp_reduction, gemm)),
+    ("matmul", (gemm_shared, warp_reduction, gemm)),
+    ("dense", (gemm_shared, warp_reduction, gemm)),
     # direct convolution: register tiles over the output's rows and columns reuse inputs
     ("conv2d", (gemm_shared, gemm)),
 )

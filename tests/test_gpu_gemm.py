@@ -16,7 +16,7 @@ import tensorkiln as tk
 from tensorkiln.backends.cuda.pipeline import build_emulated, lower_to_gpu
 from tensorkiln.lowering.loop_to_gpu import gpu_module_of
 from tensorkiln.passes.pipeline import PassContext
-from tensorkiln.schedule.gpu_gemm import GemmTiles, choose_tiles, to_gemm_form
+from tensorkiln.schedule.gpu_gemm import MIN_ROWS, GemmShape, GemmTiles, choose_tiles, to_gemm_form
 from tensorkiln.schedule.schedule import Schedule, kernels
 
 torch = pytest.importorskip("torch", reason="convolutions are checked against torch")
@@ -49,7 +49,7 @@ def test_tiles_follow_the_static_sizes():
 
 # (M, K, N): each tile configuration (64/128 rows x 64/128 columns), partial tiles, K not
 # a multiple of the k step, K smaller than it
-@pytest.mark.parametrize("m, k, n", [(67, 45, 71), (530, 37, 515), (600, 5, 70), (45, 20, 577), (1, 3, 1)])
+@pytest.mark.parametrize("m, k, n", [(67, 45, 71), (530, 37, 515), (600, 5, 70), (45, 20, 577), (16, 3, 1)])
 def test_matmul_in_every_tile_configuration(m, k, n):
     rng = np.random.default_rng(m * n + k)
     a, b = rng.standard_normal((m, k)).astype("f4"), rng.standard_normal((k, n)).astype("f4")
@@ -97,7 +97,9 @@ CONVS = [
 @pytest.mark.parametrize("x_shape, out_channels, kernel, strides, padding, dilation", CONVS)
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
 def test_conv2d_is_an_implicit_gemm(x_shape, out_channels, kernel, strides, padding, dilation, layout):
-    """NHWC (the default: convert-layout) and NCHW (convert-layout off) convolutions."""
+    """NHWC (the default: convert-layout) and NCHW (convert-layout off) convolutions; in
+    NCHW the rows are the output channels, and fewer than MIN_ROWS of them keep the
+    direct convolution (``gemm``)."""
     rng = np.random.default_rng(out_channels)
     x = rng.standard_normal(x_shape).astype("f4")
     w = rng.standard_normal((out_channels, x_shape[1], *kernel)).astype("f4")
@@ -111,7 +113,8 @@ def test_conv2d_is_an_implicit_gemm(x_shape, out_channels, kernel, strides, padd
     expected = F.relu(F.conv2d(tx, torch.from_numpy(w), torch.from_numpy(bias), stride=strides, padding=pads, dilation=dilation))
     disabled = () if layout == "NHWC" else ("convert-layout",)
     with PassContext(disabled_passes=disabled):
-        assert _gemm_kernel(_strategies(module), "conv2d") == "gemm_shared"
+        few_rows = layout == "NCHW" and out_channels < MIN_ROWS
+        assert _gemm_kernel(_strategies(module), "conv2d") == ("gemm" if few_rows else "gemm_shared")
         _run(module, (x,), expected.numpy())
 
 
@@ -154,10 +157,10 @@ def _conv_kernel(x_shape, weight, disabled=()):
 def test_gemm_form_groups_the_loops_by_operand():
     w = np.ones((8, 3, 3, 3), "f4")
     nhwc = Schedule(_conv_kernel((2, 3, 10, 12), w))
-    assert to_gemm_form(nhwc) == (2 * 10 * 12, 8)  # rows n*oh*ow, columns oc
+    assert to_gemm_form(nhwc) == GemmShape(2 * 10 * 12, 8, True)  # rows n*oh*ow, columns oc
     assert nhwc.loops() == ["i0.i1.fused.i2.fused", "i3", "k0.k1.fused.k2.fused"]
     nchw = Schedule(_conv_kernel((2, 3, 10, 12), w, disabled=("convert-layout",)))
-    assert to_gemm_form(nchw) == (8, 10 * 12)  # batch n, rows oc, columns oh*ow
+    assert to_gemm_form(nchw) == GemmShape(8, 10 * 12, True)  # batch n, rows oc, columns oh*ow
     assert nchw.loops() == ["i0", "i1", "i2.i3.fused", "k0.k1.fused.k2.fused"]
 
 
@@ -211,3 +214,30 @@ def test_compute_reads_shared_memory_in_16_byte_vectors(shape, tmp_path):
         check=True, capture_output=True, text=True,
     ).stderr  # fmt: skip
     assert " 0 bytes spill stores" in report and " 0 bytes spill loads" in report, report
+
+
+# (rows, k, columns): a dense layer at batch 1..15 (a partial last block of 8 warps),
+# a reduction not a multiple of the warp, one row of a matmul
+@pytest.mark.parametrize("rows, k, cols", [(1, 1000, 37), (8, 64, 130), (15, 77, 9)])
+def test_few_rows_get_a_warp_per_output(rows, k, cols):
+    rng = np.random.default_rng(rows * k)
+    x, w = rng.standard_normal((rows, k)).astype("f4"), rng.standard_normal((cols, k)).astype("f4")
+    bias = rng.standard_normal(cols).astype("f4")
+    g = tk.GraphBuilder()
+    module = g.finish(g.relu(g.dense(g.input("x", (rows, k)), w, bias)))
+    assert _gemm_kernel(_strategies(module), "dense") == "warp_reduction"
+    _run(module, (x,), np.maximum(x @ w.T + bias, 0), rtol=1e-4)
+    g = tk.GraphBuilder()
+    module = g.finish(g.matmul(g.input("a", (rows, k)), g.input("b", (k, cols))))
+    assert _strategies(module) == {"matmul_0": "warp_reduction"}
+    _run(module, (x, w.T.copy()), x @ w.T, rtol=1e-4)
+
+
+def test_few_rows_of_a_short_reduction_keep_the_register_tiles():
+    """Shorter than a warp: neither template; the register-tiled ``gemm``."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((3, 20)).astype("f4"), rng.standard_normal((20, 11)).astype("f4")
+    g = tk.GraphBuilder()
+    module = g.finish(g.matmul(g.input("a", a.shape), g.input("b", b.shape)))
+    assert _strategies(module) == {"matmul_0": "gemm"}
+    _run(module, (a, b), a @ b)

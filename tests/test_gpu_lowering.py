@@ -141,7 +141,7 @@ def test_host_program_computes_grids_from_shapes():
         namespace["main"](rt, np.zeros((n, 37), np.float32), np.zeros((n, 13), np.float32), np.zeros((13, 37), np.float32))
         (dense, grid, block, shapes, dynamic), (relu, grid2, block2, _, _) = rt.launches
         assert dense == "dense_0" and block == (16, 16, 1)
-        assert grid == (1, -(-n // 64), 1)  # 64 x 64 output tiles: columns x, rows y
+        assert grid == (-(-n // 64), 1, 1)  # 64 x 64 output tiles: rows x, columns y
         assert shapes == [(n, 37), (13, 37), (n, 13)] and dynamic == ((0,), (), (0,))
         assert relu == "relu_0" and block2 == (256, 1, 1) and grid2 == (-(-n * 13 // 256), 1, 1)
 

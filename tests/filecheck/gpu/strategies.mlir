@@ -1,7 +1,7 @@
 // Default GPU strategies on loop-level kernels, then loop-to-gpu (and CUDA text):
 // a dense layer gets the shared-memory GEMM template, relu a grid-stride loop, and
 // a reduction whose k loop reads an operand depending on rows AND columns is no GEMM:
-// it falls back to register tiles (the CHECK-NOTs say no shared tiles there).
+// it gets a warp per output (the CHECK-NOTs say no shared tiles there).
 // RUN: tensorkiln-opt %s -p gpu-default-schedule,loop-to-gpu | filecheck %s
 // RUN: tensorkiln-opt %s -p gpu-default-schedule,loop-to-gpu -t cuda | filecheck %s --check-prefix=CUDA
 
@@ -94,8 +94,8 @@ builtin.module {
 // CHECK-SAME: kernel = @kernels::@rowdot_0
 
 // CHECK:      "gpu.module"() <{sym_name = "kernels"}>
-// CHECK:      "gpu.block_id"() <{dimension = #gpu<dim y>}>
 // CHECK:      "gpu.block_id"() <{dimension = #gpu<dim x>}>
+// CHECK:      "gpu.block_id"() <{dimension = #gpu<dim y>}>
 // CHECK:      memref.alloca() : memref<16x68xf32, 3 : i32>
 // CHECK:      memref.alloca() : memref<16x68xf32, 3 : i32>
 // CHECK:      memref.alloca() : memref<4x4xf32>
@@ -126,11 +126,15 @@ builtin.module {
 // CHECK:      {sym_name = "relu_0", gpu.known_block_size = array<i32: 256, 1, 1>
 // CHECK-SAME: tk.gpu_strategy = "grid_stride"
 
-// rowdot: no shared tiles, no barrier
+// rowdot: no shared tiles, no barrier: a warp per output, its lanes striding over k
+// and combining with xor shuffles
 // CHECK-NOT:  3 : i32>
 // CHECK-NOT:  "gpu.barrier"
 // CHECK:      loop.for {{.*}} name("k0")
-// CHECK:      tk.gpu_strategy = "gemm"
+// CHECK:      loop.shuffle_xor {{.*}} 16
+// CHECK:      loop.shuffle_xor {{.*}} 1
+// CHECK:      loop.for {{.*}} name("write")
+// CHECK:      tk.gpu_strategy = "warp_reduction"
 
 // CUDA:       extern "C" __global__ void __launch_bounds__(256) dense_0(const float* __restrict__ {{.*}}, int {{.*}}_d0, const float* __restrict__ {{.*}}, float* __restrict__ {{.*}}, int {{.*}}_d0)
 // CUDA:       __shared__ __align__(16) float {{.*}}[1088];
