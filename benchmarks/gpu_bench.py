@@ -71,8 +71,8 @@ def _gemm_module(tk, randn):
     return b.finish(b.matmul(b.input("a", (n, n)), b.input("b", (n, n)))), (randn(n, n), randn(n, n))
 
 
-def workloads(tk, torch, np):
-    """(name, module builder, inputs (numpy), torch fn on CUDA tensors, flops, bytes)."""
+def workloads(tk, torch, np, device: str = "cuda"):
+    """(name, module builder, inputs (numpy), torch fn on ``device`` tensors, flops, bytes)."""
     F = torch.nn.functional
     randn = _random_normal(np, 0)
 
@@ -84,8 +84,16 @@ def workloads(tk, torch, np):
         x, w = randn(16, 64, 56, 56), randn(64, 64, 3, 3)
         b = tk.GraphBuilder()
         module = b.finish(b.relu(b.conv2d(b.input("x", x.shape), w, padding=1)))
-        tw = torch.from_numpy(w).cuda()
+        tw = torch.from_numpy(w).to(device)
         return module, (x,), lambda tx: F.relu(F.conv2d(tx, tw, padding=1)), 2 * 16 * 64 * 56 * 56 * 64 * 9, None
+
+    def dense_few_rows():  # a linear layer at batch 8 (decode-style inference): memory bound
+        rows, k, n = 8, 4096, 4096
+        w, bias = randn(n, k) / np.float32(np.sqrt(k)), randn(n)
+        b = tk.GraphBuilder()
+        module = b.finish(b.relu(b.dense(b.input("x", (rows, k)), w, bias)))
+        tw, tb = torch.from_numpy(w).to(device), torch.from_numpy(bias).to(device)
+        return module, (randn(rows, k),), lambda tx: F.relu(F.linear(tx, tw, tb)), None, (n * k + rows * (k + n)) * 4
 
     def softmax():
         rows, cols = 8192, 4096
@@ -99,11 +107,11 @@ def workloads(tk, torch, np):
         b = tk.GraphBuilder()
         x = b.input("x", (n,))
         module = b.finish(b.tanh(b.add(b.mul(x, w), bias)))
-        tw, tb = torch.from_numpy(w).cuda(), torch.from_numpy(bias).cuda()
+        tw, tb = torch.from_numpy(w).to(device), torch.from_numpy(bias).to(device)
         return module, (randn(n),), lambda tx: torch.tanh(tx * tw + tb), None, 4 * n * 4
 
     return {"GEMM 4096^3 fp32": gemm, "conv 3x3 64->64 16x56x56 +relu": conv, "softmax 8192x4096": softmax,
-            "tanh(x*w+b) 64M": elementwise}  # fmt: skip
+            "tanh(x*w+b) 64M": elementwise, "dense 8x4096->4096 +bias+relu": dense_few_rows}  # fmt: skip
 
 
 def cublas_workloads(tk, np):

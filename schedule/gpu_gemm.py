@@ -20,14 +20,20 @@ cloned) is then rebuilt as::
       %As = shared [BK][TM + 4], %Bs = shared [BK][TN + 4]   // +4: the k-major stores do
                                                               // not conflict, rows stay 16-byte aligned
       %acc = local [RM][RN]       // per thread: RM x RN outputs, in runs of 4 adjacent rows/columns
+      %ra, %rb = local [TM*BK/256], [TN*BK/256]     // per thread: its elements of the next boxes
       for ty, tx threadIdx.y/x: acc[i][j] = init
+      for ty, tx: a's TM x BK box at k = 0 -> ra, b's BK x TN box -> rb   (a's ops cloned:
+                                                    // loads clamped, 0 outside, a conv's padding test)
       for k0 = 0 to K step BK:
-        for ty, tx: elements of a's TM x BK box -> As   (a's ops cloned: loads clamped, 0 outside,
-        for ty, tx: elements of b's BK x TN box -> Bs    a convolution's padding test included)
+        for ty, tx: ra -> As, rb -> Bs
+        for ty, tx: the boxes at k0 + BK -> ra, rb  // in flight during the compute
         for ty, tx: for kk < BK, i < RM, j < RN: acc[i][j] += As[kk][row i] * Bs[kk][col j]
       for ty, tx: for i, j: if (row < M && col < N) { <epilogue on acc[i][j]> }
 
-with barriers placed by loop-to-gpu (after the copies, and at the end of the k0 body).
+with barriers placed by loop-to-gpu (before the compute, and at the end of the k0 body).
+The global loads of the next boxes are issued before the compute of this one (register
+double buffering, as CUTLASS's SIMT GEMMs), so their latency hides behind the compute
+of a whole k step instead of stalling the block at the barrier.
 A thread's rows are runs of 4 adjacent rows (``ty*4 .. ty*4+3``, then the same 64
 rows further, ...), likewise its columns, so the CUDA compiler reads each run from
 shared memory with one 16-byte load (``ld.shared.v4.f32``), and the 16 threads of a
@@ -291,11 +297,23 @@ class _Gemm:
         for i, j, inner in self._register_tile(pe):
             inner.add(loop.StoreOp(nest.init.value, acc, [i, j]))
 
-        # the k steps
+        # the k steps: each stores the box fetched before into shared memory, then
+        # fetches the next (its loads in flight during the compute), then computes
+        chunks = [tile * t.bk // (THREADS * THREADS) for tile in (t.rows, t.cols)]
+        regs = [blk.add(loop.AllocOp(MemRefType(self.element, [n]), scope="local")) for n in chunks]
+        factors = (
+            (self.a, regs[0], a_s, self.a_k_fastest, self.rows, m_rows, t.rows, row0, "a"),
+            (self.b, regs[1], b_s, self.b_k_fastest, self.cols, n_cols, t.cols, col0, "b"),
+        )
+        for value, reg, _, k_fastest, along, extent, tile, origin, name in factors:
+            self._fetch(blk, value, reg, k_fastest, along, extent, tile, origin, c[0], k_len, mapping_outer, f"fetch_{name}")
         k_body, k0 = blk.loop(c[0], k_len, c[t.bk], "serial", "k.outer")
         kb = Emitter(k_body)
-        self._copy(kb, self.a, a_s, self.a_k_fastest, self.rows, m_rows, t.rows, row0, k0, k_len, mapping_outer, "copy_a")
-        self._copy(kb, self.b, b_s, self.b_k_fastest, self.cols, n_cols, t.cols, col0, k0, k_len, mapping_outer, "copy_b")
+        for value, reg, shared, k_fastest, along, extent, tile, origin, name in factors:
+            self._stash(kb, reg, shared, k_fastest, tile, f"stash_{name}")
+        k_next = kb.add(arith.AddiOp(k0, c[t.bk]))
+        for value, reg, _, k_fastest, along, extent, tile, origin, name in factors:
+            self._fetch(kb, value, reg, k_fastest, along, extent, tile, origin, k_next, k_len, mapping_outer, f"next_{name}")
         pe, ty, tx = self._threads(kb, "compute")
         kk_body, kk = pe.loop(c[0], c[t.bk], c[1], "unrolled", "k.inner")
         ke = Emitter(kk_body)
@@ -363,30 +381,47 @@ class _Gemm:
         body_j, j = inner_i.loop(c[0], inner_i.const(self.tiles.per_col), c[1], "unrolled", "reg.j")
         yield i, j, Emitter(body_j)
 
-    def _copy(self, kb, value, store_to, k_fastest, along, extent, tile, origin, k0, k_len, mapping_outer, name) -> None:
-        """Every thread copies tile * bk / THREADS^2 elements of the factor's box into
-        shared memory, reading along the operand's contiguous axis; 0 outside the operand."""
+    def _box_element(self, ce: Emitter, part: SSAValue, ty: SSAValue, tx: SSAValue, k_fastest: bool, tile: int):
+        """(kk, mn): where in a factor's BK x tile box a thread's ``part``-th copied
+        element lies; consecutive threads take consecutive elements of the operand's
+        contiguous axis."""
         c, bk = self.c, self.tiles.bk
-        pe, ty, tx = self._threads(kb, name)
-        chunks = tile * bk // (THREADS * THREADS)
-        body, part = pe.loop(c[0], pe.const(chunks), c[1], "unrolled", f"{name}.part")
-        ce = Emitter(body)
         lin = ce.add(arith.AddiOp(ce.add(arith.MuliOp(ce.add(arith.AddiOp(ce.add(arith.MuliOp(part, c[THREADS])), ty)), c[THREADS])), tx))
         if k_fastest:
-            kk, mn = ce.add(arith.RemUIOp(lin, c[bk])), ce.add(arith.DivUIOp(lin, c[bk]))
-        else:
-            mn, kk = ce.add(arith.RemUIOp(lin, c[tile])), ce.add(arith.DivUIOp(lin, c[tile]))
-        pos = ce.add(arith.AddiOp(origin, mn))
-        k = ce.add(arith.AddiOp(k0, kk))
-        ok = ce.add(arith.AndIOp(ce.add(arith.CmpiOp(pos, extent, "slt")), ce.add(arith.CmpiOp(k, k_len, "slt"))))
-        last_pos = ce.add(arith.SubiOp(extent, c[1]))
-        last_k = ce.add(arith.SubiOp(k_len, c[1]))
-        mapping = dict(mapping_outer)
-        mapping[along.induction_var] = ce.add(arith.MaxSIOp(c[0], ce.add(arith.MinSIOp(pos, last_pos))))
-        mapping[self.nest.reduction.induction_var] = ce.add(arith.MaxSIOp(c[0], ce.add(arith.MinSIOp(k, last_k))))
-        ce.clone(_closure([value], self.pre + self.k_ops), mapping)
-        zero = ce.add(arith.ConstantOp(FloatAttr(0.0, self.element)))
-        ce.add(loop.StoreOp(ce.add(arith.SelectOp(ok, mapping[value], zero)), store_to, [kk, mn]))
+            return ce.add(arith.RemUIOp(lin, c[bk])), ce.add(arith.DivUIOp(lin, c[bk]))
+        return ce.add(arith.DivUIOp(lin, c[tile])), ce.add(arith.RemUIOp(lin, c[tile]))
+
+    def _parts(self, outer: Emitter, tile: int, name: str):
+        """Yields (part, ty, tx, emitter inside) over a thread's elements of a copy."""
+        c = self.c
+        pe, ty, tx = self._threads(outer, name)
+        chunks = tile * self.tiles.bk // (THREADS * THREADS)
+        body, part = pe.loop(c[0], pe.const(chunks), c[1], "unrolled", f"{name}.part")
+        yield part, ty, tx, Emitter(body)
+
+    def _fetch(self, outer, value, regs, k_fastest, along, extent, tile, origin, k0, k_len, mapping_outer, name) -> None:
+        """Every thread reads its tile * bk / THREADS^2 elements of the factor's box at
+        ``k0`` into its registers ``regs``; 0 outside the operand."""
+        c = self.c
+        for part, ty, tx, ce in self._parts(outer, tile, name):
+            kk, mn = self._box_element(ce, part, ty, tx, k_fastest, tile)
+            pos = ce.add(arith.AddiOp(origin, mn))
+            k = ce.add(arith.AddiOp(k0, kk))
+            ok = ce.add(arith.AndIOp(ce.add(arith.CmpiOp(pos, extent, "slt")), ce.add(arith.CmpiOp(k, k_len, "slt"))))
+            last_pos = ce.add(arith.SubiOp(extent, c[1]))
+            last_k = ce.add(arith.SubiOp(k_len, c[1]))
+            mapping = dict(mapping_outer)
+            mapping[along.induction_var] = ce.add(arith.MaxSIOp(c[0], ce.add(arith.MinSIOp(pos, last_pos))))
+            mapping[self.nest.reduction.induction_var] = ce.add(arith.MaxSIOp(c[0], ce.add(arith.MinSIOp(k, last_k))))
+            ce.clone(_closure([value], self.pre + self.k_ops), mapping)
+            zero = ce.add(arith.ConstantOp(FloatAttr(0.0, self.element)))
+            ce.add(loop.StoreOp(ce.add(arith.SelectOp(ok, mapping[value], zero)), regs, [part]))
+
+    def _stash(self, outer, regs, store_to, k_fastest, tile, name) -> None:
+        """Every thread stores its fetched elements into the shared box."""
+        for part, ty, tx, ce in self._parts(outer, tile, name):
+            kk, mn = self._box_element(ce, part, ty, tx, k_fastest, tile)
+            ce.add(loop.StoreOp(ce.add(loop.LoadOp(regs, [part])), store_to, [kk, mn]))
 
 
 def gemm_shared(schedule) -> None:

@@ -33,7 +33,7 @@ def test_build_binds_inputs_allocates_outputs_and_launches(launches):
     out = lib(np.zeros((70, 37), np.float32))
     assert isinstance(out, FakeArray) and out.shape == (70, 13) and out.dtype == np.float32
     ((kernel, grid, block, args),) = launches  # dense and relu fused (O2)
-    assert kernel == "dense_relu_0" and block == (16, 16, 1) and grid == (1, 2, 1)
+    assert kernel == "dense_relu_0" and block == (16, 16, 1) and grid == (2, 1, 1)  # row tiles on x
     # x and its batch size, the weight, the output and its batch size
     assert [a.shape if isinstance(a, np.ndarray) and a.ndim else int(a) for a in args] == [
         (70, 37), 70, (13, 37), (70, 13), 70

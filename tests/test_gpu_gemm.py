@@ -189,7 +189,9 @@ from test_cuda_nvcc import NVCC  # noqa: E402
 def test_compute_reads_shared_memory_in_16_byte_vectors(shape, tmp_path):
     """What makes the template fast on the device: every shared-memory read of the
     compute is an ``ld.shared.v4.f32`` (4 per 64 FMAs in a 128x128 tile), and ptxas
-    keeps the register tile in registers (no spills)."""
+    keeps the register tile in 128 registers (two blocks of 256 threads per SM): at most
+    one value spilled (seen: a shared address of the copy, reloaded once per k step),
+    never the 32-64 accumulators."""
     g = tk.GraphBuilder()
     if shape == "gemm":
         module = g.finish(g.matmul(g.input("a", (1024, 1024)), g.input("b", (1024, 1024))))
@@ -213,7 +215,9 @@ def test_compute_reads_shared_memory_in_16_byte_vectors(shape, tmp_path):
         [NVCC, "-cubin", "-arch=sm_90", "-Xptxas", "-v", "-diag-suppress", "177", "-o", tmp_path / "k.cubin", source],
         check=True, capture_output=True, text=True,
     ).stderr  # fmt: skip
-    assert " 0 bytes spill stores" in report and " 0 bytes spill loads" in report, report
+    registers = int(re.search(r"Used (\d+) registers", report).group(1))
+    stores, loads = map(int, re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report).groups())
+    assert registers <= 128 and stores <= 4 and loads <= 4, report
 
 
 # (rows, k, columns): a dense layer at batch 1..15 (a partial last block of 8 warps),

@@ -32,6 +32,8 @@ THREADS = [1, 2, 3]
 
 HOST = CPUTarget.parse("llvm")
 HAS_AVX512 = "+avx512f" in HOST.features.split(",")
+#: lanes of a vectorized loop whose widest element is 32 bits: 16 on AVX-512, 8 on AVX2
+LANES = HOST.vector_bits // 32
 
 _DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64, "i1": np.bool_, "f16": np.float16}
 
@@ -298,9 +300,8 @@ def test_vectorized_elementwise_exact(n, rng):
 
 def test_vectorized_code_is_vector_code():
     k = kernel(ELEMENTWISE, kind="vectorized")
-    lanes = HOST.vector_bits // 32  # the host's widest float vector (16 on AVX-512, 8 on AVX2)
-    assert f"vector<{lanes}xf32>" in k.llvm_dialect
-    assert 'llvm.fcmp "ogt"' in k.llvm_dialect and f"vector<{lanes}xi1>" in k.llvm_dialect
+    assert f"vector<{LANES}xf32>" in k.llvm_dialect
+    assert 'llvm.fcmp "ogt"' in k.llvm_dialect and f"vector<{LANES}xi1>" in k.llvm_dialect
     if HAS_AVX512:
         assert "zmm" in k.assembly()
 
@@ -327,7 +328,7 @@ def test_broadcast(shape, outer, inner, rng):
 def test_row_reduction_reassoc(shape, rng):
     A = rng.standard_normal(shape).astype(np.float32)
     k = kernel(ROW_REDUCE, outer="parallel", inner="vectorized", flags="fastmath<reassoc>")
-    assert "vector<16xf32>" in k.llvm_dialect and "llvm.intr.vector.reduce.fadd" in k.llvm_dialect
+    assert f"vector<{LANES}xf32>" in k.llvm_dialect and "llvm.intr.vector.reduce.fadd" in k.llvm_dialect
     results = []
     for n in THREADS:
         out, mx = np.empty(shape[0], np.float32), np.empty(shape[0], np.float32)
@@ -395,14 +396,14 @@ def test_integer_and_ordered_float_reductions(n, rng):
         results[kind] = (int(s), f.copy())
     assert results["vectorized"][0] == results[""][0] == 7 + int(A.sum())
     np.testing.assert_array_equal(results["vectorized"][1], results[""][1])
-    assert "vector<16xi32>" in kernel(INT_AND_ORDERED, kind="vectorized").llvm_dialect
+    assert f"vector<{LANES}xi32>" in kernel(INT_AND_ORDERED, kind="vectorized").llvm_dialect
 
 
 @pytest.mark.parametrize("n", SIZES)
 def test_booleans_and_halves(n, rng):
     A = rng.standard_normal(n).astype(np.float32)
     k = kernel(BOOLEANS, kind="vectorized")
-    assert "vector<16xi8>" in k.llvm_dialect and "vector<16xf16>" in k.llvm_dialect  # booleans are bytes
+    assert f"vector<{LANES}xi8>" in k.llvm_dialect and f"vector<{LANES}xf16>" in k.llvm_dialect  # booleans are bytes
     M = np.zeros(n, np.bool_)
     H = np.zeros(n, np.float16)
     k(A, M, H)

@@ -99,12 +99,30 @@ builtin.module {
 // CHECK:      memref.alloca() : memref<16x68xf32, 3 : i32>
 // CHECK:      memref.alloca() : memref<16x68xf32, 3 : i32>
 // CHECK:      memref.alloca() : memref<4x4xf32>
-// CHECK:      loop.for {{.*}} name("k.outer")
+// The first boxes go to registers (clamped loads, 0 outside); each k step stores them
+// in shared memory, then fetches the next ones before the barrier and the compute.
+// CHECK:      %[[RA:.*]] = memref.alloca() : memref<4xf32>
+// CHECK:      %[[RB:.*]] = memref.alloca() : memref<4xf32>
+// CHECK:      loop.for {{.*}} name("fetch_a.part")
 // CHECK:        arith.minsi
 // CHECK:        memref.load %{{.*}} : memref<?x37xf32>
 // CHECK:        arith.select
-// CHECK:        memref.store {{.*}} : memref<16x68xf32, 3 : i32>
+// CHECK:        memref.store {{.*}}, %[[RA]]
+// CHECK:      loop.for {{.*}} name("fetch_b.part")
 // CHECK:        memref.load %{{.*}} : memref<13x37xf32>
+// CHECK:      loop.for {{.*}} name("k.outer")
+// CHECK-NOT:    "gpu.barrier"()
+// CHECK:        memref.load %[[RA]]
+// CHECK-NEXT:   memref.store {{.*}} : memref<16x68xf32, 3 : i32>
+// CHECK-NOT:    "gpu.barrier"()
+// CHECK:        memref.load %[[RB]]
+// CHECK-NEXT:   memref.store {{.*}} : memref<16x68xf32, 3 : i32>
+// CHECK-NOT:    "gpu.barrier"()
+// CHECK:        memref.load %{{.*}} : memref<?x37xf32>
+// CHECK:        memref.store {{.*}}, %[[RA]]
+// CHECK-NOT:    "gpu.barrier"()
+// CHECK:        memref.load %{{.*}} : memref<13x37xf32>
+// CHECK:        memref.store {{.*}}, %[[RB]]
 // CHECK:        "gpu.barrier"()
 // CHECK:        loop.for {{.*}} unrolled name("k.inner")
 // CHECK:          memref.load {{.*}} : memref<16x68xf32, 3 : i32>
