@@ -73,6 +73,27 @@ def test_every_default_strategy_on_the_gpu():
         assert _rel(got, model(*inputs).detach().numpy()) < TOLERANCE, name
 
 
+# every GEMM template configuration (128/64 rows x 128/64 columns, partial tiles, k not a
+# multiple of the step), a warp per output (8 rows), and a padded NHWC conv (implicit GEMM)
+@pytest.mark.parametrize("m, k, n", [(530, 37, 515), (600, 5, 70), (45, 20, 577), (1031, 1025, 1027), (8, 300, 77)])
+def test_gemm_templates_on_the_gpu(m, k, n):
+    rng = np.random.default_rng(m + n)
+    a, b = rng.standard_normal((m, k)).astype("f4"), rng.standard_normal((k, n)).astype("f4")
+    g = tk.GraphBuilder()
+    lib = tk.build(g.finish(g.matmul(g.input("a", (m, k)), g.input("b", (k, n)))), target="cuda")
+    assert _rel(lib(a, output="numpy"), a.astype("f8") @ b) < TOLERANCE
+
+
+def test_conv_implicit_gemm_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((3, 19, 30, 29)).astype("f4"), rng.standard_normal((70, 19, 3, 3)).astype("f4")
+    g = tk.GraphBuilder()
+    lib = tk.build(g.finish(g.relu(g.conv2d(g.input("x", x.shape), w, strides=2, padding=1))), target="cuda")
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=2, padding=1))
+    assert _rel(lib(x, output="numpy"), want.numpy()) < TOLERANCE
+
+
 def _zoo_names() -> list[str]:
     try:
         from tensorkiln.examples.torch_zoo import ZOO
