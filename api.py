@@ -101,10 +101,9 @@ def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") 
     Example: ``print(tk.emit_source(module, target="llvm"))``
     """
     if target.split()[:1] == ["cuda"]:
-        from .backends.cuda.pipeline import emit_cuda_source, parse_cuda_target
+        from .backends.cuda.pipeline import emit_cuda_source
 
-        parse_cuda_target(target)
-        return emit_cuda_source(module)
+        return emit_cuda_source(module, target=target)
     from .backends.llvm.jit import CPUTarget, llvm_ir
     from .build import lower_to_llvm_dialect, lower_to_loops
 

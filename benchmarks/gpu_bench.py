@@ -56,6 +56,8 @@ def copy_bandwidth(cp, repeat: int) -> float:
 
 #: the GEMM both tables time (fp32, no TF32)
 GEMM_N = 4096
+#: the one workload built for ``cuda -tf32`` (and timed against torch with TF32 on)
+TF32_WORKLOAD = "GEMM 4096^3 TF32 tensor cores"
 
 
 def _random_normal(np, seed: int):
@@ -87,6 +89,18 @@ def workloads(tk, torch, np, device: str = "cuda"):
         tw = torch.from_numpy(w).to(device)
         return module, (x,), lambda tx: F.relu(F.conv2d(tx, tw, padding=1)), 2 * 16 * 64 * 56 * 56 * 64 * 9, None
 
+    def gemm_tf32():  # the tensor cores (opt-in), against torch's TF32 matmul
+        module, inputs = _gemm_module(tk, randn)
+
+        def torch_tf32(a, bb):
+            torch.backends.cuda.matmul.allow_tf32 = True
+            try:
+                return torch.mm(a, bb)
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = False
+
+        return module, inputs, torch_tf32, 2 * GEMM_N**3, None
+
     def dense_few_rows():  # a linear layer at batch 8 (decode-style inference): memory bound
         rows, k, n = 8, 4096, 4096
         w, bias = randn(n, k) / np.float32(np.sqrt(k)), randn(n)
@@ -111,7 +125,8 @@ def workloads(tk, torch, np, device: str = "cuda"):
         return module, (randn(n),), lambda tx: torch.tanh(tx * tw + tb), None, 4 * n * 4
 
     return {"GEMM 4096^3 fp32": gemm, "conv 3x3 64->64 16x56x56 +relu": conv, "softmax 8192x4096": softmax,
-            "tanh(x*w+b) 64M": elementwise, "dense 8x4096->4096 +bias+relu": dense_few_rows}  # fmt: skip
+            "tanh(x*w+b) 64M": elementwise, "dense 8x4096->4096 +bias+relu": dense_few_rows,
+            TF32_WORKLOAD: gemm_tf32}  # fmt: skip
 
 
 def cublas_workloads(tk, np):
@@ -196,7 +211,7 @@ def main() -> int:
         try:
             module, inputs, torch_fn, flops, nbytes = make()
             start = time.perf_counter()
-            lib = tk.build(module, target="cuda")
+            lib = tk.build(module, target="cuda -tf32" if name == TF32_WORKLOAD else "cuda")
             compile_s = time.perf_counter() - start
             dev = [cp.asarray(x) for x in inputs]
             tin = [torch.from_numpy(x).cuda() for x in inputs]

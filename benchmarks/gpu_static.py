@@ -26,6 +26,7 @@ SECTION = "gpu-static"
 #: PTX instruction -> column
 COUNTS = {
     "fma": r"\bfma\.rn\.f32\b",
+    "mma": r"\bmma\.sync\b",
     "ld.shared.v4": r"\bld\.shared\.v4\.f32\b",
     "ld.shared (scalar)": r"\bld\.shared\.f32\b",
     "ld.global": r"\bld\.global(\.nc)?(\.v\d)?\.f32\b",
@@ -84,9 +85,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for workload, make in gpu_bench.workloads(tk, torch, np, device="cpu").items():
             module = make()[0]
-            gpu_level, _ = lower_to_gpu(module)
+            target = "cuda -tf32" if workload == gpu_bench.TF32_WORKLOAD else "cuda"
+            gpu_level, _ = lower_to_gpu(module, target=target)
             kernels = {k.sym_name.data: k for k in gpu_module_of(gpu_level).body.block.ops}
-            facts = kernel_facts(tk.emit_source(module, target="cuda"), nvcc, Path(tmp))
+            facts = kernel_facts(tk.emit_source(module, target=target), nvcc, Path(tmp))
             for name, kernel in kernels.items():
                 block = "x".join(str(d) for d in kernel.known_block_size.get_values()) if kernel.known_block_size else "?"
                 f = facts.get(name, {})

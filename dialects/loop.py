@@ -19,7 +19,9 @@ small per-call scratch buffer, e.g. a reduction accumulator, that lives in regis
 after optimisation) or ``shared`` (one per GPU block).
 
 ``loop.shuffle_xor`` exchanges a value between the threads of a GPU warp (CUDA's
-``__shfl_xor_sync``, MLIR's ``gpu.shuffle xor``); it only appears in GPU schedules.
+``__shfl_xor_sync``, MLIR's ``gpu.shuffle xor``) and ``loop.mma_tf32`` multiplies two
+matrix tiles spread over a warp's registers on the tensor cores (PTX's ``mma.sync``
+m16n8k8 with TF32 inputs); they only appear in GPU schedules.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     StringAttr,
+    f32,
     i64,
 )
 from xdsl.ir import Block, Dialect, Operation, Region, SSAValue
@@ -49,6 +52,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -368,4 +372,78 @@ class ShuffleXorOp(IRDLOperation):
         return op
 
 
-Loop = Dialect("loop", [ForOp, YieldOp, LoadOp, StoreOp, AllocOp, FreeOp, DimOp, ShuffleXorOp], [])
+#: the tile of one ``loop.mma_tf32``: (rows, columns, reduction) of D = A B + C
+MMA_SHAPE = (16, 8, 8)
+
+
+def mma_tf32_position(operand: str, register: int, lane: int) -> tuple[int, int]:
+    """(row, column) in its tile of ``register`` of ``lane`` for operand "a" (16 x 8),
+    "b" (8 x 8) or "c" (16 x 8, the accumulator and the result), as PTX lays out
+    ``mma.m16n8k8`` with TF32 inputs: ``g = lane / 4``, ``t = lane % 4``; A's a0..a3 at
+    (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4); B's b0, b1 at (t, g), (t + 4, g);
+    C's c0..c3 at (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)."""
+    g, t = lane // 4, lane % 4
+    if operand == "a":
+        return g + 8 * (register % 2), t + 4 * (register // 2)
+    if operand == "b":
+        return t + 4 * register, g
+    if operand == "c":
+        return g + 8 * (register // 2), 2 * t + register % 2
+    raise ValueError(f"no operand {operand!r} of loop.mma_tf32 (expected 'a', 'b' or 'c')")
+
+
+@irdl_op_definition
+class MmaTf32Op(IRDLOperation):
+    """``D = A B + C`` for a 16 x 8 tile, on the tensor cores: A (16 x 8) and B (8 x 8)
+    rounded to TF32 (10-bit mantissas), products summed in f32. Each lane of the warp
+    holds 4 elements of A, 2 of B and 4 of C and gets 4 of D, at the places
+    :func:`mma_tf32_position` gives; every lane of the warp runs it together.
+
+    ``%d0, %d1, %d2, %d3 = loop.mma_tf32 %a0, %a1, %a2, %a3, %b0, %b1, %c0, %c1, %c2, %c3``
+    is PTX's ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`` (sm_80 and later).
+    """
+
+    name = "loop.mma_tf32"
+    operands_ = var_operand_def(Float32Type)
+    results_ = var_result_def(Float32Type)
+
+    def __init__(self, a: Sequence[SSAValue], b: Sequence[SSAValue], c: Sequence[SSAValue]):
+        super().__init__(operands=[[*a, *b, *c]], result_types=[[f32] * 4])
+
+    @property
+    def a(self) -> tuple[SSAValue, ...]:
+        return tuple(self.operands_[0:4])
+
+    @property
+    def b(self) -> tuple[SSAValue, ...]:
+        return tuple(self.operands_[4:6])
+
+    @property
+    def c(self) -> tuple[SSAValue, ...]:
+        return tuple(self.operands_[6:10])
+
+    def verify_(self) -> None:
+        if len(self.operands_) != 10 or len(self.results_) != 4:
+            raise VerifyException(
+                f"loop.mma_tf32: expected 4 + 2 + 4 operands (a, b, c) and 4 results, got "
+                f"{len(self.operands_)} and {len(self.results_)}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands_, printer.print_ssa_value)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MmaTf32Op:
+        values = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        attributes = parser.parse_optional_attr_dict()
+        if len(values) != 10:
+            parser.raise_error(f"loop.mma_tf32 takes 10 operands (4 of a, 2 of b, 4 of c), got {len(values)}")
+        resolved = [parser.resolve_operand(v, f32) for v in values]
+        op = cls(resolved[0:4], resolved[4:6], resolved[6:10])
+        op.attributes |= attributes
+        return op
+
+
+Loop = Dialect("loop", [ForOp, YieldOp, LoadOp, StoreOp, AllocOp, FreeOp, DimOp, ShuffleXorOp, MmaTf32Op], [])

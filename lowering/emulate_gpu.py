@@ -20,7 +20,10 @@ reach is an error, as it is undefined behaviour on the GPU).
 
 A warp shuffle (``loop.shuffle_xor``) splits the code the same way, and in two: every
 thread stores its value in a per-block scratch buffer at its thread number, then
-(the next phase) reads the entry of its partner ``thread ^ offset``. A shuffle inside
+(the next phase) reads the entry of its partner ``thread ^ offset``. A tensor-core
+product (``loop.mma_tf32``) too: every lane stores its 10 operands (A and B rounded to
+TF32), then each computes its 4 elements of D from the lanes of its warp that hold
+the rows of A and columns of B it needs. A shuffle inside
 an ``scf.if`` (a guard that keeps whole warps, see ``loop-to-gpu``) splits the branch:
 each piece runs under the same condition.
 
@@ -40,7 +43,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, gpu, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, i1
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, f32, i1, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
@@ -58,9 +61,14 @@ def _has_barrier(op: Operation) -> bool:
     return any(isinstance(o, gpu.BarrierOp) for o in op.walk())
 
 
+#: warp-wide ops: each splits the code into a phase writing every lane's operands and one
+#: reading the others'
+_WARP_OPS = (loop.ShuffleXorOp, loop.MmaTf32Op)
+
+
 def _has_sync(op: Operation) -> bool:
-    """Whether ``op`` holds a barrier or a shuffle: code that splits into phases."""
-    return any(isinstance(o, gpu.BarrierOp | loop.ShuffleXorOp) for o in op.walk())
+    """Whether ``op`` holds a barrier or a warp-wide op: code that splits into phases."""
+    return any(isinstance(o, (gpu.BarrierOp, *_WARP_OPS)) for o in op.walk())
 
 
 @dataclass(frozen=True)
@@ -79,8 +87,26 @@ class _ShuffleRead:
     scratch: SSAValue
 
 
-#: what a phase runs: ops of the kernel, and the two halves of each shuffle
-_Item = Operation | _ShuffleWrite | _ShuffleRead
+@dataclass(frozen=True)
+class _MmaWrite:
+    """The end of a phase: this lane's operands of ``op`` (A and B rounded to TF32) into
+    ``scratch[operand][thread]``."""
+
+    op: loop.MmaTf32Op
+    scratch: SSAValue
+
+
+@dataclass(frozen=True)
+class _MmaRead:
+    """The start of the next phase: this lane's four elements of D, from the operands
+    its warp's lanes wrote (``loop.mma_tf32_position`` says who holds what)."""
+
+    op: loop.MmaTf32Op
+    scratch: SSAValue
+
+
+#: what a phase runs: ops of the kernel, and the two halves of each warp-wide op
+_Item = Operation | _ShuffleWrite | _ShuffleRead | _MmaWrite | _MmaRead
 
 
 def _is_pure(op: Operation) -> bool:
@@ -148,8 +174,10 @@ class _KernelEmulator:
         if k.known_block_size is None:
             raise self.fail("has no gpu.known_block_size (the emulator needs the block size)")
         self.block_size = tuple(k.known_block_size.get_values())
-        if any(isinstance(o, loop.ShuffleXorOp) for o in k.walk()) and self.threads % loop.WARP_SIZE:
-            raise self.fail(f"shuffles in a block of {self.threads} threads (not whole warps of {loop.WARP_SIZE})")
+        warp_ops = {o.name for o in k.walk() if isinstance(o, _WARP_OPS)}
+        if warp_ops and self.threads % loop.WARP_SIZE:
+            what = "shuffles" if loop.ShuffleXorOp.name in warp_ops else "tensor-core products"
+            raise self.fail(f"{what} in a block of {self.threads} threads (not whole warps of {loop.WARP_SIZE})")
         src = k.body.block
         entry = Block(arg_types=[*src.arg_types, INDEX, INDEX, INDEX])
         entry.add_op(func.ReturnOp())
@@ -174,7 +202,7 @@ class _KernelEmulator:
     def emit_block_level(self, ops: list[Operation], scope: _Scope, guards: tuple[SSAValue, ...] = ()) -> None:
         """Split ``ops`` into phases at barriers and shuffles; ``guards``: the conditions
         of the ``scf.if`` branches around them (each phase runs under all of them)."""
-        splits = any(isinstance(op, gpu.BarrierOp | loop.ShuffleXorOp) or (op.regions and _has_sync(op)) for op in ops)
+        splits = any(isinstance(op, (gpu.BarrierOp, *_WARP_OPS)) or (op.regions and _has_sync(op)) for op in ops)
         phase: list[_Item] = []
         for op in ops:
             if isinstance(op, gpu.BarrierOp):
@@ -187,6 +215,10 @@ class _KernelEmulator:
                 scratch = self.alloc(scope, MemRefType(t, [self.threads]))
                 self.emit_phase([*phase, _ShuffleWrite(op, scratch)], scope, guards)
                 phase = [_ShuffleRead(op, scratch)]
+            elif isinstance(op, loop.MmaTf32Op):
+                scratch = self.alloc(scope, MemRefType(f32, [len(op.operands), self.threads]))
+                self.emit_phase([*phase, _MmaWrite(op, scratch)], scope, guards)
+                phase = [_MmaRead(op, scratch)]
             elif isinstance(op, loop.ForOp) and _has_sync(op):
                 self.emit_phase(phase, scope, guards)
                 phase = []
@@ -251,10 +283,10 @@ class _KernelEmulator:
         inside: set[Operation] = set()
         defined: set[SSAValue] = set()
         for item in items:
-            if isinstance(item, _ShuffleWrite):
-                inside.add(item.op)  # the shuffle's use of its value happens here
-            elif isinstance(item, _ShuffleRead):
-                defined.add(item.op.result)
+            if isinstance(item, _ShuffleWrite | _MmaWrite):
+                inside.add(item.op)  # the warp op's use of its operands happens here
+            elif isinstance(item, _ShuffleRead | _MmaRead):
+                defined.update(item.op.results)
             else:
                 inside.update(item.walk())
                 defined.update(item.results)
@@ -301,6 +333,12 @@ class _KernelEmulator:
             elif isinstance(item, _ShuffleRead):
                 partner = inner.ins(arith.XOrIOp(inner.linear, inner.const(item.op.offset.value.data)))
                 inner.values[item.op.result] = inner.ins(loop.LoadOp(item.scratch, [partner]))
+            elif isinstance(item, _MmaWrite):
+                for k, operand in enumerate(item.op.operands):
+                    x = self.value(operand, inner)
+                    inner.ins(loop.StoreOp(_tf32(inner, x) if k < 6 else x, item.scratch, [inner.const(k), inner.linear]))
+            elif isinstance(item, _MmaRead):
+                _mma_tf32_result(item.op, item.scratch, inner)
             else:
                 self.convert_op(item, inner)
         for v, buffer in zip(spills, buffers):
@@ -389,6 +427,40 @@ class _KernelEmulator:
         if buffer in self.expanded:
             return self.expanded[buffer], [scope.linear, *mapped]
         return self.value(buffer, scope), mapped
+
+
+def _tf32(scope: _Scope, x: SSAValue) -> SSAValue:
+    """``x`` rounded to TF32 as ``cvt.rna.tf32.f32`` does: to the nearest value with a
+    10-bit mantissa, ties away from zero (add half of the 13 dropped bits, clear them)."""
+    bits = scope.ins(arith.BitcastOp(x, i32))
+    half = scope.ins(arith.ConstantOp(IntegerAttr(1 << 12, i32)))
+    keep = scope.ins(arith.ConstantOp(IntegerAttr(-(1 << 13), i32)))
+    rounded = scope.ins(arith.AndIOp(scope.ins(arith.AddiOp(bits, half)), keep))
+    return scope.ins(arith.BitcastOp(rounded, f32))
+
+
+def _mma_tf32_result(op: loop.MmaTf32Op, scratch: SSAValue, scope: _Scope) -> None:
+    """This lane's d0..d3: ``D[r][n] = C[r][n] + sum_k A[r][k] B[k][n]`` at the places of
+    its c0..c3, reading A and B from the lanes that hold them. With ``g = lane / 4`` and
+    ``t = lane % 4`` (``loop.mma_tf32_position``), register i of C is at row
+    ``g + 8 (i / 2)``, column ``n = 2t + i % 2``; A[r][k] is register ``r / 8 + 2 (k / 4)``
+    of lane ``4 (r % 8) + k % 4``, B[k][n] register ``4 + k / 4`` of lane ``4n + k % 4``."""
+    warp = scope.const(loop.WARP_SIZE)
+    lane = scope.ins(arith.RemUIOp(scope.linear, warp))
+    first = scope.ins(arith.SubiOp(scope.linear, lane))  # lane 0 of this warp
+    g = scope.ins(arith.DivUIOp(lane, scope.const(4)))
+    t = scope.ins(arith.RemUIOp(lane, scope.const(4)))
+    _, _, k_depth = loop.MMA_SHAPE
+    for i, result in enumerate(op.results):
+        n = scope.ins(arith.AddiOp(scope.ins(arith.MuliOp(t, scope.const(2))), scope.const(i % 2)))
+        total = scope.ins(loop.LoadOp(scratch, [scope.const(6 + i), scope.linear]))
+        for k in range(k_depth):
+            a_lane = scope.ins(arith.AddiOp(first, scope.ins(arith.AddiOp(scope.ins(arith.MuliOp(g, scope.const(4))), scope.const(k % 4)))))
+            b_lane = scope.ins(arith.AddiOp(first, scope.ins(arith.AddiOp(scope.ins(arith.MuliOp(n, scope.const(4))), scope.const(k % 4)))))
+            a = scope.ins(loop.LoadOp(scratch, [scope.const(i // 2 + 2 * (k // 4)), a_lane]))
+            b = scope.ins(loop.LoadOp(scratch, [scope.const(4 + k // 4), b_lane]))
+            total = scope.ins(arith.AddfOp(total, scope.ins(arith.MulfOp(a, b))))
+        scope.values[result] = total
 
 
 def _kernel_functions(module: ModuleOp) -> dict[str, gpu.FuncOp]:

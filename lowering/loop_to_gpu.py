@@ -40,8 +40,8 @@ Rules of the mapping (a kernel that breaks one fails with a message naming it):
   phases write shared memory (the next iteration overwrites it);
 * a kernel with no bound loop at all runs as one thread (grid 1, block 1): correct,
   slow; ``vectorized``/``parallel`` loops run serially inside a thread;
-* ``loop.shuffle_xor`` (a warp shuffle) stays as it is, and every lane of a warp must
-  run it together: the block is a whole number of warps, a guarded thread loop around
+* ``loop.shuffle_xor`` (a warp shuffle) and ``loop.mma_tf32`` (a warp's tensor-core
+  product) stay as they are, and every lane of a warp must run them together: the block is a whole number of warps, a guarded thread loop around
   it is bound to ``threadIdx.x`` with a static bound that is a multiple of the warp
   size (its guard keeps or drops whole warps), and serial loops between the thread
   loop and the shuffle have bounds defined outside the thread loops.
@@ -276,6 +276,12 @@ class _KernelConverter:
                 self._check_converged(op)
                 self.shuffles = True
                 v[op.result] = self._ins(block, loop.ShuffleXorOp(v[op.value], op.offset.value.data, op.width.value.data))
+            case loop.MmaTf32Op():
+                self._check_converged(op)
+                self.shuffles = True  # warp-wide as well: the block must be whole warps
+                new = loop.MmaTf32Op(*([v[x] for x in part] for part in (op.a, op.b, op.c)))
+                self._ins(block, new)
+                v.update(zip(op.results, new.results))
             case loop.DimOp():
                 axis = self._ins(block, arith.ConstantOp(IntegerAttr(op.axis.value.data, INDEX)))
                 v[op.result] = self._ins(block, memref.DimOp(v[op.buffer], axis))
@@ -294,8 +300,9 @@ class _KernelConverter:
             case _:
                 raise self.fail(f"no GPU lowering for '{op.name}'")
 
-    def _check_converged(self, op: loop.ShuffleXorOp) -> None:
+    def _check_converged(self, op: loop.ShuffleXorOp | loop.MmaTf32Op) -> None:
         """Every lane of a warp reaches ``op`` together (module docstring, last rule)."""
+        what_op = "a shuffle" if isinstance(op, loop.ShuffleXorOp) else f"'{op.name}'"
         thread_loops: list[loop.ForOp] = []
         serial: list[loop.ForOp] = []
         parent = op.parent_op()
@@ -313,13 +320,13 @@ class _KernelConverter:
             exact = ub is not None and _trip_bound(f) == self.launch.block[d]
             if not exact and (d != 0 or ub is None or _static(f.lb) != 0 or _static(f.step) != 1 or ub % loop.WARP_SIZE):
                 raise self.fail(
-                    f"a shuffle inside loop '{f.loop_name.data}' ({f.kind.data}), whose guard would split a warp "
+                    f"{what_op} inside loop '{f.loop_name.data}' ({f.kind.data}), whose guard would split a warp "
                     f"(a guarded loop around a shuffle runs along threadIdx.x from 0 by 1 to a multiple of {loop.WARP_SIZE})"
                 )
         for f in serial:
             if thread_loops and any(_in_thread_loop(b) for b in (f.lb, f.ub, f.step)):
                 raise self.fail(
-                    f"a shuffle inside loop '{f.loop_name.data}', whose bounds depend on the thread "
+                    f"{what_op} inside loop '{f.loop_name.data}', whose bounds depend on the thread "
                     "(lanes of a warp would leave the loop apart)"
                 )
 

@@ -55,7 +55,7 @@ from xdsl.dialects.builtin import FloatAttr, MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from ..dialects import loop
-from .gpu_reduction import Emitter, ReductionNest, output_nest, reduction_nest
+from .gpu_reduction import Emitter, ReductionNest, fuse_all, output_nest, reduction_nest
 from .nest import Dependence, ScheduleError, body_ops, defined_inside, is_movable, static_value
 
 #: rows and columns each of a block's threads
@@ -94,8 +94,8 @@ class GemmTiles:
 
 
 def choose_tiles(min_rows: int, min_cols: int) -> GemmTiles:
-    """128 along a dim of at least LARGE (8 outputs per thread: 16 shared loads per 64
-    FMAs instead of 8 per 16), else 64; a k step of 16, or 8 when both are 128 (the
+    """128 along a dim of at least LARGE (8 outputs per thread: 4 vector shared loads per
+    64 FMAs instead of 2 per 16), else 64; a k step of 16, or 8 when both are 128 (the
     copies stay 4 elements per thread)."""
     rows = 128 if min_rows >= LARGE else 64
     cols = 128 if min_cols >= LARGE else 64
@@ -125,13 +125,6 @@ def product_factors(nest: ReductionNest) -> tuple[SSAValue, SSAValue]:
     if not isinstance(term.owner, arith.MulfOp):
         raise ScheduleError(P, "the reduction does not accumulate a product")
     return term.owner.lhs, term.owner.rhs
-
-
-def _fuse_group(schedule, names: list[str]) -> str:
-    fused = names[0]
-    for name in names[1:]:
-        fused = schedule.fuse(fused, name)
-    return fused
 
 
 @dataclass(frozen=True)
@@ -165,7 +158,7 @@ def to_gemm_form(schedule) -> GemmShape:
     while len(nested := [op for op in body_ops(reductions[-1]) if isinstance(op, loop.ForOp)]) == 1:
         reductions.append(nested[0])
     if len(reductions) > 1:
-        _fuse_group(schedule, [f.loop_name.data for f in reductions])
+        fuse_all(schedule, [f.loop_name.data for f in reductions])
     a, b = product_factors(reduction_nest(kernel))
     uses = [(Dependence([f.induction_var])(a), Dependence([f.induction_var])(b)) for f in loops]
     # from the innermost loop: the columns index one factor only, the rows the other
@@ -182,7 +175,7 @@ def to_gemm_form(schedule) -> GemmShape:
     )
     for group in (rows, cols):
         if len(group) > 1:
-            _fuse_group(schedule, [loops[k].loop_name.data for k in group])
+            fuse_all(schedule, [loops[k].loop_name.data for k in group])
     return shape
 
 
@@ -195,35 +188,33 @@ def _run(uses: list[tuple[bool, bool]], end: int, kind: tuple[bool, bool]) -> li
     return list(range(start, end))
 
 
-def _sink_index_ops(loops: list[loop.ForOp]) -> None:
+def _sink_index_ops(kernel: func.FuncOp) -> None:
     """Move the ops between the output loops (a fused loop's index arithmetic) to the
     start of the innermost body, where the template reads them as part of the body."""
-    innermost = loops[-1].body.block
-    first = innermost.first_op
-    for f in loops[:-1]:
-        for op in body_ops(f):
-            if op is loops[loops.index(f) + 1]:
+    (top,) = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
+    loops = [top]
+    while len(inner := [op for op in body_ops(loops[-1]) if isinstance(op, loop.ForOp)]) == 1:
+        if not inner[0].loop_name.data.startswith("i"):
+            break
+        loops.append(inner[0])
+    first = loops[-1].body.block.first_op
+    for outer, inner_loop in zip(loops, loops[1:]):
+        for op in body_ops(outer):
+            if op is inner_loop:
                 continue
             if not is_movable(op, set()) or isinstance(op, loop.LoadOp):
                 raise ScheduleError(P, f"'{op.name}' between the output loops")
             op.detach()
-            innermost.insert_op_before(op, first)
-
-
-def _loops_of(kernel: func.FuncOp) -> list[loop.ForOp]:
-    """The output loops, with no ops between them (see _sink_index_ops)."""
-    top = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
-    if len(top) != 1:
-        raise ScheduleError(P, f"expected one loop nest, found {len(top)}")
-    loops = [top[0]]
-    while len(nested := [op for op in body_ops(loops[-1]) if isinstance(op, loop.ForOp)]) == 1 and nested[
-        0
-    ].loop_name.data.startswith("i"):
-        loops.append(nested[0])
-    return loops
+            loops[-1].body.block.insert_op_before(op, first)
 
 
 class _Gemm:
+    """Builds the template (module docstring) for one kernel; subclasses change how the
+    compute reads the shared boxes and where a thread's outputs lie."""
+
+    #: shared rows are this much longer than the tile
+    pad = PAD
+
     def __init__(self, kernel: func.FuncOp, nest: ReductionNest, tiles: GemmTiles):
         self.kernel, self.nest, self.tiles = kernel, nest, tiles
         if len(nest.loops) < 2:
@@ -288,8 +279,8 @@ class _Gemm:
         blk = Emitter(body)
         row0 = blk.add(arith.MuliOp(by, c[t.rows]))
         col0 = blk.add(arith.MuliOp(bx, c[t.cols]))
-        a_s = blk.add(loop.AllocOp(MemRefType(self.element, [t.bk, t.rows + PAD]), scope="shared"))
-        b_s = blk.add(loop.AllocOp(MemRefType(self.element, [t.bk, t.cols + PAD]), scope="shared"))
+        a_s = blk.add(loop.AllocOp(MemRefType(self.element, [t.bk, t.rows + self.pad]), scope="shared"))
+        b_s = blk.add(loop.AllocOp(MemRefType(self.element, [t.bk, t.cols + self.pad]), scope="shared"))
         acc = blk.add(loop.AllocOp(MemRefType(self.element, [t.per_row, t.per_col]), scope="local"))
 
         # init
@@ -314,31 +305,13 @@ class _Gemm:
         k_next = kb.add(arith.AddiOp(k0, c[t.bk]))
         for value, reg, _, k_fastest, along, extent, tile, origin, name in factors:
             self._fetch(kb, value, reg, k_fastest, along, extent, tile, origin, k_next, k_len, mapping_outer, f"next_{name}")
-        pe, ty, tx = self._threads(kb, "compute")
-        kk_body, kk = pe.loop(c[0], c[t.bk], c[1], "unrolled", "k.inner")
-        ke = Emitter(kk_body)
-        for i, j, inner in self._register_tile(ke):
-            a_row = self._thread_offset(inner, i, ty)
-            b_col = self._thread_offset(inner, j, tx)
-            mapping = dict(mapping_outer)
-            mapping[self.rows.induction_var] = inner.add(arith.AddiOp(row0, a_row))
-            mapping[self.cols.induction_var] = inner.add(arith.AddiOp(col0, b_col))
-            mapping[nest.reduction.induction_var] = inner.add(arith.AddiOp(k0, kk))
-            mapping[self.a] = inner.add(loop.LoadOp(a_s, [kk, a_row]))
-            mapping[self.b] = inner.add(loop.LoadOp(b_s, [kk, b_col]))
-            store = next(op for op in self.k_ops if isinstance(op, loop.StoreOp))
-            for op in self.product_ops:
-                if isinstance(op, loop.LoadOp) and op.buffer is nest.acc.result:
-                    mapping[op.result] = inner.add(loop.LoadOp(acc, [i, j]))
-                elif op is not self.a.owner and op is not self.b.owner:
-                    inner.clone([op], mapping)
-            inner.add(loop.StoreOp(mapping[store.value], acc, [i, j]))
+        self._compute(kb, a_s, b_s, acc, k0, row0, col0, mapping_outer)
 
         # the epilogue
         pe, ty, tx = self._threads(blk, "write")
         for i, j, inner in self._register_tile(pe):
-            row = inner.add(arith.AddiOp(row0, self._thread_offset(inner, i, ty)))
-            col = inner.add(arith.AddiOp(col0, self._thread_offset(inner, j, tx)))
+            row = inner.add(arith.AddiOp(row0, self._row_offset(inner, i, ty, tx)))
+            col = inner.add(arith.AddiOp(col0, self._col_offset(inner, j, ty, tx)))
             ok = inner.add(arith.AndIOp(inner.add(arith.CmpiOp(row, m_rows, "slt")), inner.add(arith.CmpiOp(col, n_cols, "slt"))))
             once = inner.add(arith.SelectOp(ok, c[1], c[0]))
             g_body, _ = inner.loop(c[0], once, c[1], "serial", "in_bounds")
@@ -359,11 +332,43 @@ class _Gemm:
         top.detach()
         top.erase()
 
+    def _compute(self, kb: Emitter, a_s, b_s, acc, k0, row0, col0, mapping_outer) -> None:
+        """One k step: every thread's register tile accumulates the products of its rows
+        of the A box and columns of the B box, the reduction's own ops cloned."""
+        nest, c = self.nest, self.c
+        pe, ty, tx = self._threads(kb, "compute")
+        kk_body, kk = pe.loop(c[0], c[self.tiles.bk], c[1], "unrolled", "k.inner")
+        ke = Emitter(kk_body)
+        for i, j, inner in self._register_tile(ke):
+            a_row = self._row_offset(inner, i, ty, tx)
+            b_col = self._col_offset(inner, j, ty, tx)
+            mapping = dict(mapping_outer)
+            mapping[self.rows.induction_var] = inner.add(arith.AddiOp(row0, a_row))
+            mapping[self.cols.induction_var] = inner.add(arith.AddiOp(col0, b_col))
+            mapping[nest.reduction.induction_var] = inner.add(arith.AddiOp(k0, kk))
+            mapping[self.a] = inner.add(loop.LoadOp(a_s, [kk, a_row]))
+            mapping[self.b] = inner.add(loop.LoadOp(b_s, [kk, b_col]))
+            store = next(op for op in self.k_ops if isinstance(op, loop.StoreOp))
+            for op in self.product_ops:
+                if isinstance(op, loop.LoadOp) and op.buffer is nest.acc.result:
+                    mapping[op.result] = inner.add(loop.LoadOp(acc, [i, j]))
+                elif op is not self.a.owner and op is not self.b.owner:
+                    inner.clone([op], mapping)
+            inner.add(loop.StoreOp(mapping[store.value], acc, [i, j]))
+
     def _threads(self, outer: Emitter, name: str) -> tuple[Emitter, SSAValue, SSAValue]:
         c = self.c
         body_y, ty = outer.loop(c[0], c[THREADS], c[1], "threadIdx.y", f"{name}.ty")
         body_x, tx = Emitter(body_y).loop(c[0], c[THREADS], c[1], "threadIdx.x", f"{name}.tx")
         return Emitter(body_x), ty, tx
+
+    def _row_offset(self, e: Emitter, i: SSAValue, ty: SSAValue, tx: SSAValue) -> SSAValue:
+        """Where thread (ty, tx)'s ``i``-th row lies in the tile."""
+        return self._thread_offset(e, i, ty)
+
+    def _col_offset(self, e: Emitter, j: SSAValue, ty: SSAValue, tx: SSAValue) -> SSAValue:
+        """Where thread (ty, tx)'s ``j``-th column lies in the tile."""
+        return self._thread_offset(e, j, tx)
 
     def _thread_offset(self, e: Emitter, i: SSAValue, thread: SSAValue) -> SSAValue:
         """Where a thread's ``i``-th row (column) lies in the tile: runs of RUN adjacent
@@ -433,12 +438,32 @@ def gemm_shared(schedule) -> None:
         s = Schedule(conv_kernel)       # NHWC conv2d: i0..i3 (n, oh, ow, oc), k0..k2
         gemm_shared(s)                  # blockIdx.x over 128-pixel tiles, blockIdx.y over oc
     """
+    shape = gemm_nest(schedule)
     kernel: func.FuncOp = schedule.kernel
-    shape = to_gemm_form(schedule)
-    if shape.rows_static and shape.min_rows < MIN_ROWS:
-        raise ScheduleError(P, f"{shape.min_rows} rows are too few for a tile (a warp per output is better)")
-    _sink_index_ops(_loops_of(kernel))
     _Gemm(kernel, reduction_nest(kernel), choose_tiles(shape.min_rows, shape.min_cols)).build()
 
 
-__all__ = ["LARGE", "MIN_ROWS", "PAD", "RUN", "THREADS", "GemmShape", "GemmTiles", "choose_tiles", "gemm_shared", "product_factors", "to_gemm_form"]
+def gemm_nest(schedule) -> GemmShape:
+    """Bring the kernel to GEMM form (``to_gemm_form``, the index arithmetic of fused
+    loops sunk into the body) for a template; ScheduleError if it has too few rows."""
+    shape = to_gemm_form(schedule)
+    if shape.rows_static and shape.min_rows < MIN_ROWS:
+        raise ScheduleError(P, f"{shape.min_rows} rows are too few for a tile (a warp per output is better)")
+    _sink_index_ops(schedule.kernel)
+    return shape
+
+
+__all__ = [
+    "LARGE",
+    "MIN_ROWS",
+    "PAD",
+    "RUN",
+    "THREADS",
+    "GemmShape",
+    "GemmTiles",
+    "choose_tiles",
+    "gemm_nest",
+    "gemm_shared",
+    "product_factors",
+    "to_gemm_form",
+]

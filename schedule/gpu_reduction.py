@@ -167,6 +167,14 @@ class Emitter:
                 mapping[old] = res
 
 
+def fuse_all(schedule, names: list[str]) -> str:
+    """Fuse the perfectly nested loops ``names`` (outermost first) into one; its name."""
+    fused = names[0]
+    for name in names[1:]:
+        fused = schedule.fuse(fused, name)
+    return fused
+
+
 def decompose(e: Emitter, flat: SSAValue, loops: list[loop.ForOp]) -> dict[SSAValue, SSAValue]:
     """The output loops' induction variables of the flat index ``flat`` (row-major)."""
     mapping: dict[SSAValue, SSAValue] = {}
@@ -332,6 +340,7 @@ __all__ = [
     "ReductionNest",
     "block_allreduce",
     "block_reduction",
+    "fuse_all",
     "reduction_nest",
     "strided_partial",
     "warp_allreduce",

@@ -26,6 +26,9 @@ used: one thread per output element.
   tile per thread (``gpu_gemm.py``); for products of fewer than ``MIN_ROWS`` rows
   ``warp_reduction`` (a warp per output, ``gpu_warp_reduction.py``); ``gemm`` where
   neither fits (grouped convolutions).
+* ``gemm_tf32`` (opt-in: the pass option ``tf32``, ``target="cuda -tf32"``): the same
+  kernels as ``gemm_shared`` on the tensor cores, inputs rounded to TF32
+  (``gpu_mma.py``).
 * ``gemm``: a 2-D grid
   of ``GEMM_TILE x GEMM_TILE`` output tiles, ``GEMM_THREADS x GEMM_THREADS`` threads
   per block, each thread accumulating a register tile of ``GEMM_TILE / GEMM_THREADS``
@@ -51,7 +54,8 @@ from xdsl.rewriter import Rewriter
 
 from .gpu_gemm import gemm_shared
 from .gpu_injective import grid_stride
-from .gpu_reduction import block_reduction
+from .gpu_mma import gemm_tf32
+from .gpu_reduction import block_reduction, fuse_all
 from .gpu_rows import one_thread_per_row, row_blocks
 from .gpu_warp_reduction import warp_reduction
 from .schedule import Schedule, ScheduleError, kernels
@@ -72,19 +76,12 @@ def output_loops(schedule: Schedule) -> list[str]:
     return [name for name in schedule.loops() if name.startswith("i") and name[1:].isdigit()]
 
 
-def _fuse_all(schedule: Schedule, loops: list[str]) -> str:
-    fused = loops[0]
-    for name in loops[1:]:
-        fused = schedule.fuse(fused, name)
-    return fused
-
-
 def one_thread_per_element(schedule: Schedule) -> None:
     """Fuse the output loops, split by ``BLOCK_THREADS``, bind to blocks and threads."""
     loops = output_loops(schedule)
     if not loops:
         return  # a 0-d output: one thread computes it
-    fused = _fuse_all(schedule, loops)
+    fused = fuse_all(schedule, loops)
     outer, inner = schedule.split(fused, BLOCK_THREADS)
     schedule.bind(outer, "blockIdx.x")
     schedule.bind(inner, "threadIdx.x")
@@ -98,7 +95,7 @@ def gemm(schedule: Schedule) -> None:
         raise ScheduleError("gemm", "needs at least two output loops")
     *batch, rows, cols = loops
     # fuse the batch dims while the nest is plain (fuse wants no ops between the loops)
-    fused_batch = _fuse_all(schedule, batch) if batch else None
+    fused_batch = fuse_all(schedule, batch) if batch else None
     per_thread = GEMM_TILE // GEMM_THREADS
     ro, co, ri, ci = schedule.tile(rows, cols, GEMM_TILE, GEMM_TILE)
     # ri -> (threads, per-thread rows): thread t owns rows t, t + GEMM_THREADS, ... would
@@ -156,10 +153,18 @@ FALLBACKS: tuple[Strategy, ...] = (
 )  # fmt: skip
 
 
-def apply_gpu_schedule(kernel: func.FuncOp) -> str:
+#: the kernels that ``tf32`` puts on the tensor cores (their first strategy, when it fits)
+TF32_OPS = ("batch_matmul", "matmul", "dense", "conv2d")
+
+
+def apply_gpu_schedule(kernel: func.FuncOp, tf32: bool = False) -> str:
     """Schedule ``kernel`` in place for the GPU; returns the strategy's name
-    (``"none"`` if even the simple mapping did not fit: the kernel runs in one thread)."""
-    chosen = gpu_strategies_for(kernel.attributes["tk.kernel"].data)
+    (``"none"`` if even the simple mapping did not fit: the kernel runs in one thread).
+    ``tf32``: matrix products and convolutions try ``gemm_tf32`` (tensor cores) first."""
+    tag = kernel.attributes["tk.kernel"].data
+    chosen = gpu_strategies_for(tag)
+    if tf32 and any(tag == op or tag.startswith(op + "_") for op in TF32_OPS):
+        chosen = (gemm_tf32, *chosen)
     for strategy in chosen + FALLBACKS:
         trial = _try(kernel, strategy)
         if trial is not None:
@@ -176,9 +181,13 @@ class GPUDefaultSchedulePass(ModulePass):
 
     name = "gpu-default-schedule"
 
+    #: matrix products and convolutions on the tensor cores, inputs rounded to TF32
+    #: (``gpu-default-schedule{tf32=true}``; ``target="cuda -tf32"``)
+    tf32: bool = False
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in kernels(op):
-            apply_gpu_schedule(kernel)
+            apply_gpu_schedule(kernel, self.tf32)
 
 
 __all__ = [

@@ -94,6 +94,25 @@ def test_conv_implicit_gemm_on_the_gpu():
     assert _rel(lib(x, output="numpy"), want.numpy()) < TOLERANCE
 
 
+def test_tf32_tensor_cores_on_the_gpu():
+    """``-tf32``: the products on the tensor cores match torch's TF32 matmul (inputs rounded
+    to TF32, so against fp32 they differ by ~1e-3)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((1000, 300)).astype("f4"), rng.standard_normal((300, 517)).astype("f4")
+    g = tk.GraphBuilder()
+    lib = tk.build(g.finish(g.matmul(g.input("a", a.shape), g.input("b", b.shape))), target="cuda -tf32")
+    got = lib(a, b, output="numpy")
+    assert _rel(got, a.astype("f8") @ b) < 2e-3
+    flag = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        want = (torch.from_numpy(a).cuda() @ torch.from_numpy(b).cuda()).cpu().numpy()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = flag
+    assert _rel(got, want) < 1e-4
+
+
 def _zoo_names() -> list[str]:
     try:
         from tensorkiln.examples.torch_zoo import ZOO

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
 
@@ -26,19 +27,36 @@ def _context(opt_level: int | None) -> PassContext:
     return ctx
 
 
+@dataclass(frozen=True)
+class CudaOptions:
+    """What a ``"cuda ..."`` target string asks for."""
+
+    #: ``-arch=sm_XX`` (None: NVRTC's default for the GPU in use)
+    arch: str | None = None
+    #: ``-tf32``: matrix products and convolutions on the tensor cores, inputs rounded to TF32
+    tf32: bool = False
+
+    @property
+    def gpu_lowering(self) -> tuple[str, ...]:
+        """The passes from loops to the gpu dialect, with these options."""
+        schedule, *rest = GPU_LOWERING
+        return (f"{schedule}{{tf32=true}}" if self.tf32 else schedule, *rest)
+
+
 def lower_to_gpu(
-    module: ModuleOp, *, opt_level: int | None = None, ctx: PassContext | None = None
+    module: ModuleOp, *, opt_level: int | None = None, ctx: PassContext | None = None, target: str = "cuda"
 ) -> tuple[ModuleOp, list[tuple[str, float]]]:
     """A copy of a graph module optimized and lowered to the gpu dialect (host function +
-    ``gpu.module @kernels``), with the pass timings."""
+    ``gpu.module @kernels``) for ``target``, with the pass timings."""
     from ...build import TO_LOOPS, check_supported
 
+    options = parse_cuda_target(target)
     ctx = ctx or _context(opt_level)
     check_supported(module)
     module.verify()
     work = module.clone()
     timings = list(optimize_graph(work, ctx))
-    timings += run_pipeline(work, TO_LOOPS + GPU_LOWERING, ctx)
+    timings += run_pipeline(work, TO_LOOPS + options.gpu_lowering, ctx)
     return work, timings
 
 
@@ -70,7 +88,7 @@ def kernel_names(gpu_level: ModuleOp) -> list[str]:
     return [] if kernels is None else [f.sym_name.data for f in kernels.body.block.ops if isinstance(f, gpu.FuncOp)]
 
 
-def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int | None = None):
+def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int | None = None, target: str = "cuda"):
     """Compile ``module`` for the GPU down to the gpu dialect, then run those kernels on
     the CPU (``emulate-gpu``: every block and thread, barriers honoured) through the
     LLVM JIT. Returns a CPU :class:`CompiledModule`, called like ``tk.build``'s. External
@@ -93,7 +111,7 @@ def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int |
     ctx = _context(opt_level)
     signature = signature_of(find_function(module, function))
     externals = bind_externals(module)  # byoc regions run as in a CPU build, between the emulated kernels
-    work, timings = lower_to_gpu(module, ctx=ctx)
+    work, timings = lower_to_gpu(module, ctx=ctx, target=target)
     _, _, weights = entry_layout(find_function(work, function))
     cpu = CPUTarget.parse("llvm")
     timings += run_pipeline(work, ("emulate-gpu",) + to_llvm(cpu), ctx)
@@ -109,28 +127,36 @@ def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int |
 
 
 
-def parse_cuda_target(target: str) -> str | None:
-    """The ``-arch`` of ``"cuda"`` / ``"cuda -arch=sm_90"`` (None: NVRTC's default for
-    the GPU in use); ValueError for anything else."""
+#: the first architecture whose tensor cores take TF32 (Ampere)
+TF32_MIN_ARCH = 80
+
+
+def parse_cuda_target(target: str) -> CudaOptions:
+    """The options of ``"cuda"``, ``"cuda -arch=sm_90"``, ``"cuda -tf32"``; ValueError
+    for anything else."""
     words = target.split()
     if not words or words[0] != "cuda":
         raise ValueError(f"not a CUDA target: {target!r} (expected 'cuda' or 'cuda -arch=sm_XX')")
-    arch = None
+    arch, tf32 = None, False
     for word in words[1:]:
         if word.startswith("-arch=") and word[6:].startswith(("sm_", "compute_")) and word[6:].split("_", 1)[1].isdigit():
             arch = word[6:]
+        elif word == "-tf32":
+            tf32 = True
         else:
-            raise ValueError(f"unknown option {word!r} in target {target!r} (known: -arch=sm_XX)")
-    return arch
+            raise ValueError(f"unknown option {word!r} in target {target!r} (known: -arch=sm_XX, -tf32)")
+    if tf32 and arch is not None and int(arch.split("_", 1)[1]) < TF32_MIN_ARCH:
+        raise ValueError(f"target {target!r}: TF32 tensor cores need sm_{TF32_MIN_ARCH} or later")
+    return CudaOptions(arch, tf32)
 
 
 def is_cuda_target(target: str) -> bool:
     return target.split()[:1] == ["cuda"]
 
 
-def emit_cuda_source(module: ModuleOp, *, opt_level: int | None = None) -> str:
+def emit_cuda_source(module: ModuleOp, *, opt_level: int | None = None, target: str = "cuda") -> str:
     """The CUDA C of every kernel of a graph module (no GPU or cupy needed)."""
-    return emit_cuda(lower_to_gpu(module, opt_level=opt_level)[0])
+    return emit_cuda(lower_to_gpu(module, opt_level=opt_level, target=target)[0])
 
 
 def build_cuda(module: ModuleOp, target: str = "cuda", *, function: str = "main", opt_level: int | None = None):
@@ -146,13 +172,13 @@ def build_cuda(module: ModuleOp, target: str = "cuda", *, function: str = "main"
     from .host import print_host
     from .runtime import CudaModule, check_device_modules, require_cupy
 
-    arch = parse_cuda_target(target)
+    arch = parse_cuda_target(target).arch
     externals = list(dict.fromkeys(external_modules(module)))
     check_device_modules(externals)  # a host-only BYOC region: fail before compiling
     require_cupy()  # fail before compiling when it cannot run
     start = time.perf_counter()
     signature = signature_of(find_function(module, function))
-    work, timings = lower_to_gpu(module, opt_level=opt_level)
+    work, timings = lower_to_gpu(module, opt_level=opt_level, target=target)
     host = find_function(work, function)
     _, _, weights = entry_layout(host)
     source = emit_cuda(work)
@@ -167,6 +193,7 @@ def build_cuda(module: ModuleOp, target: str = "cuda", *, function: str = "main"
 
 __all__ = [
     "GPU_LOWERING",
+    "CudaOptions",
     "build_cuda",
     "build_emulated",
     "emit_cuda",

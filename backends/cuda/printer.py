@@ -56,6 +56,20 @@ template <typename T> __device__ __forceinline__ T tk_floordiv(T a, T b) {
 }
 """
 
+#: the tensor-core product of loop.mma_tf32 (written only into modules that use it: it
+#: needs sm_80 or later)
+MMA_TF32 = r"""__device__ __forceinline__ unsigned tk_tf32(float x) {
+  unsigned r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x)); return r;
+}
+__device__ __forceinline__ void tk_mma_tf32(float& d0, float& d1, float& d2, float& d3,
+    float a0, float a1, float a2, float a3, float b0, float b1, float c0, float c1, float c2, float c3) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
+               : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+               : "r"(tk_tf32(a0)), "r"(tk_tf32(a1)), "r"(tk_tf32(a2)), "r"(tk_tf32(a3)), "r"(tk_tf32(b0)), "r"(tk_tf32(b1)),
+                 "f"(c0), "f"(c1), "f"(c2), "f"(c3));
+}
+"""
+
 
 def c_type(t: Attribute, index_type: str = "int") -> str:
     """The C type of a scalar type."""
@@ -161,6 +175,8 @@ class CudaPrinter:
                for op in module.walk() for t in [*(r.type for r in op.results), *(o.type for o in op.operands)]):  # fmt: skip
             self.out.write("#include <cuda_fp16.h>\n")  # only then: the header is slow to compile
         self.out.write(PRELUDE)
+        if any(isinstance(op, loop.MmaTf32Op) for op in module.walk()):
+            self.out.write(MMA_TF32)
         for op in module.body.block.ops:
             if isinstance(op, gpu.FuncOp):
                 self.print_func(op)
@@ -496,6 +512,13 @@ def _shuffle_xor(p: CudaPrinter, op: loop.ShuffleXorOp) -> None:
     arg = f"(int){x}" if narrow else x
     call = f"__shfl_xor_sync({FULL_WARP_MASK}, {arg}, {op.offset.value.data}, {op.width.value.data})"
     p.define(op, f"({p.ctype(t)}){call}" if narrow else call)
+
+
+@prints(loop.MmaTf32Op)
+def _mma_tf32(p: CudaPrinter, op: loop.MmaTf32Op) -> None:
+    d = [p.name(r) for r in op.results]
+    p.line(f"float {', '.join(d)};")
+    p.line(f"tk_mma_tf32({', '.join(d)}, {', '.join(p.name(x) for x in op.operands)});")
 
 
 @dataclass(frozen=True)
