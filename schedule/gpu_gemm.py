@@ -16,7 +16,7 @@ So NHWC ``conv2d`` is ``rows = (n, oh, ow)``, ``cols = oc``, ``k = (kh, kw, c)``
 ``conv2d`` is ``batch = n``, ``rows = oc``, ``cols = (oh, ow)``. The nest (its own ops,
 cloned) is then rebuilt as::
 
-    for bz blockIdx.z (batch), by blockIdx.x (row tiles), bx blockIdx.y (column tiles):
+    for bz blockIdx.z (batch), rt blockIdx.x (row tiles), ct blockIdx.y (column tiles):
       %As = shared [BK][TM + 4], %Bs = shared [BK][TN + 4]   // +4: the k-major stores do
                                                               // not conflict, rows stay 16-byte aligned
       %acc = local [RM][RN]       // per thread: RM x RN outputs, in runs of 4 adjacent rows/columns
@@ -274,11 +274,11 @@ class _Gemm:
             mapping_outer[self.batch[0].induction_var] = rest
         # row tiles on x (2^31 - 1 blocks): a convolution's rows are its pixels, which
         # can outnumber y's 65535 tiles
-        body, by = scope.loop(c[0], tiles_r, c[1], "blockIdx.x", "row_tiles")
-        body, bx = Emitter(body).loop(c[0], tiles_c, c[1], "blockIdx.y", "col_tiles")
+        body, row_tile = scope.loop(c[0], tiles_r, c[1], "blockIdx.x", "row_tiles")
+        body, col_tile = Emitter(body).loop(c[0], tiles_c, c[1], "blockIdx.y", "col_tiles")
         blk = Emitter(body)
-        row0 = blk.add(arith.MuliOp(by, c[t.rows]))
-        col0 = blk.add(arith.MuliOp(bx, c[t.cols]))
+        row0 = blk.add(arith.MuliOp(row_tile, c[t.rows]))
+        col0 = blk.add(arith.MuliOp(col_tile, c[t.cols]))
         a_s = blk.add(loop.AllocOp(MemRefType(self.element, [t.bk, t.rows + self.pad]), scope="shared"))
         b_s = blk.add(loop.AllocOp(MemRefType(self.element, [t.bk, t.cols + self.pad]), scope="shared"))
         acc = blk.add(loop.AllocOp(MemRefType(self.element, [t.per_row, t.per_col]), scope="local"))

@@ -36,9 +36,9 @@ def _device_function(name: str, function: Callable, log: list) -> Callable:
     return call
 
 
-def fake_cupy(log: list) -> types.SimpleNamespace:
+def fake_cupy(log: list, compute_capability: str = "90") -> types.SimpleNamespace:
     """A cupy module whose kernels and library calls append to ``log`` (its copies
-    between host and device to its attribute ``copies``)."""
+    between host and device to its attribute ``copies``), on a GPU of ``compute_capability``."""
     copies: list = []
 
     def asarray(x):
@@ -62,7 +62,10 @@ def fake_cupy(log: list) -> types.SimpleNamespace:
 
             return kernel
 
-    device = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: 1))
+    device = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDeviceCount=lambda: 1),
+        Device=lambda: types.SimpleNamespace(compute_capability=compute_capability),
+    )
     functions = {name: _device_function(name, getattr(np, name), log) for name in
                  ("matmul", "maximum", "negative", "exp", "reciprocal", "tanh")}  # fmt: skip
     return types.SimpleNamespace(

@@ -60,3 +60,19 @@ def test_empty_batch_launches_nothing(launches):
     lib = tk.build(_mlp(), target="cuda")
     assert lib(np.zeros((0, 37), np.float32)).shape == (0, 13)
     assert launches == []
+
+
+def test_tf32_build_needs_tensor_cores(monkeypatch):
+    """``cuda -tf32`` compiles mma.sync kernels for an sm_80+ GPU and refuses an older one
+    before compiling anything."""
+    log: list = []
+    for capability in ("75", "90"):
+        monkeypatch.setattr(runtime, "require_cupy", lambda cc=capability: fake_cupy(log, cc))
+        g = tk.GraphBuilder()
+        module = g.finish(g.matmul(g.input("a", (40, 33)), g.input("b", (33, 50))))
+        if capability == "75":
+            with pytest.raises(ValueError, match="sm_75\\) has no TF32 tensor cores"):
+                tk.build(module, target="cuda -tf32")
+        else:
+            lib = tk.build(module, target="cuda -tf32")
+            assert "mma.sync.aligned.m16n8k8" in lib.source and not log

@@ -172,10 +172,15 @@ def build_cuda(module: ModuleOp, target: str = "cuda", *, function: str = "main"
     from .host import print_host
     from .runtime import CudaModule, check_device_modules, require_cupy
 
-    arch = parse_cuda_target(target).arch
+    options = parse_cuda_target(target)
     externals = list(dict.fromkeys(external_modules(module)))
     check_device_modules(externals)  # a host-only BYOC region: fail before compiling
-    require_cupy()  # fail before compiling when it cannot run
+    cupy = require_cupy()  # fail before compiling when it cannot run
+    if options.tf32 and int(cupy.cuda.Device().compute_capability) < TF32_MIN_ARCH:
+        raise ValueError(
+            f"target {target!r}: this GPU (sm_{cupy.cuda.Device().compute_capability}) has no TF32 tensor "
+            f"cores (sm_{TF32_MIN_ARCH} or later); build for 'cuda'"
+        )
     start = time.perf_counter()
     signature = signature_of(find_function(module, function))
     work, timings = lower_to_gpu(module, opt_level=opt_level, target=target)
@@ -184,7 +189,7 @@ def build_cuda(module: ModuleOp, target: str = "cuda", *, function: str = "main"
     source = emit_cuda(work)
     names = kernel_names(work)
     lib = CudaModule(
-        source, print_host(host), function, signature, [weight_array(w) for w in weights], names, arch, externals
+        source, print_host(host), function, signature, [weight_array(w) for w in weights], names, options.arch, externals
     )
     lib.pass_timings = timings
     lib.compile_seconds = time.perf_counter() - start
