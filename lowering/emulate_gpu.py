@@ -23,9 +23,9 @@ thread stores its value in a per-block scratch buffer at its thread number, then
 (the next phase) reads the entry of its partner ``thread ^ offset``. A tensor-core
 product (``loop.mma_tf32``) too: every lane stores its 10 operands (A and B rounded to
 TF32), then each computes its 4 elements of D from the lanes of its warp that hold
-the rows of A and columns of B it needs. A shuffle inside
-an ``scf.if`` (a guard that keeps whole warps, see ``loop-to-gpu``) splits the branch:
-each piece runs under the same condition.
+the rows of A and columns of B it needs. A shuffle inside an ``scf.if`` (a guard that
+keeps whole warps, see ``loop-to-gpu``) splits the branch: each piece runs under the
+same condition.
 
 Values a phase takes from an earlier one are recomputed when they are constants or
 index arithmetic, and otherwise (loaded values, shuffle results) kept per thread: stored in
@@ -200,7 +200,7 @@ class _KernelEmulator:
     # -- block level: phases between barriers -------------------------------------------
 
     def emit_block_level(self, ops: list[Operation], scope: _Scope, guards: tuple[SSAValue, ...] = ()) -> None:
-        """Split ``ops`` into phases at barriers and shuffles; ``guards``: the conditions
+        """Split ``ops`` into phases at barriers and warp-wide ops; ``guards``: the conditions
         of the ``scf.if`` branches around them (each phase runs under all of them)."""
         splits = any(isinstance(op, (gpu.BarrierOp, *_WARP_OPS)) or (op.regions and _has_sync(op)) for op in ops)
         phase: list[_Item] = []
@@ -334,9 +334,10 @@ class _KernelEmulator:
                 partner = inner.ins(arith.XOrIOp(inner.linear, inner.const(item.op.offset.value.data)))
                 inner.values[item.op.result] = inner.ins(loop.LoadOp(item.scratch, [partner]))
             elif isinstance(item, _MmaWrite):
+                factors = len(item.op.a) + len(item.op.b)  # rounded; C is not
                 for k, operand in enumerate(item.op.operands):
                     x = self.value(operand, inner)
-                    inner.ins(loop.StoreOp(_tf32(inner, x) if k < 6 else x, item.scratch, [inner.const(k), inner.linear]))
+                    inner.ins(loop.StoreOp(_tf32(inner, x) if k < factors else x, item.scratch, [inner.const(k), inner.linear]))
             elif isinstance(item, _MmaRead):
                 _mma_tf32_result(item.op, item.scratch, inner)
             else:

@@ -41,10 +41,11 @@ Rules of the mapping (a kernel that breaks one fails with a message naming it):
 * a kernel with no bound loop at all runs as one thread (grid 1, block 1): correct,
   slow; ``vectorized``/``parallel`` loops run serially inside a thread;
 * ``loop.shuffle_xor`` (a warp shuffle) and ``loop.mma_tf32`` (a warp's tensor-core
-  product) stay as they are, and every lane of a warp must run them together: the block is a whole number of warps, a guarded thread loop around
-  it is bound to ``threadIdx.x`` with a static bound that is a multiple of the warp
-  size (its guard keeps or drops whole warps), and serial loops between the thread
-  loop and the shuffle have bounds defined outside the thread loops.
+  product) stay as they are, and every lane of a warp must run them together: the
+  block is a whole number of warps, a guarded thread loop around one is bound to
+  ``threadIdx.x`` with a static bound that is a multiple of the warp size (its guard
+  keeps or drops whole warps), and serial loops between the thread loop and the op
+  have bounds defined outside the thread loops.
 
 Loads, stores and sizes become ``memref.load``/``memref.store``/``memref.dim``;
 serial and unrolled loops stay ``loop.for`` (their kind tells the CUDA printer to
@@ -191,8 +192,8 @@ class _KernelConverter:
                 self.launch.block[axis[1]] = max(self.launch.block[axis[1]], extent)
         self.phases = _Phases()
         self.ids: dict[str, SSAValue] = {}
-        #: whether the kernel shuffles (its block must then be whole warps)
-        self.shuffles = False
+        #: the kernel's warp-wide ops (its block must then be whole warps)
+        self.warp_ops: set[str] = set()
 
     def fail(self, message: str) -> PassFailedException:
         return PassFailedException(f"loop-to-gpu: kernel '{self.name}': {message}")
@@ -218,9 +219,10 @@ class _KernelConverter:
         threads = self.launch.block[0] * self.launch.block[1] * self.launch.block[2]
         if threads > MAX_THREADS_PER_BLOCK:
             raise self.fail(f"block of {self.launch.block} threads is more than {MAX_THREADS_PER_BLOCK}")
-        if self.shuffles and threads % loop.WARP_SIZE:
+        if self.warp_ops and threads % loop.WARP_SIZE:
+            what = "shuffles" if loop.ShuffleXorOp.name in self.warp_ops else "tensor-core products"
             raise self.fail(
-                f"shuffles in a block of {threads} threads (a block with warp shuffles must be whole "
+                f"{what} in a block of {threads} threads (a block with warp-wide ops must be whole "
                 f"warps of {loop.WARP_SIZE})"
             )
         out = gpu.FuncOp(
@@ -274,11 +276,11 @@ class _KernelConverter:
                 raise self.fail("frees a buffer (kernels only use local and shared buffers)")
             case loop.ShuffleXorOp():
                 self._check_converged(op)
-                self.shuffles = True
+                self.warp_ops.add(op.name)
                 v[op.result] = self._ins(block, loop.ShuffleXorOp(v[op.value], op.offset.value.data, op.width.value.data))
             case loop.MmaTf32Op():
                 self._check_converged(op)
-                self.shuffles = True  # warp-wide as well: the block must be whole warps
+                self.warp_ops.add(op.name)
                 new = loop.MmaTf32Op(*([v[x] for x in part] for part in (op.a, op.b, op.c)))
                 self._ins(block, new)
                 v.update(zip(op.results, new.results))

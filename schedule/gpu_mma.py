@@ -53,13 +53,13 @@ class _MmaGemm(_Gemm):
         assert TILES.per_row == 2 * TILES_M and TILES.per_col == 2 * TILES_N  # a thread's 8 x 8 outputs
 
     def _lane(self, e: Emitter, ty: SSAValue, tx: SSAValue):
-        """(warp row, warp column, g, t) of thread (ty, tx): warps are 2 rows of 16 threads."""
-        c = lambda n: e.const(n)  # noqa: E731
-        warp = e.add(arith.DivUIOp(ty, c(2)))
-        lane = e.add(arith.AddiOp(e.add(arith.MuliOp(e.add(arith.RemUIOp(ty, c(2))), c(THREADS))), tx))
-        rows0 = e.add(arith.MuliOp(e.add(arith.DivUIOp(warp, c(WARP_COLS))), c(TILES_M * MMA_M)))
-        cols0 = e.add(arith.MuliOp(e.add(arith.RemUIOp(warp, c(WARP_COLS))), c(TILES_N * MMA_N)))
-        return rows0, cols0, e.add(arith.DivUIOp(lane, c(4))), e.add(arith.RemUIOp(lane, c(4)))
+        """(first row, first column of its warp's part, g, t) of thread (ty, tx): a warp is
+        2 rows of 16 threads."""
+        warp = e.add(arith.DivUIOp(ty, e.const(2)))
+        lane = e.add(arith.AddiOp(e.add(arith.MuliOp(e.add(arith.RemUIOp(ty, e.const(2))), e.const(THREADS))), tx))
+        rows0 = e.add(arith.MuliOp(e.add(arith.DivUIOp(warp, e.const(WARP_COLS))), e.const(TILES_M * MMA_M)))
+        cols0 = e.add(arith.MuliOp(e.add(arith.RemUIOp(warp, e.const(WARP_COLS))), e.const(TILES_N * MMA_N)))
+        return rows0, cols0, e.add(arith.DivUIOp(lane, e.const(4))), e.add(arith.RemUIOp(lane, e.const(4)))
 
     def _row_offset(self, e: Emitter, i: SSAValue, ty: SSAValue, tx: SSAValue) -> SSAValue:
         rows0, _, g, _ = self._lane(e, ty, tx)  # row mi*16 + g + 8h of i = 2 mi + h

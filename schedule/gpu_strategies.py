@@ -124,7 +124,8 @@ GPU_STRATEGIES: tuple[tuple[str, tuple[Strategy, ...]], ...] = (
     ("batch_matmul", (gemm_shared, warp_reduction, gemm)),
     ("matmul", (gemm_shared, warp_reduction, gemm)),
     ("dense", (gemm_shared, warp_reduction, gemm)),
-    # direct convolution: register tiles over the output's rows and columns reuse inputs
+    # an implicit GEMM; grouped convolutions (no row/column split): register tiles over
+    # the output's rows and columns
     ("conv2d", (gemm_shared, gemm)),
 )
 
@@ -153,17 +154,13 @@ FALLBACKS: tuple[Strategy, ...] = (
 )  # fmt: skip
 
 
-#: the kernels that ``tf32`` puts on the tensor cores (their first strategy, when it fits)
-TF32_OPS = ("batch_matmul", "matmul", "dense", "conv2d")
-
-
 def apply_gpu_schedule(kernel: func.FuncOp, tf32: bool = False) -> str:
     """Schedule ``kernel`` in place for the GPU; returns the strategy's name
     (``"none"`` if even the simple mapping did not fit: the kernel runs in one thread).
-    ``tf32``: matrix products and convolutions try ``gemm_tf32`` (tensor cores) first."""
-    tag = kernel.attributes["tk.kernel"].data
-    chosen = gpu_strategies_for(tag)
-    if tf32 and any(tag == op or tag.startswith(op + "_") for op in TF32_OPS):
+    ``tf32``: the kernels that have the shared-memory GEMM (matrix products, convolutions)
+    try ``gemm_tf32`` (tensor cores) first."""
+    chosen = gpu_strategies_for(kernel.attributes["tk.kernel"].data)
+    if tf32 and gemm_shared in chosen:
         chosen = (gemm_tf32, *chosen)
     for strategy in chosen + FALLBACKS:
         trial = _try(kernel, strategy)
