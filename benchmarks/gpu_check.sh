@@ -2,11 +2,11 @@
 # ONE prepared command for a session that has the GPU machine (see README's GPU section):
 # installs the carried wheels, runs the GPU test subset, then times tensorkiln's CUDA
 # kernels against torch CUDA eager and writes the BENCHMARKS.md section "gpu".
-# Budget: under 6 minutes (tests <= 150 s, benchmarks <= 200 s; the cuBLAS-offload rows
+# Budget: under 7 minutes (tests <= 180 s, benchmarks <= 200 s; the cuBLAS-offload rows
 # add a few seconds, before the zoo, which stops at its own time budget).
 #
 # Here, first:   bash benchmarks/gpu_wheels.sh
-# Then the device tool's run, with carry [".whl"] and timeout_s 420:
+# Then the device tool's run, with carry [".whl"] and timeout_s 450:
 #                bash benchmarks/gpu_check.sh
 # What comes back under $OUT: gpu_tests.log, gpu_bench.log, gpu_section.md, BENCHMARKS.md
 # (merge the section here with: python benchmarks/gpu_bench.py --import-section FILE).
@@ -30,7 +30,7 @@ except ImportError:
 import tensorkiln
 print("tensorkiln from", tensorkiln.__file__)
 PY
-timeout 150 python3 -m pytest -q -p no:cacheprovider --timeout=60 -rf tests/test_cuda_device.py tests/test_cuda_byoc_device.py 2>&1 | tee "$OUT/gpu_tests.log"
+timeout 180 python3 -m pytest -q -p no:cacheprovider --timeout=60 -rf tests/test_cuda_device.py tests/test_cuda_byoc_device.py 2>&1 | tee "$OUT/gpu_tests.log"
 tests_rc=${PIPESTATUS[0]}
 timeout 200 python3 benchmarks/gpu_bench.py --out "$OUT" 2>&1 | tee "$OUT/gpu_bench.log"
 bench_rc=${PIPESTATUS[0]}
