@@ -372,6 +372,11 @@ class ShuffleXorOp(IRDLOperation):
         return op
 
 
+def warp_ops_phrase(names: set[str]) -> str:
+    """How an error names a kernel's warp-wide ops (``loop.shuffle_xor``, ``loop.mma_tf32``)."""
+    return "shuffles" if ShuffleXorOp.name in names else "tensor-core products"
+
+
 #: the tile of one ``loop.mma_tf32``: (rows, columns, reduction) of D = A B + C
 MMA_SHAPE = (16, 8, 8)
 

@@ -176,8 +176,7 @@ class _KernelEmulator:
         self.block_size = tuple(k.known_block_size.get_values())
         warp_ops = {o.name for o in k.walk() if isinstance(o, _WARP_OPS)}
         if warp_ops and self.threads % loop.WARP_SIZE:
-            what = "shuffles" if loop.ShuffleXorOp.name in warp_ops else "tensor-core products"
-            raise self.fail(f"{what} in a block of {self.threads} threads (not whole warps of {loop.WARP_SIZE})")
+            raise self.fail(f"{loop.warp_ops_phrase(warp_ops)} in a block of {self.threads} threads (not whole warps of {loop.WARP_SIZE})")
         src = k.body.block
         entry = Block(arg_types=[*src.arg_types, INDEX, INDEX, INDEX])
         entry.add_op(func.ReturnOp())

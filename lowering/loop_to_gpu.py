@@ -220,9 +220,8 @@ class _KernelConverter:
         if threads > MAX_THREADS_PER_BLOCK:
             raise self.fail(f"block of {self.launch.block} threads is more than {MAX_THREADS_PER_BLOCK}")
         if self.warp_ops and threads % loop.WARP_SIZE:
-            what = "shuffles" if loop.ShuffleXorOp.name in self.warp_ops else "tensor-core products"
             raise self.fail(
-                f"{what} in a block of {threads} threads (a block with warp-wide ops must be whole "
+                f"{loop.warp_ops_phrase(self.warp_ops)} in a block of {threads} threads (a block with warp-wide ops must be whole "
                 f"warps of {loop.WARP_SIZE})"
             )
         out = gpu.FuncOp(
