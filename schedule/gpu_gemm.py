@@ -55,7 +55,7 @@ from xdsl.dialects.builtin import FloatAttr, MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from ..dialects import loop
-from .gpu_reduction import Emitter, ReductionNest, fuse_all, output_nest, reduction_nest
+from .gpu_reduction import Emitter, ReductionNest, fuse_all, output_loops_of, output_nest, reduction_nest
 from .nest import Dependence, ScheduleError, body_ops, defined_inside, is_movable, static_value
 
 #: rows and columns each of a block's threads
@@ -191,12 +191,7 @@ def _run(uses: list[tuple[bool, bool]], end: int, kind: tuple[bool, bool]) -> li
 def _sink_index_ops(kernel: func.FuncOp) -> None:
     """Move the ops between the output loops (a fused loop's index arithmetic) to the
     start of the innermost body, where the template reads them as part of the body."""
-    (top,) = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
-    loops = [top]
-    while len(inner := [op for op in body_ops(loops[-1]) if isinstance(op, loop.ForOp)]) == 1:
-        if not inner[0].loop_name.data.startswith("i"):
-            break
-        loops.append(inner[0])
+    loops = output_loops_of(kernel)
     first = loops[-1].body.block.first_op
     for outer, inner_loop in zip(loops, loops[1:]):
         for op in body_ops(outer):
@@ -236,8 +231,8 @@ class _Gemm:
                 raise ScheduleError(P, "the product's factors are not a row operand and a column operand")
         self.a, self.b = a, b
         store = next(op for op in self.k_ops if isinstance(op, loop.StoreOp))
-        self.product_ops = _closure([store.value], self.pre + self.k_ops, stop=(a.owner, b.owner))
         factors = (a.owner, b.owner)
+        self.product_ops = _closure([store.value], self.pre + self.k_ops, stop=factors)
         if any(isinstance(op, loop.LoadOp) and op.buffer is not nest.acc.result and op not in factors for op in self.product_ops):
             raise ScheduleError(P, "the reduction reads more than the two factors")
         if any(isinstance(op, loop.LoadOp) for op in self.pre):

@@ -85,8 +85,9 @@ class ReductionNest:
     post: list[Operation]
 
 
-def output_nest(kernel: func.FuncOp) -> list[loop.ForOp]:
-    """The kernel's output loops ``i0, i1, ...``: a perfect rectangular nest from 0 step 1."""
+def output_loops_of(kernel: func.FuncOp) -> list[loop.ForOp]:
+    """The kernel's loop nest down to its innermost output loop (``i...``), outermost first,
+    whatever ops stand between the loops."""
     top = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
     if len(top) != 1:
         raise ScheduleError(P, f"expected one loop nest, found {len(top)}")
@@ -94,10 +95,16 @@ def output_nest(kernel: func.FuncOp) -> list[loop.ForOp]:
     while True:
         inner = [op for op in body_ops(loops[-1]) if isinstance(op, loop.ForOp)]
         if len(inner) != 1 or not inner[0].loop_name.data.startswith("i"):
-            break
-        if any(not isinstance(op, arith.ConstantOp) for op in body_ops(loops[-1]) if op is not inner[0]):
-            raise ScheduleError(P, "ops between the output loops")
+            return loops
         loops.append(inner[0])
+
+
+def output_nest(kernel: func.FuncOp) -> list[loop.ForOp]:
+    """The kernel's output loops ``i0, i1, ...``: a perfect rectangular nest from 0 step 1."""
+    loops = output_loops_of(kernel)
+    for outer, inner in zip(loops, loops[1:]):
+        if any(not isinstance(op, arith.ConstantOp) for op in body_ops(outer) if op is not inner):
+            raise ScheduleError(P, "ops between the output loops")
     for f in loops:
         if static_value(f.lb) != 0 or static_value(f.step) != 1:
             raise ScheduleError(P, f"loop '{f.loop_name.data}' does not run from 0 by 1")
@@ -341,6 +348,7 @@ __all__ = [
     "block_allreduce",
     "block_reduction",
     "fuse_all",
+    "output_loops_of",
     "reduction_nest",
     "strided_partial",
     "warp_allreduce",

@@ -176,10 +176,11 @@ def build_cuda(module: ModuleOp, target: str = "cuda", *, function: str = "main"
     externals = list(dict.fromkeys(external_modules(module)))
     check_device_modules(externals)  # a host-only BYOC region: fail before compiling
     cupy = require_cupy()  # fail before compiling when it cannot run
-    if options.tf32 and int(cupy.cuda.Device().compute_capability) < TF32_MIN_ARCH:
+    capability = cupy.cuda.Device().compute_capability if options.tf32 else None
+    if capability is not None and int(capability) < TF32_MIN_ARCH:
         raise ValueError(
-            f"target {target!r}: this GPU (sm_{cupy.cuda.Device().compute_capability}) has no TF32 tensor "
-            f"cores (sm_{TF32_MIN_ARCH} or later); build for 'cuda'"
+            f"target {target!r}: this GPU (sm_{capability}) has no TF32 tensor cores "
+            f"(sm_{TF32_MIN_ARCH} or later); build for 'cuda'"
         )
     start = time.perf_counter()
     signature = signature_of(find_function(module, function))
