@@ -1,4 +1,4 @@
-"""Indexing and index-producing ops: take, gather, cumsum, argmax/argmin, argsort, flip,
+"""Indexing and index-producing ops: take, gather, cumsum/cumprod, argmax/argmin, argsort, flip,
 pad, and the constant producers full and arange.
 
 Index operands are integer tensors (``i8``, ``i32`` or ``i64``). Negative indices wrap
@@ -14,6 +14,7 @@ Examples::
     %e = graph.take %w, %ids {axis = 0 : i64} : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
     %g = graph.gather %x, %i {axis = 1 : i64} : tensor<4x5xf32>, tensor<4x2xi64> -> tensor<4x2xf32>
     %c = graph.cumsum %x {axis = 1 : i64} : tensor<4x5xf32>
+    %q = graph.cumprod %x {axis = 0 : i64} : tensor<4x5xf32>
     %a = graph.argmax %x {axis = 1 : i64, keepdims = true} : tensor<4x5xf32> -> tensor<4x1xi64>
     %s = graph.argsort %x {axis = 1 : i64, descending = true, k = 3 : i64} : tensor<4x5xf32> -> tensor<4x3xi64>
     %f = graph.flip %x {axes = array<i64: 0, 1>} : tensor<4x5xf32>
@@ -33,6 +34,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
+    StringAttr,
     TensorType,
     i1,
     i64,
@@ -102,6 +104,19 @@ def _has_elements(shape: Shape) -> bool:
 def _check_indices(what: str, value: SSAValue) -> None:
     if not is_int(operand_element(value)):
         raise VerifyException(f"{what} must be an integer tensor (i8, i32 or i64), got {value.type}")
+
+
+def check_within(indices: Shape, bound: Shape, axis: int | None, what: str) -> None:
+    """Every dim of ``indices`` (but ``axis``) is at most ``bound``'s: statically smaller,
+    or the same size or symbol."""
+    for d, (a, b) in enumerate(zip(bound, indices)):
+        if d == axis or a == b:
+            continue
+        if isinstance(a, str) or isinstance(b, str) or b > a:
+            raise VerifyException(
+                f"indices dim {d} is {b}, expected at most {what} dim {d} = {a} "
+                f"({what} {format_shape(bound)}, indices {format_shape(indices)})"
+            )
 
 
 def wrap_and_clamp(indices: np.ndarray, size: int) -> np.ndarray:
@@ -224,14 +239,7 @@ class GatherOp(_IndexedOp):
                 f"indices {format_shape(idx)} must have the rank of the input {format_shape(x)}"
             )
         axis = _check_axis(self.axis.value.data, x)
-        for d, (a, b) in enumerate(zip(x, idx)):
-            if d == axis or a == b:
-                continue
-            if isinstance(a, str) or isinstance(b, str) or b > a:
-                raise VerifyException(
-                    f"indices dim {d} is {b}, expected at most input dim {d} = {a} "
-                    f"(input {format_shape(x)}, indices {format_shape(idx)}, axis {axis})"
-                )
+        check_within(idx, x, axis, "input")
         if x[axis] == 0 and _has_elements(idx):
             raise VerifyException(f"cannot gather from axis {axis} of size 0 (input {format_shape(x)})")
         return tensor_type(idx, operand_element(self.input))
@@ -244,18 +252,129 @@ class GatherOp(_IndexedOp):
         return np.take_along_axis(x[window], wrap_and_clamp(indices, x.shape[axis]), axis=axis)
 
 
+#: how ``graph.scatter`` combines the updates landing on one element
+SCATTER_MODES = ("update", "add", "max", "min")
+
+
+@irdl_op_definition
+class ScatterOp(GraphOp):
+    """The inverse of gather: a copy of ``input`` where, for ``axis = 1``,
+    ``result[i][indices[i][j][k]][k]`` receives ``updates[i][j][k]`` (ONNX's
+    ScatterElements; torch's ``scatter``, ``scatter_add``, ``scatter_reduce``, and
+    ``index_put`` once its indexed axes are merged into one).
+
+    ``indices`` has the rank of ``input``; on every axis it is no larger than
+    ``updates``, and on every axis but ``axis`` no larger than ``input`` (elements
+    outside its extent keep the input's value). ``mode`` says how the updates that land
+    on one element combine: ``update`` (the last one along ``axis`` wins), ``add``,
+    ``max``, ``min``; with ``include_self = false`` an element that receives updates
+    starts from them alone, not from its input value. Negative indices wrap once;
+    indices still out of range are clamped (never written out of bounds).
+
+    Computed in gather form (each result element looks for the updates aimed at it):
+    ``O(size(input) * indices.shape[axis])``, parallel and without atomics.
+
+    Example::
+
+        %s = graph.scatter %x, %i, %u {axis = 1 : i64, mode = "add"} : tensor<4x6xf32>, tensor<4x3xi64>, tensor<4x3xf32> -> tensor<4x6xf32>
+    """
+
+    name = "graph.scatter"
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    mode = prop_def(StringAttr, default_value=StringAttr("update"))
+    include_self = prop_def(BoolAttr, default_value=BoolAttr.from_bool(True))
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$input `,` $indices `,` $updates attr-dict `:` type($input) `,` type($indices) `,` type($updates) "
+        "`->` type($result)"
+    )
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        indices: SSAValue | Operation,
+        updates: SSAValue | Operation,
+        axis: int,
+        mode: str = "update",
+        include_self: bool = True,
+    ):
+        self._build(
+            [input, indices, updates],
+            {
+                "axis": int_attr(_axis_value(input, axis)),
+                "mode": StringAttr(mode),
+                "include_self": BoolAttr.from_bool(include_self),
+            },
+        )
+
+    def infer_result_type(self) -> TensorType:
+        x, idx, upd = operand_shape(self.input), operand_shape(self.indices), operand_shape(self.updates)
+        _check_indices("indices", self.indices)
+        mode = self.mode.data
+        if mode not in SCATTER_MODES:
+            raise VerifyException(f"unknown mode {mode!r} (expected one of {', '.join(SCATTER_MODES)})")
+        element = operand_element(self.input)
+        if operand_element(self.updates) != element:
+            raise VerifyException(f"updates {self.updates.type} must have the element type of the input {element}")
+        if mode != "update" and is_bool(element):
+            raise VerifyException(f"mode {mode!r} needs a numeric input, got {self.input.type}")
+        if not len(idx) == len(x) == len(upd):
+            raise VerifyException(
+                f"input {format_shape(x)}, indices {format_shape(idx)} and updates {format_shape(upd)} "
+                "must have the same rank"
+            )
+        axis = _check_axis(self.axis.value.data, x)
+        check_within(idx, x, axis, "input")
+        check_within(idx, upd, None, "updates")
+        if x[axis] == 0 and _has_elements(idx):
+            raise VerifyException(f"cannot scatter into axis {axis} of size 0 (input {format_shape(x)})")
+        return self.input.type
+
+    def reference(self, x: np.ndarray, indices: np.ndarray, updates: np.ndarray) -> np.ndarray:
+        axis, mode = self.axis.value.data, self.mode.data
+        out = x.copy()
+        if indices.size == 0:
+            return out
+        coords = list(np.indices(indices.shape))
+        coords[axis] = wrap_and_clamp(indices, x.shape[axis])
+        target = tuple(c.ravel() for c in coords)
+        values = updates[tuple(slice(0, n) for n in indices.shape)].ravel()
+        if mode == "update":
+            # last along the axis wins: row-major order visits each target's updates in axis order
+            linear = np.ravel_multi_index(target, x.shape)
+            _, last = np.unique(linear[::-1], return_index=True)
+            keep = len(linear) - 1 - last
+            out[tuple(t[keep] for t in target)] = values[keep]
+            return out
+        ufunc = {"add": np.add, "max": np.maximum, "min": np.minimum}[mode]
+        if not self.include_self.value.data:
+            out[target] = {"add": 0, "max": _lowest(x.dtype), "min": _highest(x.dtype)}[mode]
+        ufunc.at(out, target, values)
+        return out
+
+
+def _lowest(dtype: np.dtype):
+    return -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
+
+
+def _highest(dtype: np.dtype):
+    return np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).max
+
+
 # ---------------------------------------------------------------------------
 # scans and arg-reductions
 
 
-@irdl_op_definition
-class CumsumOp(GraphOp):
-    """Inclusive prefix sum along ``axis``; numeric element types (integers wrap).
+class ScanOp(GraphOp):
+    """An inclusive scan along ``axis`` (stored non-negative); numeric element types
+    (integers wrap); same type in and out."""
 
-    Example: ``%c = graph.cumsum %x {axis = 1 : i64} : tensor<4x5xf32>``
-    """
-
-    name = "graph.cumsum"
     T: ClassVar = VarConstraint("T", base(TensorType))
     input = operand_def(T)
     result = result_def(T)
@@ -264,6 +383,9 @@ class CumsumOp(GraphOp):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input)"
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+
+    #: the combining ufunc (its ``accumulate`` is the reference)
+    UFUNC: ClassVar[np.ufunc]
 
     def __init__(self, input: SSAValue | Operation, axis: int):
         self._build([input], {"axis": int_attr(_axis_value(input, axis))})
@@ -275,7 +397,30 @@ class CumsumOp(GraphOp):
         return self.input.type
 
     def reference(self, x: np.ndarray) -> np.ndarray:
-        return np.cumsum(x, axis=self.axis.value.data, dtype=x.dtype)
+        return self.UFUNC.accumulate(x, axis=self.axis.value.data, dtype=x.dtype)
+
+
+@irdl_op_definition
+class CumsumOp(ScanOp):
+    """Inclusive prefix sum along ``axis``; numeric element types (integers wrap).
+
+    Example: ``%c = graph.cumsum %x {axis = 1 : i64} : tensor<4x5xf32>``
+    """
+
+    name = "graph.cumsum"
+    UFUNC: ClassVar[np.ufunc] = np.add
+
+
+@irdl_op_definition
+class CumprodOp(ScanOp):
+    """Inclusive prefix product along ``axis``; numeric element types (integers wrap, as
+    torch's int64 ``cumprod``).
+
+    Example: ``%c = graph.cumprod %x {axis = 0 : i64} : tensor<4x5xi64>``
+    """
+
+    name = "graph.cumprod"
+    UFUNC: ClassVar[np.ufunc] = np.multiply
 
 
 class ArgReduceOp(GraphOp):
@@ -631,5 +776,5 @@ class ArangeOp(_ShapedSourceOp):
 
 
 INDEXING_OPS: tuple[type[GraphOp], ...] = (
-    TakeOp, GatherOp, CumsumOp, ArgMaxOp, ArgMinOp, ArgsortOp, FlipOp, PadOp, FullOp, ArangeOp,
+    TakeOp, GatherOp, ScatterOp, CumsumOp, CumprodOp, ArgMaxOp, ArgMinOp, ArgsortOp, FlipOp, PadOp, FullOp, ArangeOp,
 )  # fmt: skip

@@ -1,4 +1,4 @@
-"""TE rules of the indexing ops: take, gather, cumsum, argmax/argmin, argsort, flip, pad,
+"""TE rules of the indexing ops: take, gather, cumsum/cumprod, argmax/argmin, argsort, flip, pad,
 full and arange.
 
 Every read at a data-dependent index goes through :func:`safe_index`: negative indices
@@ -58,11 +58,70 @@ def gather(t: TEBuilder, op: ix.GatherOp) -> SSAValue:
     return t.compute("gather", op.result.type, [op.input, op.indices], element)
 
 
-@compute_rule(ix.CumsumOp)
-def cumsum(t: TEBuilder, op: ix.CumsumOp) -> SSAValue:
-    # O(n^2) along the axis: each element sums its own prefix. A scan (one running sum
-    # per row) needs a sequential schedule that TE cannot express yet; fine for the
-    # short axes models cumsum over (positions, masks), slow for long ones.
+@compute_rule(ix.ScatterOp)
+def scatter(t: TEBuilder, op: ix.ScatterOp) -> SSAValue:
+    """Gather form: each result element reduces over the updates of its line along the
+    axis, keeping those whose index lands on it (no write conflicts, so it parallelises
+    like any reduction)."""
+    axis, mode = op.axis.value.data, op.mode.data
+    include_self = bool(op.include_self.value.data)
+    element_type = op.input.type.element_type
+    x_shape, index_shape = shape_of(op.input.type), shape_of(op.indices.type)
+    # axes where the indices cover only part of the input: elements beyond get no update
+    partial = [d for d in range(len(x_shape)) if d != axis and index_shape[d] != x_shape[d]]
+
+    def element(s: Scalar, idx, ins):
+        x, indices, updates = ins
+        here = s.read(x, idx)
+        covered = None
+        line = list(idx)
+        for d in partial:
+            inside = s.cmp("lt", idx[d], s.dim(indices, d))
+            covered = inside if covered is None else _and(s, covered, inside)
+            line[d] = s.min(idx[d], s.sub(s.dim(indices, d), s.index(1)))
+
+        def hit(r: Scalar, j: SSAValue) -> SSAValue:
+            at = [j if d == axis else i for d, i in enumerate(line)]
+            lands = r.cmp("eq", safe_index(r, r.read(indices, at), r.dim(x, axis)), idx[axis])
+            return lands if covered is None else _and(r, lands, covered)
+
+        def update_at(r: Scalar, j: SSAValue) -> SSAValue:
+            return r.read(updates, [j if d == axis else i for d, i in enumerate(line)])
+
+        count = s.dim(indices, axis)
+        if mode == "update":
+            none = s.const(-1, i64)
+            last = s.reduce(
+                "max", [count], -1,
+                lambda r, red: r.select(hit(r, red[0]), r.index_to(red[0], i64), none), i64,
+            )  # fmt: skip
+            found = s.cmp("ge", last, s.const(0, i64))
+            j = s.math(arith.IndexCastOp, s.max(last, s.const(0, i64)), IndexType())
+            return s.select(found, update_at(s, j), here)
+        identity = {"add": 0, "max": lowest_value(element_type), "min": highest_value(element_type)}[mode]
+        combined = s.reduce(
+            mode, [count], identity,
+            lambda r, red: r.select(hit(r, red[0]), update_at(r, red[0]), r.const(identity, element_type)),
+            element_type,
+        )  # fmt: skip
+        if include_self:
+            return {"add": s.add, "max": s.max, "min": s.min}[mode](here, combined)
+        hits = s.reduce("max", [count], 0, lambda r, red: r.cast(hit(r, red[0]), i64), i64)
+        return s.select(s.cmp("gt", hits, s.const(0, i64)), combined, here)
+
+    return t.compute("scatter", op.result.type, [op.input, op.indices, op.updates], element)
+
+
+#: each scan's combiner and its identity
+_SCANS: dict[type[ix.ScanOp], tuple[str, int]] = {ix.CumsumOp: ("add", 0), ix.CumprodOp: ("mul", 1)}
+
+
+@compute_rule(*_SCANS)
+def scan(t: TEBuilder, op: ix.ScanOp) -> SSAValue:
+    # O(n^2) along the axis: each element combines its own prefix. A scan (one running
+    # value per row) needs a sequential schedule that TE cannot express yet; fine for the
+    # short axes models scan over (positions, masks), slow for long ones.
+    combiner, identity = _SCANS[type(op)]
     axis = op.axis.value.data
     element_type = op.input.type.element_type
 
@@ -72,9 +131,9 @@ def cumsum(t: TEBuilder, op: ix.CumsumOp) -> SSAValue:
         def term(r: Scalar, red):
             return r.read(x, [*idx[:axis], red[0], *idx[axis + 1 :]])
 
-        return s.reduce("add", [s.add(idx[axis], s.index(1))], 0, term, element_type)
+        return s.reduce(combiner, [s.add(idx[axis], s.index(1))], identity, term, element_type)
 
-    return t.compute("cumsum", op.result.type, [op.input], element)
+    return t.compute(op.name.removeprefix("graph."), op.result.type, [op.input], element)
 
 
 def _is_nan(s: Scalar, v: SSAValue) -> SSAValue:

@@ -1,5 +1,5 @@
 """Indexing and index-producing ATen ops: index_select, embedding, gather, index (x[idx]),
-cumsum, argmax/argmin, max/min with indices, topk, sort; any/all, var/std, constant
+cumsum/cumprod, argmax/argmin, max/min with indices, topk, sort; any/all, var/std, constant
 padding, stack, split/chunk/unbind, flip, repeat.
 
 Indices out of range are clamped (torch raises an error; see graph.take), negative
@@ -59,25 +59,40 @@ def index(ctx: ImportContext, node, x, indices):
     shapes broadcast together, and their shape replaces the indexed axes in place when
     those are adjacent, or comes first when they are not.
     """
-    b = ctx.b
-    positions = [(axis, t) for axis, t in enumerate(indices) if t is not None]
+    positions = _integer_positions(indices, "indexing")
     if not positions:
         return x
+    if len(positions) == 1:
+        axis, t = positions[0]
+        return _fit(ctx, node, ctx.b.take(x, t, axis))
+    merged, first, linear, _ = _merge_indexed_axes(ctx, x, positions)
+    return _fit(ctx, node, ctx.b.take(merged, linear, first))
+
+
+def _integer_positions(indices, what: str) -> list[tuple[int, object]]:
+    """The ``(axis, index tensor)`` pairs of an advanced index (``None`` entries skipped)."""
+    positions = [(axis, t) for axis, t in enumerate(indices) if t is not None]
     for axis, t in positions:
         if t.type.element_type == i1:
             raise NotImplementedError(
-                f"boolean mask indexing (axis {axis}) gives a data-dependent shape: not supported "
+                f"boolean mask {what} (axis {axis}) gives a data-dependent shape: not supported "
                 "(use torch.where or masked_fill instead)"
             )
-    if len(positions) == 1:
-        axis, t = positions[0]
-        return _fit(ctx, node, b.take(x, t, axis))
+    return positions
+
+
+def _merge_indexed_axes(ctx: ImportContext, x, positions):
+    """``x`` with its indexed axes brought together (first when they are not adjacent,
+    as torch puts the index shape first) and merged into one axis; returns
+    ``(merged, axis, linear index, permutation applied to x or None)``. The indexed
+    axes must be static."""
+    b = ctx.b
     axes = [axis for axis, _ in positions]
     x_shape = shape_of(x.type)
+    permutation = None
     if axes != list(range(axes[0], axes[0] + len(axes))):
-        # not adjacent: the indexed axes go first, as torch puts the index shape first
-        rest = [a for a in range(len(x_shape)) if a not in axes]
-        x = b.transpose(x, axes + rest)
+        permutation = axes + [a for a in range(len(x_shape)) if a not in axes]
+        x = b.transpose(x, permutation)
         x_shape = shape_of(x.type)
         axes = list(range(len(axes)))
     sizes = [x_shape[a] for a in axes]
@@ -96,17 +111,132 @@ def index(ctx: ImportContext, node, x, indices):
         stride *= size
     first = axes[0]
     merged = b.reshape(x, [*x_shape[:first], stride, *x_shape[first + len(axes) :]])
-    return _fit(ctx, node, b.take(merged, linear, first))
+    return merged, first, linear, permutation
+
+
+@converter("aten.index_put.default")
+def index_put(ctx: ImportContext, node, x, indices, values, accumulate=False):
+    """``x[i0, i1, ...] = values`` (``+=`` with ``accumulate``): a ``graph.scatter`` along
+    the indexed axes merged into one. A boolean mask with a single value is a
+    ``graph.where``; a mask with a value per selected element has a data-dependent
+    count and is refused."""
+    b = ctx.b
+    values = ctx.cast(values, ctx.dtype(node))
+    masks = [(axis, t) for axis, t in enumerate(indices) if t is not None and t.type.element_type == i1]
+    if masks:
+        return _masked_put(ctx, x, indices, masks, values, accumulate)
+    positions = _integer_positions(indices, "assignment")
+    if not positions:
+        return b.add(x, values) if accumulate else b.broadcast_to(values, shape_of(x.type))
+    if len(positions) == 1:
+        merged, first, linear, permutation = x, positions[0][0], positions[0][1], None
+    else:
+        merged, first, linear, permutation = _merge_indexed_axes(ctx, x, positions)
+    # values broadcast to merged[..., linear, ...], the index shape flattened to one axis
+    m_shape = shape_of(merged.type)
+    index_shape = shape_of(linear.type)
+    count = int(np.prod(index_shape)) if all(isinstance(d, int) for d in index_shape) else None
+    if count is None:
+        raise NotImplementedError(f"index_put with a symbolic index shape {format_shape(index_shape)}")
+    before, after = m_shape[:first], m_shape[first + 1 :]
+    updates = b.broadcast_to(values, [*before, *index_shape, *after])
+    updates = b.reshape(updates, [*before, count, *after])
+    spread = [1] * len(before) + [count] + [1] * len(after)
+    flat_index = b.broadcast_to(b.reshape(linear, spread), [*before, count, *after])
+    mode = "add" if accumulate else "update"
+    y = b.scatter(merged, flat_index, updates, axis=first, mode=mode)
+    if len(positions) > 1:
+        y = b.reshape(y, shape_of(x.type) if permutation is None else [shape_of(x.type)[a] for a in permutation])
+    if permutation is not None:
+        y = b.transpose(y, [permutation.index(a) for a in range(len(permutation))])
+    return y
+
+
+def _masked_put(ctx: ImportContext, x, indices, masks, values, accumulate: bool):
+    """``x[mask] = v`` with one boolean mask and a single value ``v``: ``where``."""
+    b = ctx.b
+    (axis, mask), *others = masks
+    if others or any(t is not None for a, t in enumerate(indices) if a != axis):
+        raise NotImplementedError("index_put with a boolean mask among other indices is not supported")
+    if any(d != 1 for d in shape_of(values.type)):
+        raise NotImplementedError(
+            f"x[mask] = values with values of shape {format_shape(shape_of(values.type))}: one value per "
+            "selected element has a data-dependent count; only a single value is supported (use torch.where)"
+        )
+    x_shape = shape_of(x.type)
+    mask_rank = len(shape_of(mask.type))
+    # the mask covers axes [axis, axis + mask_rank): give it x's rank to broadcast
+    mask = b.reshape(mask, [1] * axis + list(shape_of(mask.type)) + [1] * (len(x_shape) - axis - mask_rank))
+    value = b.reshape(values, [1] * len(x_shape))
+    return b.where(mask, b.add(x, value) if accumulate else value, x)
+
+
+# ---------------------------------------------------------------------------
+# scatter
+
+
+def _scatter(mode: str):
+    def convert(ctx: ImportContext, node, x, dim, index, src, reduce=None):
+        if reduce is not None:
+            return scatter_reduce(ctx, node, x, dim, index, src, {"add": "sum", "multiply": "prod"}.get(reduce, reduce))
+        return _scatter_values(ctx, node, x, dim, index, src, mode)
+
+    return convert
+
+
+def _scatter_values(ctx: ImportContext, node, x, dim, index, src, mode: str, include_self: bool = True):
+    """``graph.scatter`` of ``src`` (a tensor, or a scalar for every index) into ``x``."""
+    x = ctx.cast(x, ctx.dtype(node))
+    if isinstance(src, bool | int | float):
+        src = ctx.b.broadcast_to(ctx.scalar(src, x), shape_of(index.type))
+    else:
+        src = ctx.cast(src, ctx.dtype(node))
+    return ctx.b.scatter(x, index, src, axis=dim % ctx.rank(x), mode=mode, include_self=include_self)
+
+
+converter("aten.scatter.src", "aten.scatter.value", "aten.scatter.reduce", "aten.scatter.value_reduce")(
+    _scatter("update")
+)
+converter("aten.scatter_add.default")(_scatter("add"))
+
+#: torch's scatter_reduce names -> graph.scatter modes
+_SCATTER_REDUCE_MODES = {"sum": "add", "amax": "max", "amin": "min"}
+
+
+@converter("aten.scatter_reduce.two")
+def scatter_reduce(ctx: ImportContext, node, x, dim, index, src, reduce, *, include_self=True):
+    """``sum``/``amax``/``amin`` as a ``graph.scatter`` mode; ``mean`` as a sum divided by
+    the count of values each element received (plus one for itself when included)."""
+    if reduce in _SCATTER_REDUCE_MODES:
+        return _scatter_values(ctx, node, x, dim, index, src, _SCATTER_REDUCE_MODES[reduce], include_self)
+    if reduce != "mean" or not np.issubdtype(ctx.dtype(node), np.floating):
+        raise NotImplementedError(
+            f"scatter_reduce with reduce={reduce!r} on {ctx.dtype(node)} (supported: sum, amax, amin; mean on floats)"
+        )
+    b = ctx.b
+    total = _scatter_values(ctx, node, x, dim, index, src, "add", include_self)
+    ones = b.broadcast_to(ctx.scalar(1, total), shape_of(index.type))
+    start = b.broadcast_to(ctx.scalar(1 if include_self else 0, total), shape_of(total.type))
+    count = b.scatter(start, index, ones, axis=dim % ctx.rank(total), mode="add")
+    # an element that received nothing keeps its value (count 0 without itself)
+    count = b.max(count, ctx.scalar(1, count))
+    return b.div(total, count)
 
 
 # ---------------------------------------------------------------------------
 # scans, arg-reductions, sorting
 
 
-@converter("aten.cumsum.default")
-def cumsum(ctx: ImportContext, node, x, dim, *, dtype=None):
-    x = ctx.cast(x, ctx.dtype(node))  # integers and bools accumulate in int64, as torch
-    return ctx.b.cumsum(x, dim % max(ctx.rank(x), 1))
+def _scan(method: str):
+    def convert(ctx: ImportContext, node, x, dim, *, dtype=None):
+        x = ctx.cast(x, ctx.dtype(node))  # integers and bools accumulate in int64, as torch
+        return getattr(ctx.b, method)(x, dim % max(ctx.rank(x), 1))
+
+    return convert
+
+
+converter("aten.cumsum.default")(_scan("cumsum"))
+converter("aten.cumprod.default")(_scan("cumprod"))
 
 
 def _arg_reduce(method: str):

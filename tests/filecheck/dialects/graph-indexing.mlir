@@ -30,6 +30,13 @@ func.func @pad_full(%x: tensor<4x5xf32>, %k: tensor<3xi32>, %s: tensor<?x5xf32, 
   func.return %p, %q, %z, %b, %r, %h : tensor<6x3xf32>, tensor<4xi32>, tensor<?x3xf32, #graph.dims<n, _>>, tensor<2x2xi1>, tensor<?xi64, #graph.dims<n>>, tensor<?xf32, #graph.dims<n>>
 }
 
+func.func @scatter(%x: tensor<6x5xf32>, %i: tensor<4x5xi64>, %u: tensor<4x7xf32>, %s: tensor<?x5xf32, #graph.dims<n, _>>, %si: tensor<?x2xi32, #graph.dims<n, _>>, %su: tensor<?x2xf32, #graph.dims<n, _>>) -> (tensor<6x5xf32>, tensor<6x5xf32>, tensor<?x5xf32, #graph.dims<n, _>>) {
+  %a = graph.scatter %x, %i, %u {axis = 0 : i64} : tensor<6x5xf32>, tensor<4x5xi64>, tensor<4x7xf32> -> tensor<6x5xf32>
+  %b = graph.scatter %x, %i, %u {axis = 0 : i64, mode = "max", include_self = false} : tensor<6x5xf32>, tensor<4x5xi64>, tensor<4x7xf32> -> tensor<6x5xf32>
+  %c = graph.scatter %s, %si, %su {axis = 1 : i64, mode = "add"} : tensor<?x5xf32, #graph.dims<n, _>>, tensor<?x2xi32, #graph.dims<n, _>>, tensor<?x2xf32, #graph.dims<n, _>> -> tensor<?x5xf32, #graph.dims<n, _>>
+  func.return %a, %b, %c : tensor<6x5xf32>, tensor<6x5xf32>, tensor<?x5xf32, #graph.dims<n, _>>
+}
+
 // CHECK-LABEL:  func.func @take_gather(%x: tensor<6x5xf32>, %i: tensor<2x3xi64>, %g: tensor<6x2xi32>, %s: tensor<?x5xf32, #graph.dims<n, _>>, %si: tensor<?x3xi64, #graph.dims<n, _>>) -> (tensor<6x2x3xf32>, tensor<2x3x5xf32>, tensor<6x2xf32>, tensor<?x2x3xf32, #graph.dims<n, _, _>>, tensor<?x3xf32, #graph.dims<n, _>>) {
 // CHECK-NEXT:      %t = graph.take %x, %i {axis = 1 : i64} : tensor<6x5xf32>, tensor<2x3xi64> -> tensor<6x2x3xf32>
 // CHECK-NEXT:      %t0 = graph.take %x, %i {axis = 0 : i64} : tensor<6x5xf32>, tensor<2x3xi64> -> tensor<2x3x5xf32>
@@ -55,5 +62,11 @@ func.func @pad_full(%x: tensor<4x5xf32>, %k: tensor<3xi32>, %s: tensor<?x5xf32, 
 // CHECK-NEXT:      %r = graph.arange %s {start = 0 : i64, step = 1 : i64, shape = array<i64: -1>, dims = #graph.dims<n>} : (tensor<?x5xf32, #graph.dims<n, _>>) -> tensor<?xi64, #graph.dims<n>>
 // CHECK-NEXT:      %h = graph.arange %s {start = 5.000000e-01 : f32, step = 2.500000e-01 : f32, shape = array<i64: -1>, dims = #graph.dims<n>} : (tensor<?x5xf32, #graph.dims<n, _>>) -> tensor<?xf32, #graph.dims<n>>
 // CHECK-NEXT:      func.return %p, %q, %z, %b, %r, %h : tensor<6x3xf32>, tensor<4xi32>, tensor<?x3xf32, #graph.dims<n, _>>, tensor<2x2xi1>, tensor<?xi64, #graph.dims<n>>, tensor<?xf32, #graph.dims<n>>
+// CHECK-NEXT:    }
+// CHECK-LABEL:  func.func @scatter(%x: tensor<6x5xf32>, %i: tensor<4x5xi64>, %u: tensor<4x7xf32>, %s: tensor<?x5xf32, #graph.dims<n, _>>, %si: tensor<?x2xi32, #graph.dims<n, _>>, %su: tensor<?x2xf32, #graph.dims<n, _>>) -> (tensor<6x5xf32>, tensor<6x5xf32>, tensor<?x5xf32, #graph.dims<n, _>>) {
+// CHECK-NEXT:      %a = graph.scatter %x, %i, %u {axis = 0 : i64} : tensor<6x5xf32>, tensor<4x5xi64>, tensor<4x7xf32> -> tensor<6x5xf32>
+// CHECK-NEXT:      %b = graph.scatter %x, %i, %u {axis = 0 : i64, mode = "max", include_self = false} : tensor<6x5xf32>, tensor<4x5xi64>, tensor<4x7xf32> -> tensor<6x5xf32>
+// CHECK-NEXT:      %c = graph.scatter %s, %si, %su {axis = 1 : i64, mode = "add"} : tensor<?x5xf32, #graph.dims<n, _>>, tensor<?x2xi32, #graph.dims<n, _>>, tensor<?x2xf32, #graph.dims<n, _>> -> tensor<?x5xf32, #graph.dims<n, _>>
+// CHECK-NEXT:      func.return %a, %b, %c : tensor<6x5xf32>, tensor<6x5xf32>, tensor<?x5xf32, #graph.dims<n, _>>
 // CHECK-NEXT:    }
 // CHECK-NEXT:  }
