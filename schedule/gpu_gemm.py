@@ -55,7 +55,15 @@ from xdsl.dialects.builtin import FloatAttr, MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from ..dialects import loop
-from .gpu_reduction import Emitter, ReductionNest, fuse_all, output_loops_of, output_nest, reduction_nest
+from .gpu_reduction import (
+    Emitter,
+    ReductionNest,
+    fuse_all,
+    fuse_reduction_loops,
+    output_loops_of,
+    output_nest,
+    reduction_nest,
+)
 from .nest import Dependence, ScheduleError, body_ops, defined_inside, is_movable, static_value
 
 #: rows and columns each of a block's threads
@@ -150,15 +158,8 @@ def to_gemm_form(schedule) -> GemmShape:
     """Fuse the kernel's reduction loops into one and its output loops into ``batch...,
     rows, cols`` (module docstring); returns what is known of the sizes."""
     kernel: func.FuncOp = schedule.kernel
+    fuse_reduction_loops(schedule)
     loops = output_nest(kernel)
-    inner = [op for op in body_ops(loops[-1]) if isinstance(op, loop.ForOp)]
-    if len(inner) != 1:
-        raise ScheduleError(P, "not one reduction loop nest")
-    reductions = [inner[0]]
-    while len(nested := [op for op in body_ops(reductions[-1]) if isinstance(op, loop.ForOp)]) == 1:
-        reductions.append(nested[0])
-    if len(reductions) > 1:
-        fuse_all(schedule, [f.loop_name.data for f in reductions])
     a, b = product_factors(reduction_nest(kernel))
     uses = [(Dependence([f.induction_var])(a), Dependence([f.induction_var])(b)) for f in loops]
     # from the innermost loop: the columns index one factor only, the rows the other

@@ -35,9 +35,10 @@ a shared buffer that the phases after it read (for kernels with several reductio
 
 The partial results are combined in a different order than the serial loop, so only
 reassociable combiners are accepted (float add/mul with the ``reassoc`` flag, min, max,
-integer add/min/max); anything else raises ScheduleError and the kernel keeps another
-strategy. Idle threads (past the end of a short row) contribute the initial value,
-which is the combiner's identity in the reductions te-to-loop writes.
+integer add/mul/min/max: wrapping sums and products are exact in any order); anything
+else raises ScheduleError and the kernel keeps another strategy. Idle threads (past the
+end of a short row) contribute the initial value, which is the combiner's identity in
+the reductions te-to-loop writes (0 for add, 1 for mul).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ P = "block_reduction"
 
 def reassociable(op: Operation) -> bool:
     """Whether combining partial results with ``op`` in another order is allowed."""
-    if isinstance(op, arith.MaximumfOp | arith.MinimumfOp | arith.AddiOp | arith.MaxSIOp | arith.MinSIOp):
+    if isinstance(op, arith.MaximumfOp | arith.MinimumfOp | arith.AddiOp | arith.MuliOp | arith.MaxSIOp | arith.MinSIOp):
         return True
     if isinstance(op, arith.AddfOp | arith.MulfOp):
         return "reassoc" in [str(f) for f in op.fastmath.data] if op.fastmath is not None else False
@@ -91,12 +92,52 @@ def output_loops_of(kernel: func.FuncOp) -> list[loop.ForOp]:
     top = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
     if len(top) != 1:
         raise ScheduleError(P, f"expected one loop nest, found {len(top)}")
+    if not is_output_loop(top[0]):
+        raise ScheduleError(P, "the kernel has no output loop (a 0-d result; see unit_output_loop)")
     loops = [top[0]]
     while True:
         inner = [op for op in body_ops(loops[-1]) if isinstance(op, loop.ForOp)]
-        if len(inner) != 1 or not inner[0].loop_name.data.startswith("i"):
+        if len(inner) != 1 or not is_output_loop(inner[0]):
             return loops
         loops.append(inner[0])
+
+
+def is_output_loop(f: loop.ForOp) -> bool:
+    """te-to-loop names the output loops ``i0, i1, ...`` (reduction loops ``r0, ...``);
+    a fused or split output loop keeps the ``i`` of its first part."""
+    return f.loop_name.data.startswith("i")
+
+
+def unit_output_loop(kernel: func.FuncOp) -> None:
+    """Give a kernel without an output loop (a 0-d result: a full reduction, a scalar
+    op) one, ``i0`` of one trip, around its body, so that every template sees the usual
+    nest: a full reduction becomes one block's reduction instead of one thread's."""
+    block = kernel.body.block
+    ops = [op for op in block.ops if not isinstance(op, func.ReturnOp)]
+    if any(isinstance(op, loop.ForOp) and is_output_loop(op) for op in ops):
+        return
+    body = Block(arg_types=[INDEX])
+    for op in ops:
+        op.detach()
+        body.add_op(op)
+    body.add_op(loop.YieldOp())
+    zero, one = arith.ConstantOp(IntegerAttr(0, INDEX)), arith.ConstantOp(IntegerAttr(1, INDEX))
+    unit = loop.ForOp(zero, one, one, body, kind="serial", name="i0")
+    block.insert_ops_before([zero, one, unit], block.last_op)
+
+
+def fuse_reduction_loops(schedule) -> None:
+    """Fuse the perfectly nested reduction loops inside the innermost output loop (a sum
+    over several axes) into one, the form the reduction templates take."""
+    loops = output_nest(schedule.kernel)
+    inner = [op for op in body_ops(loops[-1]) if isinstance(op, loop.ForOp)]
+    if len(inner) != 1:
+        raise ScheduleError(P, "not one reduction loop nest")
+    reductions = [inner[0]]
+    while len(nested := [op for op in body_ops(reductions[-1]) if isinstance(op, loop.ForOp)]) == 1:
+        reductions.append(nested[0])
+    if len(reductions) > 1:
+        fuse_all(schedule, [f.loop_name.data for f in reductions])
 
 
 def output_nest(kernel: func.FuncOp) -> list[loop.ForOp]:
@@ -300,9 +341,13 @@ def write_result(pe: Emitter, nest: ReductionNest, mapping: dict[SSAValue, SSAVa
 def block_reduction(schedule) -> None:
     """Rebuild a reduction kernel as one block per output element (module docstring)."""
     kernel: func.FuncOp = schedule.kernel
+    fuse_reduction_loops(schedule)
     nest = reduction_nest(kernel)
     trips = static_value(nest.reduction.ub)
-    if trips is not None and trips < MIN_BLOCK_REDUCTION:
+    # a single output (a full reduction) takes a block whatever its length: there is no
+    # other output for the idle threads to work on
+    single = all(static_value(f.ub) == 1 for f in nest.loops)
+    if trips is not None and trips < MIN_BLOCK_REDUCTION and not single:
         raise ScheduleError(P, f"a reduction of {trips} is too short for a block")
     element_type = nest.acc.result.type.element_type
     if not loop.shuffle_type_ok(element_type):
@@ -348,9 +393,12 @@ __all__ = [
     "block_allreduce",
     "block_reduction",
     "fuse_all",
+    "fuse_reduction_loops",
+    "is_output_loop",
     "output_loops_of",
     "reduction_nest",
     "strided_partial",
+    "unit_output_loop",
     "warp_allreduce",
     "write_result",
 ]

@@ -55,7 +55,7 @@ from xdsl.rewriter import Rewriter
 from .gpu_gemm import gemm_shared
 from .gpu_injective import grid_stride
 from .gpu_mma import gemm_tf32
-from .gpu_reduction import block_reduction, fuse_all
+from .gpu_reduction import block_reduction, fuse_all, unit_output_loop
 from .gpu_rows import one_thread_per_row, row_blocks
 from .gpu_warp_reduction import warp_reduction
 from .schedule import Schedule, ScheduleError, kernels
@@ -159,6 +159,7 @@ def apply_gpu_schedule(kernel: func.FuncOp, tf32: bool = False) -> str:
     (``"none"`` if even the simple mapping did not fit: the kernel runs in one thread).
     ``tf32``: the kernels that have the shared-memory GEMM (matrix products, convolutions)
     try ``gemm_tf32`` (tensor cores) first."""
+    unit_output_loop(kernel)
     chosen = gpu_strategies_for(kernel.attributes["tk.kernel"].data)
     if tf32 and gemm_shared in chosen:
         chosen = (gemm_tf32, *chosen)

@@ -102,3 +102,45 @@ class LargeMatMulEpilogue(torch.nn.Module):
 
 
 CASES["large_matmul_epilogue"] = (LargeMatMulEpilogue, [(520, 45), (45, 530)])
+
+
+class ScatterAndFullReductions(torch.nn.Module):
+    """Index assignment, scatter_add and a full reduction to a 0-d value: gather-form
+    scatter kernels (a reduction per element over the updates) and a one-block sum."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("rows", torch.tensor([4, 0, -2, 7]))
+        self.register_buffer("cols", torch.tensor([[1, 3, 3, 0, 5], [2, 2, 6, 1, 0], [0, 4, 1, 1, 6]]))
+
+    def forward(self, x, u):
+        y = x.clone()
+        y[self.rows] = u[:4, : x.shape[1]]
+        added = torch.zeros_like(x[:3]).scatter_add(1, self.cols, u[:3, :5])
+        return y * 2.0 + added.sum() + x.amax()
+
+
+CASES["scatter_full_reductions"] = (ScatterAndFullReductions, [(9, 11), (6, 13)])
+
+
+class ReductionsNorms(torch.nn.Module):
+    """Products over long rows (a block reduction: a mul combiner in the shuffles) and
+    short ones, a prefix product, a vector norm, instance norm (statistics over rows of
+    143) then adaptive max pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.InstanceNorm2d(4, affine=True)
+        with torch.no_grad():
+            self.norm.weight.normal_()
+            self.norm.bias.normal_()
+
+    def forward(self, x, rows):
+        near_one = 1 + rows / 16
+        return (
+            near_one.prod(-1), near_one[:, :9].prod(-1, keepdim=True), near_one.cumprod(0),
+            torch.linalg.vector_norm(rows, dim=-1), F.adaptive_max_pool2d(self.norm(x), (3, 2)),
+        )  # fmt: skip
+
+
+CASES["reductions_norms"] = (ReductionsNorms, [(2, 4, 13, 11), (5, 301)])

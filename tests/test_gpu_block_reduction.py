@@ -50,6 +50,39 @@ def test_row_reductions(shape):
         np.testing.assert_allclose(g, expected, rtol=2e-5, atol=2e-4)
 
 
+@pytest.mark.parametrize("shape", [(301,), (37, 53), (3, 5, 7)])
+def test_full_reductions_are_one_block(shape):
+    """A 0-d result (x.sum(), a slice's max...) gets a unit output loop; the reduction
+    loops over all axes are fused into one and shared by a block's threads (before: the
+    1-d case failed in loop-to-gpu, the others ran in one thread)."""
+    b = tk.GraphBuilder()
+    x = b.input("x", shape)
+    everything = tuple(range(len(shape)))
+    module = b.finish(b.reduce_sum(x, everything), b.reduce_max(b.neg(x), everything), b.reduce_mean(x, everything))
+    assert set(_strategies(module).values()) == {"block_reduction"}
+    a = _rows(np.float32, shape, len(shape))
+    total, biggest, mean = build_emulated(module)(a)
+    assert total.shape == biggest.shape == mean.shape == ()
+    np.testing.assert_allclose(total, a.sum(), rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(biggest, (-a).max())
+    np.testing.assert_allclose(mean, a.mean(), rtol=1e-5, atol=1e-6)
+
+
+def test_short_full_reduction_and_scalar_ops_are_mapped():
+    """A full reduction shorter than MIN_BLOCK_REDUCTION still takes a block (it is the
+    only output), and 0-d elementwise ops a grid-stride loop of one element: no kernel
+    is left unmapped."""
+    b = tk.GraphBuilder()
+    x, y = b.input("x", (5, 3)), b.input("y", ())
+    total = b.reduce_sum(b.slice(x, [0], [1], [1], [1]), (0, 1))
+    module = b.finish(b.mul(b.add(total, y), y), b.exp(y))
+    assert sorted(_strategies(module).values()) == ["block_reduction", "grid_stride"]
+    a, c = _rows(np.float32, (5, 3), 1), np.float32(1.75)
+    got, e = build_emulated(module)(a, c)
+    np.testing.assert_allclose(got, (a[:, 0].sum() + c) * c, rtol=1e-6)
+    np.testing.assert_allclose(e, np.exp(c), rtol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", ["int32", "int64", "float64"])
 def test_row_reductions_of_other_types(dtype):
     """Integer sums are exact (any order), 64-bit values shuffle whole."""
@@ -62,6 +95,36 @@ def test_row_reductions_of_other_types(dtype):
     assert total.dtype == np.dtype(dtype)
     np.testing.assert_allclose(total, a.sum(1), rtol=1e-12 if dtype == "float64" else 0)
     np.testing.assert_array_equal(biggest, a.max(1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_row_products(dtype):
+    """reduce_prod: rows of 1000 (a block reduction whose shuffles multiply; idle threads
+    contribute 1), of 9 (a thread per row), and a row kernel's product stage (row_blocks,
+    gpu_rows.py); int64 products wrap exactly, in any order."""
+    b = tk.GraphBuilder()
+    x, y = b.input("x", (3, 1000), dtype), b.input("y", (7, 9), dtype)
+    module = b.finish(
+        b.reduce_prod(x, (1,)), b.reduce_prod(y, (1,), keepdims=True), b.sub(x, b.reduce_prod(x, -1, keepdims=True))
+    )
+    assert _strategies(module) == {
+        "reduce_prod_0": "block_reduction", "reduce_prod_1": "one_thread_per_element", "reduce_prod_sub_0": "row_blocks"
+    }  # fmt: skip
+    rng = np.random.default_rng(3)
+    if dtype == "int64":
+        a, c = rng.integers(-9, 9, (3, 1000)), rng.integers(-99, 99, (7, 9))
+    else:
+        a, c = (1 + rng.standard_normal((3, 1000)) / 32).astype(dtype), rng.standard_normal((7, 9)).astype(dtype)
+    long_rows, short_rows, row_stage = build_emulated(module)(a, c)
+    assert long_rows.dtype == short_rows.dtype == row_stage.dtype == np.dtype(dtype)
+    if dtype == "int64":
+        np.testing.assert_array_equal(long_rows, a.prod(1))
+        np.testing.assert_array_equal(short_rows, c.prod(1, keepdims=True))
+        np.testing.assert_array_equal(row_stage, a - a.prod(1, keepdims=True))
+    else:
+        np.testing.assert_allclose(long_rows, a.astype(np.float64).prod(1), rtol=2e-5)
+        np.testing.assert_allclose(short_rows, c.astype(np.float64).prod(1, keepdims=True), rtol=2e-5)
+        np.testing.assert_allclose(row_stage, a - a.astype(np.float64).prod(1, keepdims=True), rtol=2e-5, atol=2e-5)
 
 
 @pytest.mark.parametrize("threads", [32, 64, 1024])
