@@ -29,6 +29,12 @@ def _loop():
     return Loop
 
 
+def _scalar():
+    from tensorkiln.dialects.scalar import Scalar
+
+    return Scalar
+
+
 def _pass(module: str, cls: str):
     def load():
         import importlib
@@ -44,7 +50,7 @@ def _byoc():
     return BYOC
 
 
-DIALECTS = {"graph": _graph, "te": _te, "loop": _loop, "byoc": _byoc}
+DIALECTS = {"graph": _graph, "te": _te, "loop": _loop, "scalar": _scalar, "byoc": _byoc}
 
 #: pass name -> (module, class); the one list of our passes
 PASSES = {

@@ -50,6 +50,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects import loop
+from ..dialects.scalar import is_scalar_arithmetic
 from .loop_to_gpu import KERNEL_ATTR, is_shared
 
 INDEX = IndexType()
@@ -110,7 +111,7 @@ _Item = Operation | _ShuffleWrite | _ShuffleRead | _MmaWrite | _MmaRead
 
 
 def _is_pure(op: Operation) -> bool:
-    return (op.name.split(".")[0] in ("arith", "math") and not op.regions) or isinstance(op, (*_IDS, memref.DimOp))
+    return is_scalar_arithmetic(op) or isinstance(op, (*_IDS, memref.DimOp))
 
 
 def _recomputed(op: Operation) -> bool:

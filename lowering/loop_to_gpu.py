@@ -74,6 +74,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects import loop
+from ..dialects.scalar import is_scalar_arithmetic
 
 KERNEL_ATTR = "tk.kernel"
 #: the name of the gpu.module holding every kernel
@@ -290,7 +291,7 @@ class _KernelConverter:
                 self._ins(block, gpu.ReturnOp([]))
             case func.CallOp():
                 raise self.fail(f"calls '@{op.callee.string_value()}' (tensorized kernels do not run on the GPU)")
-            case _ if op.name.split(".")[0] in ("arith", "math") and not op.regions:
+            case _ if is_scalar_arithmetic(op):
                 new = op.clone(value_mapper={k: v[k] for k in op.operands if k in v})
                 missing = [o for o in op.operands if o not in v]
                 if missing:

@@ -25,6 +25,8 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from ..dialects.scalar import RemFOp
+
 Converter = Callable[[Builder, Operation, Sequence[SSAValue]], SSAValue]
 
 SCALAR_CONVERTERS: dict[type[Operation], Converter] = {}
@@ -275,6 +277,14 @@ converts(math.AbsFOp)(_float_intrinsic("fabs"))
 converts(math.FmaOp)(_float_intrinsic("fma"))
 converts(math.PowFOp)(_float_intrinsic("pow"))
 converts(math.CopySignOp)(_float_intrinsic("copysign"))
+converts(math.TruncOp)(_float_intrinsic("trunc"))
+# LLVM's code generator turns these into the C library's sinf/cosf/exp2f... calls (a vector
+# of them into one call per lane): libm's accuracy, resolved by the JIT from the process.
+converts(math.SinOp)(_float_intrinsic("sin"))
+converts(math.CosOp)(_float_intrinsic("cos"))
+converts(math.Exp2Op)(_float_intrinsic("exp2"))
+converts(math.Log2Op)(_float_intrinsic("log2"))
+converts(math.Log10Op)(_float_intrinsic("log10"))
 
 
 def _libm(stem: str) -> Converter:
@@ -295,6 +305,17 @@ def _libm(stem: str) -> Converter:
 
 converts(math.TanhOp)(_libm("tanh"))
 converts(math.ErfOp)(_libm("erf"))
+converts(math.TanOp)(_libm("tan"))
+converts(math.AtanOp)(_libm("atan"))
+converts(math.Atan2Op)(_libm("atan2"))
+converts(math.Log1pOp)(_libm("log1p"))
+converts(math.ExpM1Op)(_libm("expm1"))
+
+
+@converts(RemFOp)
+def _remf(b: Builder, op: RemFOp, args: Sequence[SSAValue]) -> SSAValue:
+    # frem: the C library's fmodf/fmod (exact); a vector of it becomes one call per lane
+    return _ins(b, llvm.FRemOp(args[0], args[1], _fastmath(op)))
 
 
 @converts(math.RsqrtOp)

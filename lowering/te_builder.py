@@ -33,6 +33,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from ..dialects import te
 from ..dialects.graph.types import is_bool, is_float
+from ..dialects.scalar import RemFOp
 
 FLOAT_MAX = {"f16": 65504.0, "f32": 3.4028234663852886e38, "f64": 1.7976931348623157e308}
 
@@ -161,6 +162,17 @@ class Scalar:
 
     def rem(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self._insert(arith.RemSIOp(a, b))
+
+    def fmod(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        """C's ``fmod`` (the sign of ``a``); integers: the truncated remainder, x fmod 0 = 0."""
+        if is_float(a.type):
+            return self._insert(RemFOp(a, b))
+        # As in div: neither x % 0 nor MIN % -1 may reach the division (SIGFPE on x86);
+        # x % -1 is 0.
+        zero = self.const(0, b.type)
+        unsafe = self._insert(arith.OrIOp(self.cmp("eq", b, zero), self.cmp("eq", b, self.const(-1, b.type))))
+        remainder = self.rem(a, self.select(unsafe, self.const(1, b.type), b))
+        return self.select(unsafe, zero, remainder)
 
     def max(self, a: SSAValue, b: SSAValue) -> SSAValue:
         if is_float(a.type):

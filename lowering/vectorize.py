@@ -21,10 +21,11 @@ Each value of the body is classified, per vector iteration:
 Loads whose last index is linear with stride 1 (others uniform) are vector loads,
 stores likewise vector stores; other varying addresses become per-lane scalar loads
 (``insertelement``) and stores (in lane order). Ops with a vector form (float and
-integer arithmetic, comparisons, select, casts, min/max, fabs/sqrt/floor/fma...) are
-emitted once on vectors; the rest (``tanh``, ``erf`` libm calls, floor division...)
-per lane. Results are those of the serial loop, bit for bit, except reductions with
-``reassoc`` (below).
+integer arithmetic, comparisons, select, casts, min/max, fabs/sqrt/floor/fma, and
+sin/cos/exp2... as LLVM vector intrinsics, which LLVM turns into one libm call per lane)
+are emitted once on vectors; the rest (``tanh``, ``erf``, ``atan2`` libm calls, floor
+division...) per lane. Results are those of the serial loop, bit for bit, except
+reductions with ``reassoc`` (below).
 
 Reductions into a uniform address (``acc[] = acc[] op x``, the accumulator pattern of
 te-to-loop) are recognised: ``op`` one of addf, mulf, maximumf, minimumf, maxnumf,
@@ -89,6 +90,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 
 from ..dialects import loop
+from ..dialects.scalar import RemFOp
 from .scalar_to_llvm import SCALAR_CONVERTERS, int_constant, llvm_type
 
 if TYPE_CHECKING:
@@ -183,7 +185,7 @@ _same_as_scalar(
     arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.NegfOp,
     arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.DivSIOp, arith.DivUIOp, arith.RemSIOp,
     arith.RemUIOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.ShLIOp, arith.ShRSIOp,
-    arith.ShRUIOp, arith.CmpiOp,
+    arith.ShRUIOp, arith.CmpiOp, RemFOp,
 )  # fmt: skip
 
 
@@ -269,6 +271,12 @@ _FLOAT_INTRINSICS: dict[type[Operation], str] = {
     math.FmaOp: "fma",
     math.PowFOp: "pow",
     math.CopySignOp: "copysign",
+    math.TruncOp: "trunc",
+    math.SinOp: "sin",
+    math.CosOp: "cos",
+    math.Exp2Op: "exp2",
+    math.Log2Op: "log2",
+    math.Log10Op: "log10",
 }
 
 

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from ..dialects import loop
+from ..dialects.scalar import is_scalar_arithmetic
 
 INDEX = IndexType()
 
@@ -177,7 +178,7 @@ def is_movable(op: Operation, written: set[SSAValue]) -> bool:
         return op.buffer not in written
     if isinstance(op, loop.DimOp):
         return True
-    return op.name.split(".", 1)[0] in ("arith", "math")
+    return is_scalar_arithmetic(op)
 
 
 class Dependence:
@@ -384,14 +385,14 @@ def normalize(kernel: func.FuncOp) -> None:
 
 
 def erase_dead_code(root: Operation) -> None:
-    """Erase side-effect-free ops (arith, math, loop.dim, loop.load) whose results are unused."""
+    """Erase side-effect-free ops (arith, math, scalar, loop.dim, loop.load) whose results are unused."""
     changed = True
     while changed:
         changed = False
         for op in reversed(list(root.walk())):
             if op is root or op.regions or not op.results or any(r.uses for r in op.results):
                 continue
-            if isinstance(op, loop.LoadOp | loop.DimOp) or op.name.split(".", 1)[0] in ("arith", "math"):
+            if isinstance(op, loop.LoadOp | loop.DimOp) or is_scalar_arithmetic(op):
                 op.detach()
                 op.erase()
                 changed = True

@@ -12,6 +12,7 @@ from xdsl.dialects import func
 from xdsl.ir import Operation
 
 from ..dialects import loop
+from ..dialects.scalar import SCALAR_DIALECTS
 from ..schedule.nest import static_trip_bound
 
 FEATURE_NAMES = (
@@ -68,7 +69,7 @@ def kernel_features(kernel: func.FuncOp) -> np.ndarray:
             t = op.results[0].type
             f["local_buffers"] += 1
             f["local_bytes"] += 4 * math.prod(max(1, d) for d in t.get_shape())
-        elif op.dialect_name() in ("arith", "math") and op.results and str(op.results[0].type).startswith(("f", "vector")):
+        elif op.dialect_name() in SCALAR_DIALECTS and op.results and str(op.results[0].type).startswith(("f", "vector")):
             f["float_ops"] += times
         for region in op.regions:
             for block in region.blocks:

@@ -4,6 +4,7 @@ comparisons, select (``where``) and casts.
 Examples::
 
     %y = graph.exp %x : tensor<4x8xf32>
+    %s = graph.sin %x : tensor<4x8xf32>
     %z = graph.add %x, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
     %m = graph.compare %x, %b {predicate = "lt"} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
     %c = graph.cast %x : tensor<4x8xf32> -> tensor<4x8xi32>
@@ -185,8 +186,103 @@ class RoundOp(UnaryOp):
     NUMPY_FN = staticmethod(np.rint)
 
 
+def _in_f64(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """``fn`` evaluated in float64 (numpy's float32 routines are a few ulp off; the
+    reference rounds once, to the operand's type)."""
+    return lambda x: fn(x.astype(np.float64))
+
+
+@irdl_op_definition
+class CeilOp(UnaryOp):
+    """Round toward +inf. Example: ``%y = graph.ceil %x : tensor<4xf32>``"""
+
+    name = "graph.ceil"
+    NUMPY_FN = staticmethod(np.ceil)
+
+
+@irdl_op_definition
+class TruncOp(UnaryOp):
+    """Round toward zero. Example: ``%y = graph.trunc %x : tensor<4xf32>``"""
+
+    name = "graph.trunc"
+    NUMPY_FN = staticmethod(np.trunc)
+
+
+@irdl_op_definition
+class SinOp(UnaryOp):
+    """Sine (radians). Example: ``%y = graph.sin %x : tensor<4xf32>``"""
+
+    name = "graph.sin"
+    NUMPY_FN = staticmethod(_in_f64(np.sin))
+
+
+@irdl_op_definition
+class CosOp(UnaryOp):
+    """Cosine (radians). Example: ``%y = graph.cos %x : tensor<4xf32>``"""
+
+    name = "graph.cos"
+    NUMPY_FN = staticmethod(_in_f64(np.cos))
+
+
+@irdl_op_definition
+class TanOp(UnaryOp):
+    """Tangent (radians). Example: ``%y = graph.tan %x : tensor<4xf32>``"""
+
+    name = "graph.tan"
+    NUMPY_FN = staticmethod(_in_f64(np.tan))
+
+
+@irdl_op_definition
+class AtanOp(UnaryOp):
+    """Arc tangent, in (-pi/2, pi/2). Example: ``%y = graph.atan %x : tensor<4xf32>``"""
+
+    name = "graph.atan"
+    NUMPY_FN = staticmethod(_in_f64(np.arctan))
+
+
+@irdl_op_definition
+class Log1pOp(UnaryOp):
+    """``log(1 + x)``, accurate for tiny ``x``. Example: ``%y = graph.log1p %x : tensor<4xf32>``"""
+
+    name = "graph.log1p"
+    NUMPY_FN = staticmethod(_in_f64(np.log1p))
+
+
+@irdl_op_definition
+class Expm1Op(UnaryOp):
+    """``exp(x) - 1``, accurate for tiny ``x``. Example: ``%y = graph.expm1 %x : tensor<4xf32>``"""
+
+    name = "graph.expm1"
+    NUMPY_FN = staticmethod(_in_f64(np.expm1))
+
+
+@irdl_op_definition
+class Exp2Op(UnaryOp):
+    """``2**x`` Example: ``%y = graph.exp2 %x : tensor<4xf32>``"""
+
+    name = "graph.exp2"
+    NUMPY_FN = staticmethod(_in_f64(np.exp2))
+
+
+@irdl_op_definition
+class Log2Op(UnaryOp):
+    """Base-2 logarithm. Example: ``%y = graph.log2 %x : tensor<4xf32>``"""
+
+    name = "graph.log2"
+    NUMPY_FN = staticmethod(_in_f64(np.log2))
+
+
+@irdl_op_definition
+class Log10Op(UnaryOp):
+    """Base-10 logarithm. Example: ``%y = graph.log10 %x : tensor<4xf32>``"""
+
+    name = "graph.log10"
+    NUMPY_FN = staticmethod(_in_f64(np.log10))
+
+
 UNARY_OPS: tuple[type[UnaryOp], ...] = (
     NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ErfOp, FloorOp, RoundOp,
+    CeilOp, TruncOp, SinOp, CosOp, TanOp, AtanOp, Log1pOp, Expm1Op, Exp2Op, Log2Op, Log10Op,
 )  # fmt: skip
 
 
@@ -322,7 +418,40 @@ class PowOp(BinaryOp):
     FLOAT_ONLY: ClassVar[bool] = True
 
 
-BINARY_OPS: tuple[type[BinaryOp], ...] = (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp)
+def _fmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C's fmod; for integers the truncated remainder, and x fmod 0 = 0 (as numpy)."""
+    if np.issubdtype(a.dtype, np.floating):
+        return np.fmod(a, b)
+    unsafe = (b == 0) | (b == -1)  # x % -1 is 0, and MIN % -1 overflows the division
+    return np.where(unsafe, 0, np.fmod(a, np.where(unsafe, 1, b)))
+
+
+@irdl_op_definition
+class FmodOp(BinaryOp):
+    """The remainder of ``lhs / rhs`` rounded toward zero, with the sign of ``lhs`` (C's
+    ``fmod``, exact; integers: the truncated remainder, and x fmod 0 = 0).
+
+    Example: ``%z = graph.fmod %x, %y : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>``
+    """
+
+    name = "graph.fmod"
+    NUMPY_FN = staticmethod(_fmod)
+    NUMERIC_ONLY: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class Atan2Op(BinaryOp):
+    """The angle of the point ``(rhs, lhs)``: ``atan2(y=lhs, x=rhs)``, in [-pi, pi].
+
+    Example: ``%z = graph.atan2 %y, %x : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>``
+    """
+
+    name = "graph.atan2"
+    NUMPY_FN = staticmethod(lambda a, b: np.arctan2(a.astype(np.float64), b.astype(np.float64)))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+
+BINARY_OPS: tuple[type[BinaryOp], ...] = (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, FmodOp, Atan2Op)
 
 
 # ---------------------------------------------------------------------------

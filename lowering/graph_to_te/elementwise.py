@@ -38,6 +38,17 @@ UNARY: dict[type[ew.UnaryOp], Callable[[Scalar, SSAValue], SSAValue]] = {
     ew.ErfOp: lambda s, x: s.math(math.ErfOp, x),
     ew.FloorOp: lambda s, x: s.math(math.FloorOp, x),
     ew.RoundOp: lambda s, x: s.math(math.RoundEvenOp, x),
+    ew.CeilOp: lambda s, x: s.math(math.CeilOp, x),
+    ew.TruncOp: lambda s, x: s.math(math.TruncOp, x),
+    ew.SinOp: lambda s, x: s.math(math.SinOp, x),
+    ew.CosOp: lambda s, x: s.math(math.CosOp, x),
+    ew.TanOp: lambda s, x: s.math(math.TanOp, x),
+    ew.AtanOp: lambda s, x: s.math(math.AtanOp, x),
+    ew.Log1pOp: lambda s, x: s.math(math.Log1pOp, x),
+    ew.Expm1Op: lambda s, x: s.math(math.ExpM1Op, x),
+    ew.Exp2Op: lambda s, x: s.math(math.Exp2Op, x),
+    ew.Log2Op: lambda s, x: s.math(math.Log2Op, x),
+    ew.Log10Op: lambda s, x: s.math(math.Log10Op, x),
 }
 
 BINARY: dict[type[ew.BinaryOp], Callable[[Scalar, SSAValue, SSAValue], SSAValue]] = {
@@ -48,6 +59,8 @@ BINARY: dict[type[ew.BinaryOp], Callable[[Scalar, SSAValue, SSAValue], SSAValue]
     ew.MaxOp: Scalar.max,
     ew.MinOp: Scalar.min,
     ew.PowOp: lambda s, a, b: s.math(math.PowFOp, a, b),
+    ew.FmodOp: Scalar.fmod,
+    ew.Atan2Op: lambda s, a, b: s.math(math.Atan2Op, a, b),
 }
 
 

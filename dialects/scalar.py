@@ -1,0 +1,43 @@
+"""The ``scalar`` dialect: scalar ops of MLIR's ``arith`` that xDSL 0.74's lacks.
+
+They appear where ``arith``/``math`` ops do (``te.compute`` bodies, loop bodies, GPU
+kernels) and are converted by the same tables (``lowering/scalar_to_llvm.py``, the
+vectoriser, the CUDA printer). Example::
+
+    %r = scalar.remf %a, %b : f32
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.arith import FloatingPointLikeBinaryOperation
+from xdsl.ir import Dialect, Operation
+from xdsl.irdl import irdl_op_definition, traits_def
+from xdsl.traits import Pure
+
+
+@irdl_op_definition
+class RemFOp(FloatingPointLikeBinaryOperation):
+    """The remainder of ``lhs / rhs`` truncated toward zero: C's ``fmod``, exact, with the
+    sign of ``lhs`` (MLIR's ``arith.remf``; LLVM's ``frem``). ``remf(x, 0)``,
+    ``remf(inf, y)`` are NaN; ``remf(x, inf)`` is ``x``.
+
+    Example: ``%r = scalar.remf %a, %b : f32``
+    """
+
+    name = "scalar.remf"
+    traits = traits_def(Pure())
+
+
+Scalar = Dialect("scalar", [RemFOp], [])
+
+#: the dialects of the scalar arithmetic in kernel bodies (te.compute, loops, GPU kernels)
+SCALAR_DIALECTS = ("arith", "math", "scalar")
+
+
+def is_scalar_arithmetic(op: Operation) -> bool:
+    """An ``arith``/``math``/``scalar`` op without regions: pure, copied as it is into GPU
+    kernels and recomputed where needed."""
+    return op.name.split(".")[0] in SCALAR_DIALECTS and not op.regions
+
+
+__all__ = ["SCALAR_DIALECTS", "RemFOp", "Scalar", "is_scalar_arithmetic"]

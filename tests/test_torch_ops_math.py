@@ -1,0 +1,363 @@
+"""Op-level numeric tests of the elementwise math converters (frontends/torch/ops/math.py) and the
+graph ops under them (sin, cos, tan, atan, atan2, log1p, expm1, exp2, log2, log10, ceil, trunc,
+fmod).
+
+Each torch case is a tiny module calling the torch functions that export to the ATen overloads it
+names (checked: they must appear in the graph the importer sees), exported, imported, compiled
+with tk.build and compared with torch eager on fresh random inputs with odd shapes: float32 within
+a relative L2 error of 1e-5 and ``allclose(rtol=1e-5, atol=1e-6)``, float64 within 1e-12, ints and
+bools exactly, NaN and inf where torch has them, same shapes and dtypes. Several ops share one
+module (a tuple of outputs), so that each case exports and compiles once;
+``test_every_math_overload_has_a_case`` checks that every overload registered in math.py is named
+by some case. Then the same ops on the GPU path (emulated on the CPU; the CUDA C through nvcc where
+installed), folded by fold-constants, and the graph ops in f16/f32/f64 on special values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the torch frontend tests need torch")
+nn = torch.nn
+F = torch.nn.functional
+
+import tensorkiln as tk  # noqa: E402
+from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
+from tensorkiln.frontends.torch.importer import _decompose  # noqa: E402
+from tensorkiln.frontends.torch.registry import CONVERTERS, target_name  # noqa: E402
+
+TOLERANCE = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
+
+
+class Fn(nn.Module):
+    """A module around a function of its inputs."""
+
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+# -- inputs: each maker is rng -> a fresh torch tensor --------------------------------------------
+
+
+def uniform(*shape, low=-4.0, high=4.0, dtype=np.float32):
+    return lambda rng: torch.from_numpy(rng.uniform(low, high, shape).astype(dtype))
+
+
+def near_zero(*shape, dtype=np.float32):
+    """Magnitudes from 1e-8 to 10, both signs (log1p/expm1 are accurate near 0 where
+    log(1 + x) and exp(x) - 1 are not); above -1, where log1p is defined."""
+
+    def make(rng):
+        v = np.sign(rng.standard_normal(shape)) * 10.0 ** rng.uniform(-8, 1, shape)
+        return torch.from_numpy(np.maximum(v, -0.999).astype(dtype))
+
+    return make
+
+
+def nonzero(*shape, dtype=np.float32):
+    """Floats away from zero (|v| >= 0.5), both signs, for divisors."""
+
+    def make(rng):
+        v = rng.standard_normal(shape) * 3
+        return torch.from_numpy((np.sign(v) * (0.5 + np.abs(v))).astype(dtype))
+
+    return make
+
+
+def with_specials(*shape, dtype=np.float32):
+    """Normal values with NaN, +-inf, +-0 and huge ones sprinkled in."""
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 3e38, -3e38, 1e-30], dtype)
+
+    def make(rng):
+        v = (rng.standard_normal(shape) * 4).astype(dtype)
+        mask = rng.random(shape) < 0.3
+        v[mask] = rng.choice(specials, int(mask.sum()))
+        return torch.from_numpy(v)
+
+    return make
+
+
+def ints(*shape, low=-20, high=21, dtype=torch.int64, exclude_zero=False):
+    def make(rng):
+        v = rng.integers(low, high, shape)
+        if exclude_zero:
+            v = np.where(v == 0, 7, v)
+        return torch.from_numpy(v).to(dtype)
+
+    return make
+
+
+# -- the check -----------------------------------------------------------------------------------
+
+
+def _flat(result) -> list:
+    if isinstance(result, tuple | list):
+        return [t for r in result for t in _flat(r)]
+    return [result]
+
+
+def _relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    got, want = got.astype(np.float64), want.astype(np.float64)
+    norm = np.linalg.norm(want)
+    return float(np.linalg.norm(got - want) / (norm if norm else 1.0))
+
+
+def overloads(ep) -> set[str]:
+    return {target_name(n.target) for n in ep.graph.nodes if n.op == "call_function"}
+
+
+def assert_matches(got: list[np.ndarray], want: list[np.ndarray]) -> None:
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape, f"output {k}: shape {g.shape}, torch {w.shape}"
+        assert g.dtype == w.dtype, f"output {k}: dtype {g.dtype}, torch {w.dtype}"
+        if w.dtype.kind != "f":
+            np.testing.assert_array_equal(g, w, err_msg=f"output {k}")
+            continue
+        finite = np.isfinite(w)  # inf and nan where torch has them, the same ones
+        np.testing.assert_array_equal(g[~finite], w[~finite], err_msg=f"output {k}: non-finite values")
+        g, w = np.where(finite, g, 0), np.where(finite, w, 0)
+        error = _relative_error(g, w)
+        assert error <= TOLERANCE[w.dtype], f"output {k}: relative L2 error {error:.3g}"
+        rtol = TOLERANCE[w.dtype]
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol / 10, err_msg=f"output {k}")
+
+
+def check(fn, makers, rng, expect=(), *, decompose=True, runs=2):
+    """Export ``fn`` on inputs from ``makers``, check that its (decomposed) graph uses the
+    ``expect`` overloads, compile it, and compare it with torch eager on ``runs`` fresh inputs."""
+    model = Fn(fn).eval()
+    ep = torch.export.export(model, tuple(make(rng) for make in makers))
+    if decompose:
+        ep = _decompose(ep)
+    missing = {f"aten.{e}" for e in expect} - overloads(ep)
+    assert not missing, f"the program does not use {sorted(missing)}; it uses {sorted(overloads(ep))}"
+    lib = tk.build(from_exported_program(ep, decompose=False))
+    for _ in range(runs):
+        inputs = [make(rng) for make in makers]
+        with torch.no_grad():
+            want = [t.numpy() for t in _flat(model(*inputs))]
+        got = lib(*(t.numpy() for t in inputs))
+        assert_matches(list(got) if isinstance(got, tuple) else [got], want)
+
+
+#: overloads (without the "aten." prefix) named by the cases below
+COVERED: set[str] = set()
+
+
+def case(name: str, fn: Callable, makers: tuple, *expect: str, decompose: bool = True):
+    COVERED.update(expect)
+    return pytest.param(fn, makers, expect, decompose, id=name)
+
+
+# -- the cases -----------------------------------------------------------------------------------
+
+
+def _trig(x, y):
+    return torch.sin(x), torch.cos(x), torch.tan(x), torch.atan(x), torch.atan2(x, y), torch.atan2(y, 2.0 * x)
+
+
+def _exp_log(small, positive):
+    return (
+        torch.log1p(small), torch.expm1(small), F.logsigmoid(small * 10), torch.exp2(small * 10),
+        torch.log2(positive), torch.log10(positive),
+    )  # fmt: skip
+
+
+def _rounding(x, y):
+    return torch.trunc(x), torch.ceil(x), torch.frac(x), torch.sign(x), torch.sgn(x), torch.hypot(x, y)
+
+
+def _float_remainders(x, y):
+    return x % 3.0, x % -2.5, x % y, 7.0 % y, torch.remainder(x, y), torch.fmod(x, 2.5), torch.fmod(x, y)
+
+
+def _int_ops(i, j):
+    return (
+        i % 3, i % -4, i % j, 17 % j, torch.fmod(i, j), torch.fmod(i, -3), torch.sign(i),
+        torch.trunc(i), torch.ceil(i), torch.isnan(i), torch.isinf(i), torch.sin(i), i % 2.5,
+    )  # fmt: skip
+
+
+def _specials(x, y):
+    return (
+        torch.isnan(x), torch.isinf(x), torch.nan_to_num(x), torch.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-3.0),
+        torch.sign(x), torch.hypot(x, y), torch.trunc(x), torch.sin(x), torch.log1p(x), x % y, torch.fmod(x, y),
+    )  # fmt: skip
+
+
+def _undecomposed(x, p):
+    return (
+        torch.frac(x), torch.nan_to_num(x), torch.nan_to_num(x, nan=0.5, posinf=1e4), torch.logit(p),
+        torch.logit(p, eps=1e-3), torch.sgn(x),
+    )  # fmt: skip
+
+
+def _f64_everything(x, y, small):
+    return (*_trig(x, y), *_exp_log(small, y.abs()), *_rounding(x, y), *_float_remainders(x, y))
+
+
+CASES = [
+    case("trig-f32", _trig, (uniform(3, 5, 7, low=-100, high=100), nonzero(5, 7)),
+         "sin.default", "cos.default", "tan.default", "atan.default", "atan2.default"),
+    case("exp-log-f32", _exp_log, (near_zero(4, 33), uniform(4, 33, low=1e-3, high=1e3)),
+         "log1p.default", "expm1.default", "exp2.default", "log2.default", "log10.default"),
+    case("rounding-f32", _rounding, (uniform(3, 19, low=-6, high=6), uniform(19, low=-1e3, high=1e3)),
+         "trunc.default", "ceil.default", "sign.default", "hypot.default"),
+    case("remainder-f32", _float_remainders, (uniform(6, 11, low=-50, high=50), nonzero(11)),
+         "remainder.Scalar", "remainder.Tensor", "remainder.Scalar_Tensor", "fmod.Scalar", "fmod.Tensor"),
+    case("int64", _int_ops, (ints(5, 9, low=-1000, high=1000), ints(9, exclude_zero=True)),
+         "remainder.Scalar", "remainder.Tensor", "remainder.Scalar_Tensor", "fmod.Tensor", "fmod.Scalar",
+         "sign.default", "isnan.default", "isinf.default"),
+    case("int32", _int_ops, (ints(7, low=-99, high=99, dtype=torch.int32), ints(7, dtype=torch.int32, exclude_zero=True))),
+    case("nan-inf-f32", _specials, (with_specials(5, 13), with_specials(13)), "isnan.default", "isinf.default"),
+    case("undecomposed-f32", _undecomposed, (with_specials(3, 17), uniform(3, 17, low=-0.2, high=1.2)),
+         "frac.default", "nan_to_num.default", "logit.default", "sgn.default", decompose=False),
+    case("float64", _f64_everything,
+         (uniform(4, 7, low=-100, high=100, dtype=np.float64), nonzero(7, dtype=np.float64), near_zero(4, 7, dtype=np.float64))),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("fn", "makers", "expect", "decompose"), CASES)
+def test_math_ops(rng, fn, makers, expect, decompose):
+    check(fn, makers, rng, expect, decompose=decompose)
+
+
+def test_every_math_overload_has_a_case():
+    """Every overload registered in math.py is named by a case above (and each case checks
+    that its program uses them)."""
+    registered = {name for name, fn in CONVERTERS.items() if fn.__module__ == "tensorkiln.frontends.torch.ops.math"}
+    assert len(registered) >= 25
+    assert not registered - {f"aten.{e}" for e in COVERED}, sorted(registered - {f"aten.{e}" for e in COVERED})
+
+
+def test_integer_remainders_are_exact_at_the_extremes():
+    """Python's % and fmod on int32 MIN/MAX with every divisor sign (x % -1 is 0, MIN % -1
+    does not trap), against Python's own integers."""
+    info = np.iinfo(np.int32)
+    a = np.array([info.min, info.max, info.min + 1, -7, 7, 0, -1] * 4, np.int32)
+    b = np.array([-1, 1, info.max, info.min, -2, 3, 5] * 4, np.int32)
+    lib = tk.build(_import(lambda i, j: (i % j, torch.fmod(i, j)), (torch.from_numpy(a), torch.from_numpy(b))))
+    rem, fmod = lib(a, b)
+    pairs = list(zip(a.tolist(), b.tolist()))
+    np.testing.assert_array_equal(rem, np.array([x % y for x, y in pairs], np.int32))
+    np.testing.assert_array_equal(fmod, np.array([int(np.fmod(x, y)) for x, y in pairs], np.int32))
+
+
+def _import(fn, inputs):
+    return from_exported_program(torch.export.export(Fn(fn).eval(), tuple(inputs)))
+
+
+# -- the GPU path: the same kernels, emulated on the CPU; their CUDA C through nvcc --------------
+
+
+def _every_op(x, y, i, j):
+    small = x * 1e-3
+    return (
+        *_trig(x, y), torch.log1p(small), torch.expm1(small), torch.exp2(x), torch.log2(y.abs()), torch.log10(y.abs()),
+        *_rounding(x, y), x % y, 2.0 % y, torch.fmod(x, y), i % j, torch.fmod(i, j), torch.sign(i),
+        torch.isnan(x / y), torch.isinf(x), torch.nan_to_num(torch.log(x)),
+    )  # fmt: skip
+
+
+def _every_op_inputs(rng) -> tuple:
+    return (uniform(9, 37, low=-30, high=30)(rng), nonzero(37)(rng), ints(9, 37, low=-500, high=500)(rng),
+            ints(37, exclude_zero=True)(rng))  # fmt: skip
+
+
+def test_gpu_kernels_compute_them(rng):
+    """Every new op through the CUDA lowering (default GPU schedules, loop-to-gpu), its
+    kernels run on the CPU by emulate-gpu, against torch."""
+    from tensorkiln.backends.cuda.pipeline import build_emulated
+
+    inputs = _every_op_inputs(rng)
+    lib = build_emulated(_import(_every_op, inputs))
+    with torch.no_grad():
+        want = [t.numpy() for t in _every_op(*inputs)]
+    assert_matches(list(lib(*(t.numpy() for t in inputs))), want)
+
+
+def test_cuda_source_compiles(rng, tmp_path):
+    """The CUDA C of every new op (f32 and, for the graph ops, f16 and f64) compiles with nvcc."""
+    from test_cuda_nvcc import NVCC, compile_all
+
+    from tensorkiln.backends.cuda.pipeline import emit_cuda_source
+
+    if NVCC is None:
+        pytest.skip("nvcc is not installed (CUDA toolkit); nothing to compile with")
+    sources = {"every_op": emit_cuda_source(_import(_every_op, _every_op_inputs(rng)))}
+    for dtype in (np.float16, np.float64):
+        sources[f"graph_ops_{np.dtype(dtype).name}"] = emit_cuda_source(_graph_ops_module(dtype, (4, 9)))
+    compile_all(sources, tmp_path)
+
+
+# -- the graph ops: fold-constants, the interpreter, f16/f32/f64 special values -------------------
+
+UNARY = {
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "atan": np.arctan, "log1p": np.log1p, "expm1": np.expm1,
+    "exp2": np.exp2, "log2": np.log2, "log10": np.log10, "ceil": np.ceil, "trunc": np.trunc,
+}  # fmt: skip
+BINARY = {"fmod": np.fmod, "atan2": np.arctan2}
+
+
+def _graph_ops_module(dtype, shape, constant: np.ndarray | None = None):
+    """Every new graph op on ``x`` (an input, or ``constant``) and on (``x``, its reverse)."""
+    b = tk.GraphBuilder()
+    x = b.input("x", shape, dtype) if constant is None else b.constant(constant)
+    y = b.flip(x, [len(shape) - 1])
+    return b.finish(*(getattr(b, name)(x) for name in UNARY), *(getattr(b, name)(x, y) for name in BINARY))
+
+
+def _graph_ops_expected(x: np.ndarray) -> list[np.ndarray]:
+    """In float64, rounded once to ``x``'s type."""
+    wide, reverse = x.astype(np.float64), x[..., ::-1].astype(np.float64)
+    with np.errstate(all="ignore"):
+        values = [fn(wide) for fn in UNARY.values()] + [fn(wide, reverse) for fn in BINARY.values()]
+        return [v.astype(x.dtype) for v in values]
+
+
+SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 1e-7, -1e-7, 0.5, -0.5, 1.0, -1.0, 2.5, -2.5,
+            3.0, 100.0, -100.0, 1e4, -60000.0, 88.0, -0.999]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_graph_ops_special_values(dtype):
+    """Zeros, infinities, NaN, tiny and large values (outside the log domains too), in each
+    float type: the compiled ops and the interpreter agree with numpy in float64."""
+    with np.errstate(all="ignore"):
+        x = np.array(SPECIALS, dtype).reshape(2, 11)
+    module = _graph_ops_module(dtype, x.shape)
+    rtol = {np.float16: 1e-3, np.float32: 1e-6, np.float64: 1e-14}[dtype]
+    compiled = tk.build(module)(x)
+    with np.errstate(all="ignore"):
+        interpreted = tk.create_executor("interpreter", module).evaluate()(x)
+    names = [*UNARY, *BINARY]
+    for name, got, got_interp, want in zip(names, compiled, interpreted, _graph_ops_expected(x)):
+        for what, g in (("compiled", got), ("interpreter", got_interp)):
+            assert g.dtype == want.dtype and g.shape == want.shape, f"{name} ({what})"
+            np.testing.assert_allclose(g, want, rtol=rtol, atol=1e-30, equal_nan=True, err_msg=f"{name} ({what})")
+
+
+def test_fold_constants_folds_them(rng):
+    """A graph of the new ops on a constant folds to constants (by the ops' numpy references):
+    the values of the interpreter before folding, and of the compiled ops on that input."""
+    from tensorkiln.passes.pipeline import PassContext, run_pipeline
+
+    c = rng.uniform(-3, 3, (3, 5)).astype(np.float32)
+    compiled = tk.build(_graph_ops_module(np.float32, c.shape))(c)
+    module = _graph_ops_module(np.float32, c.shape, constant=c)
+    with np.errstate(all="ignore"):
+        interpreted = tk.create_executor("interpreter", module).evaluate()()
+        run_pipeline(module, ["fold-constants", "dce"], PassContext())
+    assert {op.name for op in module.walk() if op.name.startswith("graph.")} == {"graph.constant"}
+    folded = tk.create_executor("interpreter", module).evaluate()()
+    for name, got, interp, want in zip([*UNARY, *BINARY], folded, interpreted, compiled):
+        np.testing.assert_array_equal(got, interp, err_msg=name)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7, equal_nan=True, err_msg=name)
