@@ -424,7 +424,9 @@ class TEToLoopPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
-            if any(isinstance(t, TensorType) for t in function.function_type.inputs.data) or any(
+            signature = (*function.function_type.inputs.data, *function.function_type.outputs.data)
+            # a function of no inputs whose outputs fold to constants is an entry too
+            if any(isinstance(t, TensorType) for t in signature) or any(
                 isinstance(o, te.ComputeOp) for o in function.body.walk()
             ):
                 _HostLowering(function).lower()
