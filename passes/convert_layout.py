@@ -166,8 +166,8 @@ def _conv2d(c: LayoutConverter, op: nn.Conv2dOp) -> None:
     c.replace(op, c.rebuilt(op, operands, layout=StringAttr(c.layout)))
 
 
-@layout_rule(nn.MaxPool2dOp, nn.AvgPool2dOp, nn.AdaptiveAvgPool2dOp)
-def _pool(c: LayoutConverter, op: nn._Pool2dOp) -> None:
+@layout_rule(nn.MaxPool2dOp, nn.AvgPool2dOp, nn.AdaptiveAvgPool2dOp, nn.AdaptiveMaxPool2dOp)
+def _pool(c: LayoutConverter, op: nn._Pool2dOp | nn._AdaptivePool2dOp) -> None:
     if op.data_layout() != "NCHW":
         return
     c.replace(op, c.rebuilt(op, [c.twin(op.input)], layout=StringAttr(c.layout)))

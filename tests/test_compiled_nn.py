@@ -114,6 +114,44 @@ def test_adaptive_avg_pool2d(rng, shape, out):
     )
 
 
+@pytest.mark.parametrize("shape, out", [((2, 5, 9, 7), (3, 2)), ((1, 3, 7, 7), (1, 1)), ((1, 2, 5, 4), (5, 4)), ((1, 1, 3, 8), (2, 5))])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_adaptive_max_pool2d(rng, shape, out, dtype):
+    compile_and_compare(
+        rng,
+        lambda b, x: b.adaptive_max_pool2d(x, output_size=out),
+        [shape],
+        dtype,
+        expected=lambda x: F.adaptive_max_pool2d(_t(x.astype("f8")), out).numpy().astype(dtype),
+    )
+
+
+def test_adaptive_max_pool2d_after_conv_nhwc_symbolic_batch(rng):
+    """target="llvm" converts the conv chain to NHWC: the pool follows it (no transpose
+    between them), for any batch size."""
+    import tensorkiln as tk
+    from tensorkiln.dialects.graph.nn import AdaptiveMaxPool2dOp
+    from tensorkiln.dialects.graph.shape import TransposeOp
+    from tensorkiln.passes.pipeline import PassContext, run_pipeline
+
+    weight = rng.standard_normal((4, 3, 3, 3)).astype("f4")
+    b = tk.GraphBuilder()
+    x = b.input("x", ("n", 3, 9, 7))
+    module = b.finish(b.adaptive_max_pool2d(b.relu(b.conv2d(x, weight, padding=1)), output_size=(2, 3)))
+    converted = module.clone()
+    run_pipeline(converted, ("fold-constants", "simplify", "convert-layout", "fold-constants", "dce"), PassContext(dump_ir=False))
+    (pool,) = [op for op in converted.walk() if isinstance(op, AdaptiveMaxPool2dOp)]
+    assert pool.data_layout() == "NHWC" and str(pool.result.type) == "tensor<?x2x3x4xf32, #graph.dims<n, _, _, _>>"
+    assert len([op for op in converted.walk() if isinstance(op, TransposeOp)]) == 2  # the input's and the result's
+    lib = tk.build(module)
+    interpreter = tk.create_executor("interpreter", module).evaluate()
+    for n in (1, 3):
+        data = rng.standard_normal((n, 3, 9, 7)).astype("f4")
+        expected = F.adaptive_max_pool2d(F.relu(F.conv2d(_t(data), _t(weight), padding=1)), (2, 3)).numpy()
+        np.testing.assert_allclose(lib(data), expected, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(interpreter(data), expected, rtol=1e-4, atol=1e-5)
+
+
 def test_conv2d_symbolic_batch(rng):
     import tensorkiln as tk
 

@@ -78,7 +78,17 @@ def test_reductions(rng, op, axes, keepdims):
     )
 
 
-@pytest.mark.parametrize("op", ["reduce_sum", "reduce_max", "reduce_min"])
+@pytest.mark.parametrize("axes", [(), (1,), (0, 2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reduce_prod(rng, axes, keepdims):
+    """Products of values near 1 (a product of 140 standard normals underflows float32)."""
+    compile_and_compare(
+        rng, lambda b, x: b.reduce_prod(b.add(b.mul(x, 0.1), 1.0), axes, keepdims=keepdims), [(5, 4, 7)],
+        expected=lambda x: np.prod(x * np.float32(0.1) + np.float32(1.0), axis=axes or None, keepdims=keepdims),
+    )
+
+
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"])
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
 def test_integer_reductions_exact(rng, op, dtype):
     got = compile_and_compare(rng, lambda b, x: getattr(b, op)(x, (1,)), [(3, 17)], dtype, rtol=0, atol=0)
@@ -131,6 +141,21 @@ def test_reduce_property(shape, data):
         expected=lambda x: np.sum(x, axis=tuple(sorted(axes)) or None, keepdims=keepdims),
         atol=1e-6 * summed,
     )
+
+
+def test_symbolic_reduce_prod(rng):
+    """Over the symbolic axis and along it: int64 products wrap as the interpreter's."""
+    import tensorkiln as tk
+
+    b = tk.GraphBuilder()
+    x = b.input("x", ("n", 37), "int64")
+    module = b.finish(b.reduce_prod(x, 0), b.reduce_prod(x, -1, keepdims=True))
+    lib, reference = tk.build(module), tk.create_executor("interpreter", module).evaluate()
+    for n in (1, 5):
+        data = rng.integers(-9, 9, (n, 37))
+        for got, want, expected in zip(lib(data), reference(data), (data.prod(0), data.prod(-1, keepdims=True))):
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(got, expected)
 
 
 def test_symbolic_reduce_and_softmax(rng):

@@ -21,6 +21,7 @@ from tensorkiln.dialects.graph.indexing import (
     ArgMaxOp,
     ArgMinOp,
     ArgsortOp,
+    CumprodOp,
     CumsumOp,
     FlipOp,
     FullOp,
@@ -81,7 +82,7 @@ def test_pattern_kinds_and_registration():
     for op in (TakeOp, GatherOp, FlipOp, PadOp, FullOp, ArangeOp):
         assert op.PATTERN_KIND == OpPatternKind.INJECTIVE
     assert ArgMaxOp.PATTERN_KIND == ArgMinOp.PATTERN_KIND == OpPatternKind.COMM_REDUCE
-    assert CumsumOp.PATTERN_KIND == ArgsortOp.PATTERN_KIND == OpPatternKind.OPAQUE
+    assert CumsumOp.PATTERN_KIND == CumprodOp.PATTERN_KIND == ArgsortOp.PATTERN_KIND == OpPatternKind.OPAQUE
     names = {op.name for op in Graph.operations}
     assert {op.name for op in indexing_family.INDEXING_OPS} <= names
     from tensorkiln.lowering.graph_to_te import COMPUTE_RULES
@@ -216,18 +217,31 @@ def test_gather_compiled(rng):
 
 
 # ---------------------------------------------------------------------------
-# cumsum, argmax, argmin, argsort
+# cumsum, cumprod, argmax, argmin, argsort
 
 
-def test_cumsum_type_errors_reference():
+@pytest.mark.parametrize("op_class, numpy_fn", [(CumsumOp, np.cumsum), (CumprodOp, np.cumprod)])
+def test_scan_type_errors_reference(op_class, numpy_fn):
     (x,) = args(t((4, "n")))
-    assert CumsumOp(x, -1).result.type == x.type and CumsumOp(x, -1).axis.value.data == 1
+    assert op_class(x, -1).result.type == x.type and op_class(x, -1).axis.value.data == 1
     with pytest.raises(VerifyException, match="input must be numeric"):
-        CumsumOp(args(t((3,), i1))[0], 0)
+        op_class(args(t((3,), i1))[0], 0)
     with pytest.raises(VerifyException, match=r"axis 1 is out of range"):
-        CumsumOp(args(t((3,)))[0], 1)
+        op_class(args(t((3,)))[0], 1)
     data = rand((3, 4), np.int32)
-    np.testing.assert_array_equal(CumsumOp(args(t((3, 4), i32))[0], 0).reference(data), np.cumsum(data, 0))
+    got = op_class(args(t((3, 4), i32))[0], 0).reference(data)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, numpy_fn(data, 0, dtype=np.int32))
+
+
+def test_cumprod_integers_wrap():
+    """int64 prefix products wrap (as torch's): against exact Python integers mod 2**64."""
+    data = rand((23,), np.int64)
+    exact, out = 1, []
+    for v in data:
+        exact = exact * int(v) % (1 << 64)
+        out.append(exact - (1 << 64) if exact >= 1 << 63 else exact)
+    assert [int(v) for v in CumprodOp(args(t((23,), i64))[0], 0).reference(data)] == out
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int32", "int64"])
@@ -238,6 +252,30 @@ def test_cumsum_compiled(rng, dtype):
     x = (rng.standard_normal((5, 9, 3)) * 10).astype(dtype)
     for got, want in zip(lib(x), ref(x)):
         assert_same(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_cumprod_compiled(rng, dtype):
+    """Integers wrap exactly as the interpreter's (rows of 9 values up to 30 overflow int32)."""
+    lib, ref = compiled_and_interpreted(
+        ("cumprod", dtype), [((5, 9, 3), dtype)], lambda b, x: (b.cumprod(x, 1), b.cumprod(x, 0), b.cumprod(x, -1))
+    )
+    x = (rng.standard_normal((5, 9, 3)) * 30 if dtype.startswith("int") else 1 + rng.standard_normal((5, 9, 3)) / 4)
+    x = x.astype(dtype)
+    for got, want, axis in zip(lib(x), ref(x), (1, 0, -1)):
+        assert_same(got, want)
+        assert_same(got, np.cumprod(x, axis, dtype=x.dtype))
+
+
+def test_cumprod_symbolic_compiled(rng):
+    b = tk.GraphBuilder()
+    x = b.input("x", ("n", 6))
+    module = b.finish(b.cumprod(x, 0), b.cumprod(x, 1))
+    lib = tk.build(module)
+    for n in (1, 4):
+        data = (1 + rng.standard_normal((n, 6)) / 4).astype(np.float32)
+        for got, axis in zip(lib(data), (0, 1)):
+            assert_same(got, np.cumprod(data, axis))
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""graph.conv2d, graph.max_pool2d, graph.avg_pool2d, graph.adaptive_avg_pool2d:
+"""graph.conv2d, graph.max_pool2d, graph.avg_pool2d, graph.adaptive_avg_pool2d/adaptive_max_pool2d:
 result type inference, verifier errors, textual round trip, numpy reference vs torch."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from xdsl.utils.exceptions import VerifyException
 from tensorkiln.dialects.graph import Graph, OpPatternKind
 from tensorkiln.dialects.graph import nn
 from tensorkiln.dialects.graph.base import ints
-from tensorkiln.dialects.graph.nn import AdaptiveAvgPool2dOp, AvgPool2dOp, Conv2dOp, MaxPool2dOp
+from tensorkiln.dialects.graph.nn import AdaptiveAvgPool2dOp, AdaptiveMaxPool2dOp, AvgPool2dOp, Conv2dOp, MaxPool2dOp
 from tensorkiln.dialects.graph.types import shape_of
 from graph_op_helpers import args, t, assert_round_trip, parse_and_verify, doc_examples, check_doc_example
 
@@ -26,9 +26,9 @@ def test_doc_examples_parse_and_verify(line):
 
 
 def test_pattern_kinds():
-    for op in (Conv2dOp, MaxPool2dOp, AvgPool2dOp, AdaptiveAvgPool2dOp):
+    for op in (Conv2dOp, MaxPool2dOp, AvgPool2dOp, AdaptiveAvgPool2dOp, AdaptiveMaxPool2dOp):
         assert op.PATTERN_KIND == OpPatternKind.OUT_ELEMWISE_FUSABLE
-    assert {op.name for op in (Conv2dOp, MaxPool2dOp, AvgPool2dOp, AdaptiveAvgPool2dOp)} <= {
+    assert {op.name for op in (Conv2dOp, MaxPool2dOp, AvgPool2dOp, AdaptiveAvgPool2dOp, AdaptiveMaxPool2dOp)} <= {
         op.name for op in Graph.operations
     }
 
@@ -439,3 +439,59 @@ def test_adaptive_avg_pool_reference_vs_torch(x_shape, size):
     expected = torch.nn.functional.adaptive_avg_pool2d(torch.from_numpy(x), size).numpy()
     assert y.dtype == np.float32
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# adaptive_max_pool2d (the bins of adaptive_avg_pool2d)
+
+
+@pytest.mark.parametrize(
+    "x_shape, element, size, expected",
+    [
+        ((2, 3, 7, 9), f32, (3, 4), (2, 3, 3, 4)),
+        (("n", "c", 7, 9), i32, 5, ("n", "c", 5, 5)),
+        ((1, 2, 3, 2), f64, (5, 7), (1, 2, 5, 7)),
+    ],
+)
+def test_adaptive_max_pool_result_type(x_shape, element, size, expected):
+    (x,) = args(t(x_shape, element))
+    op = AdaptiveMaxPool2dOp(x, size)
+    assert shape_of(op.result.type) == expected and op.result.type.element_type == element
+
+
+@pytest.mark.parametrize(
+    "x_shape, element, size, message",
+    [
+        ((1, 3, 7, 7), i1, (1, 1), r"input must be numeric, got tensor<1x3x7x7xi1>"),
+        ((1, 3, 7, 7), f32, (2, 0), r"output_size must be >= 1, got \[2, 0\]"),
+        ((1, 3, 7, "w"), f32, (1, 1), r"adaptive_max_pool2d needs static height and width"),
+    ],
+)
+def test_adaptive_max_pool_errors(x_shape, element, size, message):
+    (x,) = args(t(x_shape, element))
+    with pytest.raises(VerifyException, match=message):
+        AdaptiveMaxPool2dOp(x, size)
+
+
+@pytest.mark.parametrize(
+    "x_shape, size, dtype",
+    [((2, 3, 7, 9), (3, 4), np.float32), ((1, 4, 13, 10), (4, 7), np.float64), ((1, 2, 3, 2), (5, 7), np.float32), ((2, 3, 9, 8), (2, 3), np.int32)],
+)
+def test_adaptive_max_pool_reference_vs_torch(x_shape, size, dtype):
+    torch = pytest.importorskip("torch")
+    x = (np.random.default_rng(16).standard_normal(x_shape) * 50).astype(dtype)
+    element = {np.float32: f32, np.float64: f64, np.int32: i32}[dtype]
+    y = AdaptiveMaxPool2dOp(args(t(x_shape, element))[0], size).reference(x)
+    expected, _ = torch.nn.functional.adaptive_max_pool2d(torch.from_numpy(x.astype(np.float64)), size, return_indices=True)
+    assert y.dtype == dtype
+    np.testing.assert_array_equal(y, expected.numpy().astype(dtype))
+
+
+def test_adaptive_pools_round_trip_and_nhwc_reference():
+    x, xi = args(t((2, 3, 9, 7)), t((2, 9, 7, 3), i32))
+    text = assert_round_trip([AdaptiveMaxPool2dOp(x, (3, 2)), AdaptiveMaxPool2dOp(xi, 4, layout="NHWC")])
+    assert "graph.adaptive_max_pool2d %0 {output_size = array<i64: 3, 2>} : tensor<2x3x9x7xf32> -> tensor<2x3x3x2xf32>" in text
+    data = np.random.default_rng(17).integers(-99, 99, (2, 9, 7, 3)).astype(np.int32)
+    nhwc = AdaptiveMaxPool2dOp(xi, 4, layout="NHWC").reference(data)
+    nchw = AdaptiveMaxPool2dOp(args(t((2, 3, 9, 7), i32))[0], 4).reference(data.transpose(0, 3, 1, 2))
+    np.testing.assert_array_equal(nhwc, nchw.transpose(0, 2, 3, 1))

@@ -1,4 +1,4 @@
-"""graph.reduce_sum/mean/max/min, graph.softmax, graph.log_softmax:
+"""graph.reduce_sum/mean/max/min/prod, graph.softmax, graph.log_softmax:
 result type inference, verifier errors, textual round trip, numpy/torch reference."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from tensorkiln.dialects.graph.reduce import (
     ReduceMaxOp,
     ReduceMeanOp,
     ReduceMinOp,
+    ReduceProdOp,
     ReduceSumOp,
     SoftmaxOp,
 )
@@ -35,7 +36,7 @@ def test_doc_examples_parse_and_verify(line):
 
 def test_pattern_kinds_and_names():
     assert [op.name for op in REDUCE_OPS] == [
-        "graph.reduce_sum", "graph.reduce_mean", "graph.reduce_max", "graph.reduce_min"
+        "graph.reduce_sum", "graph.reduce_mean", "graph.reduce_max", "graph.reduce_min", "graph.reduce_prod"
     ]
     for op in REDUCE_OPS:
         assert op.PATTERN_KIND == OpPatternKind.COMM_REDUCE
@@ -95,9 +96,13 @@ def test_reduce_errors(op_type, x_shape, element, axes, message):
 
 def test_reduce_integer_inputs():
     (x,) = args(t((3, 5), i32))
-    for op_type in (ReduceSumOp, ReduceMaxOp, ReduceMinOp):
+    for op_type in (ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp):
         assert op_type(x, 1).result.type == t((3,), i32)
     assert ReduceSumOp(args(t((3, 0)))[0], 1).result.type == t((3,))  # sum over nothing is 0
+    empty = ReduceProdOp(args(t((3, 0), i32))[0], 1)  # the product over nothing is 1
+    np.testing.assert_array_equal(empty.reference(np.zeros((3, 0), np.int32)), np.ones(3, np.int32))
+    with pytest.raises(VerifyException, match=r"input must be numeric, got tensor<3x5xi1>"):
+        ReduceProdOp(args(t((3, 5), i1))[0], 1)
 
 
 def test_reduce_stored_axes():
@@ -127,7 +132,7 @@ def rand(shape, dtype=np.float32, seed=0):
     return rng.standard_normal(shape).astype(dtype)
 
 
-NUMPY_REDUCE = {ReduceSumOp: np.sum, ReduceMeanOp: np.mean, ReduceMaxOp: np.max, ReduceMinOp: np.min}
+NUMPY_REDUCE = {ReduceSumOp: np.sum, ReduceMeanOp: np.mean, ReduceMaxOp: np.max, ReduceMinOp: np.min, ReduceProdOp: np.prod}
 
 
 @pytest.mark.parametrize("op_type", REDUCE_OPS)
@@ -139,6 +144,8 @@ NUMPY_REDUCE = {ReduceSumOp: np.sum, ReduceMeanOp: np.mean, ReduceMaxOp: np.max,
 def test_reduce_reference(op_type, shape, axes, keepdims, dtype):
     if op_type is ReduceMeanOp and np.issubdtype(dtype, np.integer):
         pytest.skip("mean is float only")
+    if op_type is ReduceProdOp and np.issubdtype(dtype, np.integer):
+        pytest.skip("integer products wrap: test_reduce_prod_integers_wrap")
     x = rand(shape, dtype, seed=len(shape))
     element = {np.float32: f32, np.float64: f64, np.int32: i32, np.int64: i64}[dtype]
     (xv,) = args(t(shape, element))
@@ -152,6 +159,26 @@ def test_reduce_reference(op_type, shape, axes, keepdims, dtype):
         np.testing.assert_array_equal(y, expected.astype(dtype))
     else:
         np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype, bits", [(np.int64, 64), (np.int32, 32)])
+def test_reduce_prod_integers_wrap(dtype, bits):
+    """Integer products wrap in their own type (torch's int64 prod): against exact Python
+    integers reduced modulo 2**bits."""
+    x = rand((4, 30), dtype, seed=3)
+    (xv,) = args(t((4, 30), {np.int64: i64, np.int32: i32}[dtype]))
+
+    def wrapped(values) -> int:
+        product = 1
+        for v in values:
+            product *= int(v)
+        product %= 1 << bits
+        return product - (1 << bits) if product >= 1 << (bits - 1) else product
+
+    y = ReduceProdOp(xv, 1).reference(x)
+    assert y.dtype == dtype
+    assert [int(v) for v in y] == [wrapped(row) for row in x]
+    assert int(ReduceProdOp(xv).reference(x)) == wrapped(x.ravel())
 
 
 def test_reduce_reference_nan_and_symbolic():
@@ -220,6 +247,7 @@ def test_reduce_ops_round_trip():
             ReduceMaxOp(s, 1),
             ReduceMinOp(xi),
             ReduceSumOp(xi, 1, keepdims=True),
+            ReduceProdOp(s, (0, 2), keepdims=True),
             SoftmaxOp(x, 1),
             LogSoftmaxOp(s),
         ]
@@ -227,3 +255,4 @@ def test_reduce_ops_round_trip():
     assert "graph.reduce_sum %0 {axes = array<i64: 0, 2>} : tensor<3x5x7xf32> -> tensor<5xf32>" in text
     assert "graph.reduce_mean %0 {axes = array<i64: 2>, keepdims = true} : tensor<3x5x7xf32> -> tensor<3x5x1xf32>" in text
     assert "graph.softmax %0 {axis = 1 : i64} : tensor<3x5x7xf32>" in text
+    assert "graph.reduce_prod %1 {axes = array<i64: 0, 2>, keepdims = true} : tensor<?x5x7xf64, #graph.dims<n, _, _>> -> tensor<1x5x1xf64>" in text

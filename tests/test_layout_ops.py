@@ -69,6 +69,7 @@ POOLS = [
         lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
     ),
     ("adaptive_avg_pool2d", dict(output_size=(3, 2)), lambda x: F.adaptive_avg_pool2d(x, (3, 2))),
+    ("adaptive_max_pool2d", dict(output_size=(4, 3)), lambda x: F.adaptive_max_pool2d(x, (4, 3))),
 ]
 
 

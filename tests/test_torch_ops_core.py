@@ -463,7 +463,16 @@ def _views_not_decomposed(x):
     )  # fmt: skip
 
 
+def _diagonals(x):
+    return (
+        torch.diagonal(x[0]), x.diagonal(1, 1, 2), x.diagonal(-2, -1, -2), x.diagonal(0, 2, 0), x[0].diagonal(4),
+        x[1].diagonal(-3), x.diagonal(9, 1, 2), torch.diagonal(x, 2, -1, 1) * 2,
+    )  # fmt: skip
+
+
 SHAPE = [
+    case("diagonal", _diagonals, (f32(3, 5, 7),), "diagonal.default"),
+    case("diagonal-int", lambda i: (i.diagonal(), i.diagonal(-1, 2, 1), i.diagonal(1, 0, 2)), (ints(4, 3, 6),)),
     case("views", _views, (f32(3, 5, 7),), "view.default", "unsqueeze.default", "squeeze.dims", "permute.default"),
     case("expand-cat", _expand_cat,
          (f32(3, 1, 7), f32(3, 2, 7), ints(3, 2, 7), ints(3, 2, 7, dtype=torch.int32), bools(3, 2, 7)),
@@ -527,6 +536,36 @@ def _softmax(x):
     return tuple(f(x, dim) for dim in (0, 1, 2, -1, -2) for f in (torch.softmax, torch.log_softmax))
 
 
+def _extremes(x, i, b):
+    return x.max(), x.min(), i.max(), i.min(), b.max(), b.min(), x[0, 0].max(), b.amax(-1), b.amin((0, 1), keepdim=True)
+
+
+def _products(x, i, b):
+    near_one = 1 + x / 8
+    return (
+        near_one.prod(), near_one.prod(1), near_one.prod(-1, keepdim=True), x.prod(0), i.prod(), i.prod(2),
+        i.int().prod(1, keepdim=True), b.prod(0), b.prod(), near_one.prod(1, dtype=torch.float64), x.long().prod(-1),
+        near_one.cumprod(1), i.cumprod(2), b.cumprod(0), x.cumprod(-1, dtype=torch.float64), i.int().cumprod(0),
+    )  # fmt: skip
+
+
+def _vector_norms(x):
+    vector_norm = torch.linalg.vector_norm
+    return (
+        x.norm(dim=1), x.norm(p=1, dim=(1, 2)), x.norm(float("inf"), dim=-1), x.norm(0, dim=-1), x.norm(3, dim=-1),
+        x.norm(), vector_norm(x, -float("inf")), vector_norm(x, 2, dtype=torch.float64), vector_norm(x, 0.5, (0, 2), True),
+        vector_norm(x, -1.5, 2), vector_norm(x, 1, -1, keepdim=True), x.round().norm(0), F.normalize(x, dim=1),
+        F.normalize(x, p=1, dim=-1), F.cosine_similarity(x, x.flip(0), dim=1), F.pairwise_distance(x[0], x[1]),
+    )  # fmt: skip
+
+
+def _distances(a, b):
+    return (
+        torch.cdist(a, b), torch.cdist(a, b, p=1), torch.cdist(a, b, p=float("inf")), torch.cdist(a, b, p=3),
+        torch.cdist(a[0], b[1], p=0.5), torch.cdist(a, b[:1]), torch.cdist(a.round(), b.round(), p=0),
+    )  # fmt: skip
+
+
 REDUCE = [
     case("dims", _reduce_dims(False), (f32(3, 5, 7), ints(3, 5, 7)),
          "sum.dim_IntList", "mean.dim", "amax.default", "amin.default"),
@@ -537,6 +576,12 @@ REDUCE = [
          "sum.default", "mean.default", decompose=False),
     case("softmax", _softmax, (f32(3, 5, 7, scale=10.0),), "_softmax.default", "_log_softmax.default"),
     case("softmax-f64", _softmax, (f64(3, 5, 7, scale=10.0),)),
+    case("max-min-all", _extremes, (f32(3, 5, 7), ints(3, 5, 7), bools(3, 5, 7)), "max.default", "min.default"),
+    case("prod-cumprod", _products, (f32(3, 5, 7), ints(3, 5, 7), bools(3, 5)),
+         "prod.default", "prod.dim_int", "cumprod.default"),
+    case("vector-norms", _vector_norms, (f32(3, 5, 7),), "linalg_vector_norm.default"),
+    case("vector-norms-f64", _vector_norms, (f64(3, 5, 7),)),
+    case("cdist", _distances, (f32(2, 6, 5), f32(2, 9, 5)), "_cdist_forward.default"),
 ]  # fmt: skip
 
 
@@ -568,6 +613,25 @@ def _affine(norm: nn.Module) -> nn.Module:
     return norm
 
 
+class InstanceNorms(nn.Module):
+    """Instance norm 2-d and 1-d (batched and not), with and without affine parameters,
+    and the functional form: each views its input as one batch of N*C channels."""
+
+    def __init__(self):
+        super().__init__()
+        self.plain = nn.InstanceNorm2d(3)
+        self.affine = _affine(nn.InstanceNorm2d(4, affine=True, eps=1e-3))
+        self.one_d = nn.InstanceNorm1d(5)
+        self.one_d_affine = _affine(nn.InstanceNorm1d(5, affine=True))
+        self.weight, self.bias = nn.Parameter(torch.randn(3)), nn.Parameter(torch.randn(3))
+
+    def forward(self, x, y):
+        return (
+            self.plain(x), self.affine(y), self.one_d(x.reshape(2, 5, 21)), self.one_d_affine(x[0].reshape(5, 21)),
+            F.instance_norm(x, weight=self.weight, bias=self.bias, eps=1e-2),
+        )  # fmt: skip
+
+
 NORM = [
     case("batch-norm-2d", _with_random_stats(nn.BatchNorm2d(5)), (f32(2, 5, 3, 7),),
          "_native_batch_norm_legit_no_training.default"),
@@ -579,12 +643,32 @@ NORM = [
     case("layer-norm-no-affine", nn.LayerNorm(7, elementwise_affine=False, eps=1e-3), (f32(3, 5, 7, scale=5.0),)),
     case("layer-norm-no-bias", _affine(nn.LayerNorm((5, 7), bias=False)), (f32(3, 5, 7),)),
     case("layer-norm-functional", lambda x, w: F.layer_norm(x, (7,), w), (f32(4, 7), f32(7))),
+    case("instance-norm", InstanceNorms(), (f32(2, 3, 5, 7, scale=3.0), f32(3, 4, 6, 5)), "_native_batch_norm_legit.no_stats"),
+    case("instance-norm-f64", nn.InstanceNorm2d(3), (f64(2, 3, 5, 7),)),
+    case("instance-norm-running-stats-eval", _with_random_stats(nn.InstanceNorm2d(3, track_running_stats=True)),
+         (f32(2, 3, 5, 7),), "_native_batch_norm_legit_no_training.default"),
+    case("batch-norm-legit-eval-not-decomposed",
+         lambda x, w, b, m, v: A._native_batch_norm_legit(x, w, b, m, v, False, 0.1, 1e-5)[0],
+         (f32(2, 3, 5, 7), f32(3), f32(3), f32(3), lambda rng: torch.from_numpy(rng.random(3, np.float32) + 0.5)),
+         "_native_batch_norm_legit.default", decompose=False),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(CASE_ARGS, NORM)
 def test_normalization(rng, fn, makers, expect, decompose):
     run_case(rng, fn, makers, expect, decompose)
+
+
+@pytest.mark.parametrize("norm", [nn.BatchNorm2d(3), nn.InstanceNorm2d(3, track_running_stats=True)], ids=["batch", "instance"])
+def test_norm_in_training_mode_is_a_clear_error(norm):
+    """Training mode updates the running statistics (exported as the functional batch norm)."""
+    ep = torch.export.export(norm.train(), (torch.randn(2, 3, 4, 5),))
+    assert "aten._native_batch_norm_legit_functional.default" in overloads(_decompose(ep))
+    with pytest.raises(TorchImportError, match=r"batch norm in training mode .* export the model in eval\(\)"):
+        from_exported_program(ep)
+
+
+COVERED.add("_native_batch_norm_legit_functional.default")
 
 
 def _max_pools(x):
@@ -601,6 +685,14 @@ def _avg_pools(x):
         F.avg_pool2d(x, 3, 2, 1, ceil_mode=True), F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
         F.avg_pool2d(x, 2, 2, 1, ceil_mode=True), F.avg_pool2d(x, (2, 3), (2, 1), (1, 0)),
         F.avg_pool2d(x, (3, 2), 3, ceil_mode=True),
+    )  # fmt: skip
+
+
+def _adaptive_max(x):
+    return (
+        F.adaptive_max_pool2d(x, (2, 3)), F.adaptive_max_pool2d(x, 3), F.adaptive_max_pool2d(x, (4, 1)),
+        F.adaptive_max_pool2d(x, (7, 5)), F.adaptive_max_pool2d(x, 1), nn.AdaptiveMaxPool2d((None, 2))(x),
+        F.adaptive_max_pool1d(x[0], 2), F.adaptive_max_pool2d(x[0], (3, 2)), F.adaptive_max_pool2d(x, 4, return_indices=True)[0],
     )  # fmt: skip
 
 
@@ -622,6 +714,9 @@ POOL = [
     case("avg-pool-unbatched", lambda x: (F.avg_pool2d(x, 2), F.avg_pool2d(x, 3, 2, 1, count_include_pad=False)),
          (f32(3, 7, 6),)),
     case("adaptive-avg-pool", _adaptive, (f32(2, 3, 7, 5),), "_adaptive_avg_pool2d.default"),
+    case("adaptive-max-pool", _adaptive_max, (f32(2, 3, 7, 5),), "adaptive_max_pool2d.default"),
+    case("adaptive-max-pool-f64", lambda x: (F.adaptive_max_pool2d(x, (4, 5)), F.adaptive_max_pool2d(x[0], 2)),
+         (f64(1, 2, 9, 6),)),
     case("adaptive-avg-pool-not-decomposed", lambda x: (F.adaptive_avg_pool2d(x, (2, 3)), F.adaptive_avg_pool2d(x, 1)),
          (f32(2, 3, 7, 5),), "adaptive_avg_pool2d.default", decompose=False),
 ]  # fmt: skip
@@ -644,7 +739,8 @@ def test_avg_pool_divisor_override_is_a_clear_error():
 _NN_CORE = {
     "aten._native_batch_norm_legit_no_training.default", "aten.native_layer_norm.default",
     "aten.max_pool2d_with_indices.default", "aten.avg_pool2d.default", "aten._adaptive_avg_pool2d.default",
-    "aten.adaptive_avg_pool2d.default",
+    "aten.adaptive_avg_pool2d.default", "aten.adaptive_max_pool2d.default", "aten._native_batch_norm_legit.no_stats",
+    "aten._native_batch_norm_legit.default", "aten._native_batch_norm_legit_functional.default",
 }  # fmt: skip
 
 

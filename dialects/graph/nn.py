@@ -1,5 +1,5 @@
 """Neural-network window ops on NCHW tensors (conv2d and pooling also NHWC: ``layout.py``): conv2d,
-max/avg pooling, adaptive average pooling,
+max/avg pooling, adaptive average and max pooling,
 conv2d_transpose, resize2d.
 
 Window properties are ``array<i64: ...>`` lists: ``strides`` and ``dilation`` are
@@ -13,6 +13,7 @@ Examples::
     %p = graph.max_pool2d %y {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<1x64x112x112xf32> -> tensor<1x64x56x56xf32>
     %a = graph.avg_pool2d %p {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<1x64x56x56xf32> -> tensor<1x64x28x28xf32>
     %g = graph.adaptive_avg_pool2d %a {output_size = array<i64: 1, 1>} : tensor<1x64x28x28xf32> -> tensor<1x64x1x1xf32>
+    %m = graph.adaptive_max_pool2d %a {output_size = array<i64: 3, 3>} : tensor<1x64x28x28xf32> -> tensor<1x64x3x3xf32>
 
 The batch dim (and a channel dim the op does not mix) may be symbolic. A symbolic
 spatial dim passes through only where the output size equals the input size for every
@@ -520,8 +521,55 @@ class AvgPool2dOp(_Pool2dOp):
         return (total / divisor).astype(x.dtype)
 
 
+def adaptive_bins(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
+    """Torch's adaptive-pooling bins along one axis: output ``i`` covers the input range
+    ``[floor(i*size/out), ceil((i+1)*size/out))`` (starts, ends); bins may overlap."""
+    i = np.arange(out)
+    return (i * size) // out, -((-(i + 1) * size) // out)
+
+
+class _AdaptivePool2dOp(_LayoutMixin, GraphOp):
+    """Pooling to a fixed ``output_size`` (OH, OW) over the bins of :func:`adaptive_bins`
+    (torch semantics); height and width must be static."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    output_size = prop_def(DenseArrayBase)
+    layout = prop_def(StringAttr, default_value=_layout_prop())
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OUT_ELEMWISE_FUSABLE
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    def __init__(self, input: SSAValue | Operation, output_size: int | Sequence[int], layout: str = "NCHW"):
+        self._build([input], {"output_size": ints_attr(_pair(output_size)), "layout": StringAttr(layout)})
+
+    def infer_result_type(self) -> TensorType:
+        expect_rank("input", operand_shape(self.input), 4)
+        x = self.input_nchw()
+        element = operand_element(self.input)
+        if self.FLOAT_ONLY and not is_float(element):
+            raise VerifyException(f"input must be a float tensor, got {self.input.type}")
+        if is_bool(element):
+            raise VerifyException(f"input must be numeric, got {self.input.type}")
+        size = ints(self.output_size)
+        _expect_len("output_size", size, 2, "oh, ow")
+        _expect_at_least("output_size", size, 1)
+        _static_spatial(self.name.removeprefix("graph."), x)
+        return self.result_type_from_nchw((x[0], x[1], *size), element)
+
+    def bins(self, h: int, w: int) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """The (starts, ends) of the row bins and of the column bins for an ``h x w`` input."""
+        oh, ow = ints(self.output_size)
+        return adaptive_bins(h, oh), adaptive_bins(w, ow)
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        return self.nchw_reference(x, self._nchw_reference)
+
+
 @irdl_op_definition
-class AdaptiveAvgPool2dOp(_LayoutMixin, GraphOp):
+class AdaptiveAvgPool2dOp(_AdaptivePool2dOp):
     """Average pooling to a fixed ``output_size`` (OH, OW), float only (torch semantics).
 
     Output row ``i`` averages input rows ``floor(i*H/OH)`` to ``ceil((i+1)*H/OH)``
@@ -533,42 +581,10 @@ class AdaptiveAvgPool2dOp(_LayoutMixin, GraphOp):
     """
 
     name = "graph.adaptive_avg_pool2d"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    output_size = prop_def(DenseArrayBase)
-    layout = prop_def(StringAttr, default_value=_layout_prop())
-    traits = traits_def(Pure())
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OUT_ELEMWISE_FUSABLE
-
-    def __init__(self, input: SSAValue | Operation, output_size: int | Sequence[int], layout: str = "NCHW"):
-        self._build([input], {"output_size": ints_attr(_pair(output_size)), "layout": StringAttr(layout)})
-
-    def infer_result_type(self) -> TensorType:
-        expect_rank("input", operand_shape(self.input), 4)
-        x = self.input_nchw()
-        if not is_float(operand_element(self.input)):
-            raise VerifyException(f"input must be a float tensor, got {self.input.type}")
-        size = ints(self.output_size)
-        _expect_len("output_size", size, 2, "oh, ow")
-        _expect_at_least("output_size", size, 1)
-        _static_spatial("adaptive_avg_pool2d", x)
-        return self.result_type_from_nchw((x[0], x[1], *size), operand_element(self.input))
-
-    def reference(self, x: np.ndarray) -> np.ndarray:
-        return self.nchw_reference(x, self._nchw_reference)
 
     def _nchw_reference(self, x: np.ndarray) -> np.ndarray:
-        oh, ow = ints(self.output_size)
         h, w = x.shape[2:]
-
-        def bins(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
-            i = np.arange(out)
-            return (i * size) // out, -((-(i + 1) * size) // out)
-
-        hs, he = bins(h, oh)
-        ws, we = bins(w, ow)
+        (hs, he), (ws, we) = self.bins(h, w)
         # integral image: s[..., i, j] = sum of x[..., :i, :j]
         s = np.zeros((*x.shape[:2], h + 1, w + 1), dtype=np.float64)
         s[:, :, 1:, 1:] = x.astype(np.float64).cumsum(axis=2).cumsum(axis=3)
@@ -580,6 +596,28 @@ class AdaptiveAvgPool2dOp(_LayoutMixin, GraphOp):
         )
         area = np.outer(he - hs, we - ws)
         return (total / area).astype(x.dtype)
+
+
+@irdl_op_definition
+class AdaptiveMaxPool2dOp(_AdaptivePool2dOp):
+    """Max pooling to a fixed ``output_size`` (OH, OW) over the same bins as
+    ``graph.adaptive_avg_pool2d`` (NaN propagates); floats and integers.
+
+    Example::
+
+        %y = graph.adaptive_max_pool2d %x {output_size = array<i64: 3, 2>} : tensor<2x5x9x7xf32> -> tensor<2x5x3x2xf32>
+    """
+
+    name = "graph.adaptive_max_pool2d"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+    def _nchw_reference(self, x: np.ndarray) -> np.ndarray:
+        (hs, he), (ws, we) = self.bins(*x.shape[2:])
+        y = np.empty((*x.shape[:2], len(hs), len(ws)), dtype=x.dtype)
+        for i, (h0, h1) in enumerate(zip(hs, he)):
+            for j, (w0, w1) in enumerate(zip(ws, we)):
+                y[:, :, i, j] = x[:, :, h0:h1, w0:w1].max(axis=(2, 3))
+        return y
 
 
 # ---------------------------------------------------------------------------

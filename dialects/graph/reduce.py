@@ -1,4 +1,4 @@
-"""Reductions (sum, mean, max, min over axes) and softmax / log_softmax.
+"""Reductions (sum, mean, max, min, product over axes) and softmax / log_softmax.
 
 The reductions are named ``reduce_*`` (``graph.max`` and ``graph.min`` are the
 elementwise binary ops). ``axes`` is stored normalised: non-negative and strictly
@@ -10,6 +10,7 @@ Examples::
 
     %s = graph.reduce_sum %x {axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf32>
     %m = graph.reduce_mean %x {axes = array<i64: 2, 3>, keepdims = true} : tensor<1x64x7x7xf32> -> tensor<1x64x1x1xf32>
+    %q = graph.reduce_prod %x {axes = array<i64: 0>} : tensor<5x3xi64> -> tensor<3xi64>
     %p = graph.softmax %x {axis = 1 : i64} : tensor<4x10xf32>
 """
 
@@ -112,6 +113,10 @@ def _sum(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
     return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
 
 
+def _prod(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    return np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+
+
 def _mean(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
     return np.mean(x, axis=axis, keepdims=keepdims, dtype=np.float64)
 
@@ -163,7 +168,19 @@ class ReduceMinOp(ReduceOp):
     NEEDS_ELEMENTS: ClassVar[bool] = True
 
 
-REDUCE_OPS: tuple[type[ReduceOp], ...] = (ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp)
+@irdl_op_definition
+class ReduceProdOp(ReduceOp):
+    """Product over axes (integers wrap in their own type, as torch's int64 ``prod``; the
+    product over nothing is 1).
+
+    Example: ``%p = graph.reduce_prod %x {axes = array<i64: 1>, keepdims = true} : tensor<3x4xi64> -> tensor<3x1xi64>``
+    """
+
+    name = "graph.reduce_prod"
+    NUMPY_FN = staticmethod(_prod)
+
+
+REDUCE_OPS: tuple[type[ReduceOp], ...] = (ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp)
 
 
 # ---------------------------------------------------------------------------

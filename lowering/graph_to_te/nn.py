@@ -5,6 +5,8 @@ the buffer; computed source indices are clamped to the input."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, f32, f64, i64
 from xdsl.ir import SSAValue
@@ -120,8 +122,15 @@ def avg_pool2d(t: TEBuilder, op: nn.AvgPool2dOp) -> SSAValue:
     return t.compute("avg_pool2d", op.result.type, [op.input], element)
 
 
-@compute_rule(nn.AdaptiveAvgPool2dOp)
-def adaptive_avg_pool2d(t: TEBuilder, op: nn.AdaptiveAvgPool2dOp) -> SSAValue:
+def _adaptive_pool(
+    t: TEBuilder,
+    op: nn._AdaptivePool2dOp,
+    combiner: str,
+    init: float | int,
+    finish: Callable[[Scalar, SSAValue, SSAValue, SSAValue], SSAValue],
+) -> SSAValue:
+    """``combiner`` over each output pixel's bin (``nn.adaptive_bins``); ``finish(s, total,
+    rows, cols)`` turns the combined value into the result (the average divides)."""
     out_h, out_w = ints(op.output_size)
     layout = op.data_layout()
     height, width = to_nchw(op.input.type.get_shape(), layout)[2:]
@@ -142,10 +151,24 @@ def adaptive_avg_pool2d(t: TEBuilder, op: nn.AdaptiveAvgPool2dOp) -> SSAValue:
         def term(r: Scalar, axes):
             return r.read(ins[0], to_layout([n, c, r.add(y0, axes[0]), r.add(x0, axes[1])], layout))
 
-        total = s.reduce("add", [rows, cols], 0, term, element_type)
-        return s.div(total, s.index_to(s.mul(rows, cols), element_type))
+        total = s.reduce(combiner, [rows, cols], init, term, element_type)
+        return finish(s, total, rows, cols)
 
-    return t.compute("adaptive_avg_pool2d", op.result.type, [op.input], element)
+    return t.compute(op.name.removeprefix("graph."), op.result.type, [op.input], element)
+
+
+@compute_rule(nn.AdaptiveAvgPool2dOp)
+def adaptive_avg_pool2d(t: TEBuilder, op: nn.AdaptiveAvgPool2dOp) -> SSAValue:
+    element_type = op.input.type.element_type
+    return _adaptive_pool(
+        t, op, "add", 0, lambda s, total, rows, cols: s.div(total, s.index_to(s.mul(rows, cols), element_type))
+    )
+
+
+@compute_rule(nn.AdaptiveMaxPool2dOp)
+def adaptive_max_pool2d(t: TEBuilder, op: nn.AdaptiveMaxPool2dOp) -> SSAValue:
+    """Every bin holds at least one element, so the lowest value never shows."""
+    return _adaptive_pool(t, op, "max", lowest_value(op.input.type.element_type), lambda s, total, rows, cols: total)
 
 
 @compute_rule(nn.Conv2dTransposeOp)

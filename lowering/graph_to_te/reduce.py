@@ -10,11 +10,18 @@ from ...dialects.graph.types import shape_of, tensor_type
 from ..te_builder import Scalar, TEBuilder, highest_value, lowest_value
 from .registry import compute_rule
 
-_COMBINER = {red.ReduceSumOp: "add", red.ReduceMeanOp: "add", red.ReduceMaxOp: "max", red.ReduceMinOp: "min"}
+_COMBINER = {
+    red.ReduceSumOp: "add",
+    red.ReduceMeanOp: "add",
+    red.ReduceMaxOp: "max",
+    red.ReduceMinOp: "min",
+    red.ReduceProdOp: "mul",
+}
 
 
 def _init(combiner: str, element_type) -> float | int:
-    return {"add": 0, "max": lowest_value(element_type), "min": highest_value(element_type)}[combiner]
+    """The combiner's identity (idle GPU threads contribute it too)."""
+    return {"add": 0, "mul": 1, "max": lowest_value(element_type), "min": highest_value(element_type)}[combiner]
 
 
 def reduce_axes(

@@ -60,6 +60,12 @@ def adaptive_avg_pool2d(ctx: ImportContext, node, x, output_size):
     return _batched(ctx, x, lambda x: ctx.b.adaptive_avg_pool2d(x, output_size=tuple(output_size)))
 
 
+@converter("aten.adaptive_max_pool2d.default")
+def adaptive_max_pool2d(ctx: ImportContext, node, x, output_size):
+    values = _batched(ctx, x, lambda x: ctx.b.adaptive_max_pool2d(x, output_size=tuple(output_size)))
+    return (values, None)  # the indices are not computed; nothing may use them
+
+
 def _batched(ctx: ImportContext, x, pool):
     """``pool`` of an unbatched ``(C, H, W)`` input as of a batch of one ``(1, C, H, W)``."""
     if ctx.rank(x) != 3:
@@ -88,15 +94,65 @@ def batch_norm_inference(ctx: ImportContext, node, x, weight, bias, mean, var, m
     return (y, None, None)
 
 
+def _standardise(ctx: ImportContext, x, axes: list[int], eps: float):
+    """``((x - mean) * rstd, mean, rstd)``, the statistics over ``axes`` (kept as size 1):
+    the biased variance, ``rstd = 1 / sqrt(var + eps)``, as torch's norm layers."""
+    b = ctx.b
+    mean = b.reduce_mean(x, axes, keepdims=True)
+    centered = b.sub(x, mean)
+    var = b.reduce_mean(b.mul(centered, centered), axes, keepdims=True)
+    rstd = b.rsqrt(b.add(var, ctx.scalar(eps, var)))
+    return b.mul(centered, rstd), mean, rstd
+
+
+def _per_channel_affine(ctx: ImportContext, y, weight, bias):
+    """``y * weight + bias`` with ``weight`` and ``bias`` of shape ``(C,)`` on axis 1."""
+    shape = shape_of(y.type)
+    channel_shape = (1, shape[1]) + (1,) * (len(shape) - 2)
+    if weight is not None:
+        y = ctx.b.mul(y, ctx.b.reshape(weight, channel_shape))
+    if bias is not None:
+        y = ctx.b.add(y, ctx.b.reshape(bias, channel_shape))
+    return y
+
+
+@converter("aten._native_batch_norm_legit.no_stats")
+def batch_norm_batch_statistics(ctx: ImportContext, node, x, weight, bias, training, momentum, eps):
+    """Batch norm on the input's own statistics, without running ones to update: what
+    instance norm becomes (it views ``(N, C, ...)`` as ``(1, N*C, ...)`` first). Each channel
+    (axis 1) is normalised over every other axis; returns ``(y, mean, rstd)``, the
+    statistics shaped ``(C,)``."""
+    channels = shape_of(x.type)[1]
+    y, mean, rstd = _standardise(ctx, x, [a for a in range(ctx.rank(x)) if a != 1], eps)
+    y = _per_channel_affine(ctx, y, weight, bias)
+    return (y, ctx.b.reshape(mean, (channels,)), ctx.b.reshape(rstd, (channels,)))
+
+
+@converter("aten._native_batch_norm_legit.default")
+def batch_norm_with_running_stats(ctx: ImportContext, node, x, weight, bias, mean, var, training, momentum, eps):
+    """Batch norm with running statistics: in eval mode the inference form; training mode
+    (it updates the running statistics) is refused."""
+    if training:
+        raise NotImplementedError(
+            "batch norm in training mode (it updates the running statistics) is not supported: "
+            "export the model in eval()"
+        )
+    return batch_norm_inference(ctx, node, x, weight, bias, mean, var, momentum, eps)
+
+
+@converter("aten._native_batch_norm_legit_functional.default")
+def batch_norm_functional(ctx: ImportContext, node, x, weight, bias, mean, var, training, momentum, eps):
+    """The functional form of the above (what export makes of training mode): the same
+    refusal; in eval mode the running statistics come back unchanged."""
+    y, _, _ = batch_norm_with_running_stats(ctx, node, x, weight, bias, mean, var, training, momentum, eps)
+    return (y, None, None, mean, var)
+
+
 @converter("aten.native_layer_norm.default")
 def layer_norm(ctx: ImportContext, node, x, normalized_shape, weight, bias, eps):
     b = ctx.b
     axes = list(range(ctx.rank(x) - len(normalized_shape), ctx.rank(x)))
-    mean = b.reduce_mean(x, axes, keepdims=True)
-    centered = b.sub(x, mean)
-    var = b.reduce_mean(b.mul(centered, centered), axes, keepdims=True)
-    inv = b.rsqrt(b.add(var, ctx.scalar(eps, var)))
-    y = b.mul(centered, inv)
+    y, mean, inv = _standardise(ctx, x, axes, eps)
     if weight is not None:
         y = b.mul(y, weight)
     if bias is not None:
@@ -116,16 +172,8 @@ def group_norm(ctx: ImportContext, node, x, weight, bias, batch, channels, spati
             raise NotImplementedError(f"group norm over a symbolic spatial dim ({d}) is not supported")
         rest *= d
     grouped = b.reshape(x, (shape[0], groups, (shape[1] // groups) * rest))
-    mean = b.reduce_mean(grouped, [2], keepdims=True)
-    centered = b.sub(grouped, mean)
-    var = b.reduce_mean(b.mul(centered, centered), [2], keepdims=True)
-    rstd = b.rsqrt(b.add(var, ctx.scalar(eps, var)))
-    y = b.reshape(b.mul(centered, rstd), shape)
-    channel_shape = (1, shape[1]) + (1,) * (len(shape) - 2)
-    if weight is not None:
-        y = b.mul(y, b.reshape(weight, channel_shape))
-    if bias is not None:
-        y = b.add(y, b.reshape(bias, channel_shape))
+    y, mean, rstd = _standardise(ctx, grouped, [2], eps)
+    y = _per_channel_affine(ctx, b.reshape(y, shape), weight, bias)
     return (y, b.reshape(mean, (shape[0], groups)), b.reshape(rstd, (shape[0], groups)))
 
 

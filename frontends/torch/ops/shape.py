@@ -1,7 +1,8 @@
-"""Data movement: view/reshape, permute, expand, squeeze/unsqueeze, cat, slice, select."""
+"""Data movement: view/reshape, permute, expand, squeeze/unsqueeze, cat, slice, select, diagonal."""
 
 from __future__ import annotations
 
+from ....dialects.graph.types import shape_of
 from ..context import ImportContext
 from ..registry import converter
 
@@ -58,6 +59,27 @@ def select(ctx: ImportContext, node, x, dim, index):
     index = index + size if index < 0 else index
     piece = ctx.b.slice(x, [index], [index + 1], [dim], [1])
     return ctx.b.reshape(piece, ctx.shape(node))
+
+
+@converter("aten.diagonal.default")
+def diagonal(ctx: ImportContext, node, x, offset=0, dim1=0, dim2=1):
+    """``x[..., i, i + offset]`` over the planes of axes (``dim1``, ``dim2``), the diagonal
+    last (torch's order): those two axes moved last and flattened, then every
+    ``(cols + 1)``-th element from the diagonal's first, one strided slice."""
+    rank = ctx.rank(x)
+    dim1, dim2 = dim1 % rank, dim2 % rank
+    shape = shape_of(x.type)
+    rows, cols = shape[dim1], shape[dim2]
+    if not isinstance(rows, int) or not isinstance(cols, int):
+        raise NotImplementedError(f"the diagonal of {rows} x {cols} planes (a symbolic size) is not supported")
+    rest = [d for d in range(rank) if d not in (dim1, dim2)]
+    perm = [*rest, dim1, dim2]
+    planes = x if perm == list(range(rank)) else ctx.b.transpose(x, perm)
+    flat = ctx.b.reshape(planes, (*(shape[d] for d in rest), rows * cols))
+    length = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
+    first = offset if offset >= 0 else -offset * cols
+    end = first + (length - 1) * (cols + 1) + 1 if length else first
+    return ctx.b.slice(flat, [first], [end], [rank - 2], [cols + 1])
 
 
 @converter("aten.slice_scatter.default")
