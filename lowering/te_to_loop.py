@@ -45,7 +45,7 @@ from ..byoc.dialect import CallOp as ExternalCallOp
 from ..dialects import loop, te
 from ..dialects.graph import ConstantOp, FusedOp
 from ..dialects.graph.types import is_float, shape_of
-from ..runtime.dim_expr import is_symbol, lower
+from ..runtime.dim_expr import evaluate, free_symbols, is_symbol, lower
 from .row_stages import row_stages
 from .te_builder import REASSOC
 
@@ -86,7 +86,11 @@ class SymbolSizes:
         if dim in self.read:
             return self.read[dim]
         if is_symbol(dim):
-            raise PassFailedException(f"te-to-loop: symbolic dim '{dim}'{f' of {t}' if t else ''} is not an input dim")
+            solved = self._solve(b, dim)
+            if solved is None:
+                raise PassFailedException(f"te-to-loop: symbolic dim '{dim}'{f' of {t}' if t else ''} is not an input dim")
+            self.read[dim] = solved
+            return solved
 
         def index(k: int) -> SSAValue:
             return b.insert(arith.ConstantOp(IntegerAttr(k, IndexType()))).result
@@ -97,6 +101,23 @@ class SymbolSizes:
         emit = {op: binary(make) for op, make in self.OPS.items()}
         emit["neg"] = lambda x: b.insert(arith.SubiOp(index(0), x)).result
         return lower(dim, lambda name: self.size(b, name, t), emit, index)
+
+
+    def _solve(self, b: Builder, symbol: str) -> SSAValue | None:
+        """``symbol`` from a dim read off a buffer that is linear in it alone: a kernel
+        whose input has ``4*n`` rows (a batch merged with another axis) and whose output
+        has ``n`` computes ``n = (dim - 0) / 4``."""
+        for expr, value in self.read.items():
+            if is_symbol(expr) or free_symbols(expr) != {symbol}:
+                continue
+            offset, *points = (evaluate(expr, {symbol: k}) for k in range(4))
+            scale = points[0] - offset
+            if scale <= 0 or any(p != offset + k * scale for k, p in enumerate(points, 1)):
+                continue  # not c + k*symbol
+            index = lambda k: b.insert(arith.ConstantOp(IntegerAttr(k, IndexType()))).result  # noqa: E731
+            rest = b.insert(arith.SubiOp(value, index(offset))).result if offset else value
+            return b.insert(arith.DivUIOp(rest, index(scale))).result if scale != 1 else rest
+        return None
 
 
 def _bounds(b: Builder, buffer: SSAValue) -> list[SSAValue]:

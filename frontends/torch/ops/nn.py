@@ -5,13 +5,19 @@ from __future__ import annotations
 from ....dialects.graph.types import shape_of
 from ..context import ImportContext
 from ..registry import converter
+from .volumetric import conv3d, conv_transpose3d
 
 
 @converter("aten.convolution.default")
 def convolution(ctx: ImportContext, node, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """2-D convolution (plain or transposed); 1-D as 2-D with height 1: ``(N, C, L)`` is viewed
-    as ``(N, C, 1, L)`` and the weight ``(O, C/g, K)`` as ``(O, C/g, 1, K)``."""
+    as ``(N, C, 1, L)`` and the weight ``(O, C/g, K)`` as ``(O, C/g, 1, K)``; 3-D as one 2-D
+    convolution over stacked depth taps (``volumetric.py``)."""
     rank = ctx.rank(x)
+    if rank == 5:
+        if transposed:
+            return conv_transpose3d(ctx, node, x, weight, bias, stride, padding, dilation, output_padding, groups)
+        return conv3d(ctx, node, x, weight, bias, stride, padding, dilation, groups)
     if rank == 3:
         n, channels, length = shape_of(x.type)
         w = shape_of(weight.type)
@@ -22,7 +28,7 @@ def convolution(ctx: ImportContext, node, x, weight, bias, stride, padding, dila
         return ctx.b.reshape(y, ctx.shape(node))
     if rank == 4:
         return _conv2d(ctx, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
-    raise NotImplementedError(f"{rank - 2}-d convolution is not supported yet (1-d and 2-d are)")
+    raise NotImplementedError(f"{rank - 2}-d convolution is not supported (1-d, 2-d and 3-d are)")
 
 
 def _conv2d(ctx: ImportContext, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
