@@ -105,7 +105,7 @@ class ExternalModule:
 
     def init(self, weights: Mapping[str, np.ndarray]) -> None:
         """Bind the region's constants by name."""
-        self.weights = {k: np.ascontiguousarray(v) for k, v in weights.items()}
+        self.weights = {k: np.asarray(v, order="C") for k, v in weights.items()}
 
     def run(self, *inputs: np.ndarray) -> list[np.ndarray]:
         raise NotImplementedError

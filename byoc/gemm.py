@@ -145,7 +145,7 @@ def gemm_program(region: RegionOp, backend: str) -> GemmProgram:
         for op in body.ops:
             if isinstance(op, ConstantOp):
                 local[op.result] = name_of(op.result, "w")
-                program.weights[local[op.result]] = np.ascontiguousarray(op.array())
+                program.weights[local[op.result]] = np.asarray(op.array(), order="C")
         product = parts.product
         program.steps.append(
             {

@@ -90,7 +90,7 @@ def export_library(
     library = root / LIBRARY
     externals = _write_external_modules(root, external_modules)
     link_shared_library(native, library, trampoline_source(external_modules) if external_modules else "")
-    arrays = {f"w{k}": np.ascontiguousarray(w) for k, w in enumerate(weights)}
+    arrays = {f"w{k}": np.asarray(w, order="C") for k, w in enumerate(weights)}
     with open(root / WEIGHTS, "wb") as f:
         np.savez(f, **arrays)
     (root / PROGRAM).write_text(native.program.dumps())

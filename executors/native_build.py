@@ -98,7 +98,7 @@ def _text_without_weights(op) -> str:
 
 
 def contiguous(arrays: list[np.ndarray]) -> list[np.ndarray]:
-    return [np.ascontiguousarray(a) for a in arrays]
+    return [np.asarray(a, order="C") for a in arrays]
 
 
 __all__ = ["NativeBuild", "compile_loops"]

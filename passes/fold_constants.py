@@ -140,7 +140,7 @@ class FoldConstantsPattern(RewritePattern):
                 f"fold-constants: {op.name}'s reference gave shape {value.shape}, "
                 f"its result type is {result_type}"
             )
-        value = np.ascontiguousarray(value.astype(numpy_dtype(result_type.element_type), copy=False))
+        value = np.asarray(value.astype(numpy_dtype(result_type.element_type), copy=False), order="C")
         new = constant_from_array(value, _folded_name(op), self.inline_limit)
         rewriter.replace(op, new)
 

@@ -159,7 +159,7 @@ def _read_weights(path: Path, specs: list[dict[str, Any]]) -> list[np.ndarray]:
             raise ArtifactError(
                 f"{path}: weight '{name}' is {array.dtype}{list(array.shape)}, the model needs {dtype}{list(shape)}"
             )
-        weights.append(np.ascontiguousarray(array))
+        weights.append(np.asarray(array, order="C"))
     return weights
 
 

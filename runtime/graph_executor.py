@@ -88,7 +88,7 @@ class GraphExecutor:
         self.program = program
         self.signature = program.signature
         self._keep_alive = keep_alive
-        self.weights = [np.ascontiguousarray(w) for w in weights]
+        self.weights = [np.asarray(w, order="C") for w in weights]
         self.weight_pointers = [w.ctypes.data for w in self.weights]
         self.functions: dict[str, Callable[..., None]] = {}
         for node in program.nodes:

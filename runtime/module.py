@@ -37,7 +37,7 @@ class CompiledModule:
     ):
         self.signature = signature
         self._keep_alive = keep_alive  # the native code's owner (the JIT engine)
-        self._weights = [np.ascontiguousarray(w) for w in weights]
+        self._weights = [np.asarray(w, order="C") for w in weights]
         self._weight_pointers = [w.ctypes.data for w in self._weights]
         arg_types: list[type] = []
         for spec in signature.inputs + signature.outputs:

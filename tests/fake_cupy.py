@@ -44,7 +44,7 @@ def fake_cupy(log: list, compute_capability: str = "90") -> types.SimpleNamespac
     def asarray(x):
         if not isinstance(x, FakeArray):
             copies.append(("to device", np.shape(x)))
-        return np.ascontiguousarray(np.asarray(x)).view(FakeArray)
+        return np.asarray(x, order="C").view(FakeArray)
 
     def asnumpy(a):
         copies.append(("to host", a.shape))

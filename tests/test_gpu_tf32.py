@@ -26,7 +26,7 @@ from tensorkiln.universe import make_context
 
 def tf32(x: np.ndarray) -> np.ndarray:
     """``x`` rounded to TF32: nearest 10-bit mantissa, ties away from zero (numpy, on the bits)."""
-    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    bits = np.asarray(x, np.float32, order="C").view(np.uint32)
     return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
 
 

@@ -91,6 +91,22 @@ def test_fold_constants_size_limit():
     assert any(a.shape == (4, 4) and np.all(a == 3.0) for a in consts)
 
 
+def test_fold_constants_keeps_0d_values_0d(rng):
+    """A chain of 0-d constants folds to 0-d arrays (np.ascontiguousarray made them 1-d:
+    torch.lerp's weight chain failed to fold with 'gave shape (1,)')."""
+    b = tk.GraphBuilder()
+    x = b.input("x", (3, 4))
+    w = b.constant(np.float32(-0.3))
+    big = b.compare(b.abs(w), b.constant(np.float32(0.5)), "ge")
+    weight = b.where(big, b.sub(w, b.constant(np.float32(1.0))), w)
+    scalar = b.transpose(b.broadcast_to(weight, ()), ())
+    module = b.finish(b.mul(x, scalar))
+    run_pipeline(module, ["fold-constants"], PassContext())
+    assert [op.array().shape for op in module.walk() if isinstance(op, ConstantOp) and op.result.uses] == [()]
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    np.testing.assert_allclose(tk.build(module)(a), a * np.float32(-0.3), rtol=1e-6)
+
+
 def test_fold_constants_every_op_by_its_reference(rng):
     """No per-op folding code: whatever has reference semantics folds (reductions,
     softmax, concat, slice, where, compare, cast)."""

@@ -17,7 +17,7 @@ TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 
 
 def _t(a: np.ndarray):
-    return torch.from_numpy(np.ascontiguousarray(a))
+    return torch.from_numpy(np.asarray(a, order="C"))
 
 
 def test_layout_helpers_are_inverse():
@@ -40,7 +40,7 @@ CONV_CASES = [
 def test_conv2d_nhwc(rng, shape, out_c, kernel, strides, padding, dilation, groups):
     weight = rng.standard_normal((out_c, shape[1] // groups, *kernel)).astype("f4")
     bias = rng.standard_normal(out_c).astype("f4")
-    hwio = np.ascontiguousarray(weight.transpose(2, 3, 1, 0))
+    hwio = np.asarray(weight.transpose(2, 3, 1, 0), order="C")
 
     def expected(x):
         y = F.conv2d(_t(x.transpose(TO_NCHW)), _t(weight), _t(bias), strides, padding[:2], dilation, groups)

@@ -109,7 +109,7 @@ def test_keep_params_as_input_returns_the_params_to_bind(rng):
     assert _relative_error(got, expected) <= 1e-5
     # other values for the parameters give torch's result with those values
     new = {k: (v * 1.5 if v.dtype.kind == "f" else v) for k, v in params.items()}
-    model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in new.items()})
+    model.load_state_dict({k: torch.from_numpy(np.asarray(v, order="C")) for k, v in new.items()})
     with torch.no_grad():
         expected = model(torch.from_numpy(x)).numpy()
     assert _relative_error(lib(x, *new.values()), expected) <= 1e-5

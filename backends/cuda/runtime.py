@@ -143,7 +143,7 @@ class CudaModule:
         exec(compile(host_source, f"<tensorkiln host {function}>", "exec"), namespace)
         self._host = namespace[function]
         self._cp = cp
-        self._weights = [cp.asarray(np.ascontiguousarray(w)) for w in weights]
+        self._weights = [cp.asarray(np.asarray(w, order="C")) for w in weights]
         self.compile_seconds: float | None = None
         self.pass_timings: list[tuple[str, float]] = []
 

@@ -107,7 +107,7 @@ class BLASModule(ExternalModule):
             self._entry = ctypes.CFUNCTYPE(None, *native_arg_types(self.inputs + self.outputs))(self.native_address())
         outputs = [np.empty(s.concrete(symbols), np.dtype(s.dtype)) for s in self.outputs]
         args: list[int] = []
-        for array, spec in zip([*(np.ascontiguousarray(a) for a in inputs), *outputs], self.inputs + self.outputs):
+        for array, spec in zip([*(np.asarray(a, order="C") for a in inputs), *outputs], self.inputs + self.outputs):
             args.append(array.ctypes.data)
             args += [array.shape[k] for k in spec.symbolic]
         self._entry(*args)

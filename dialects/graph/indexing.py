@@ -548,7 +548,7 @@ class ArgsortOp(GraphOp):
         order = stable_argsort(x, axis, bool(self.descending.value.data)).astype(np.int64)
         if self.k is None:
             return order
-        return np.ascontiguousarray(np.take(order, np.arange(self.k.value.data), axis=axis))
+        return np.asarray(np.take(order, np.arange(self.k.value.data), axis=axis), order="C")
 
 
 # ---------------------------------------------------------------------------
@@ -589,7 +589,7 @@ class FlipOp(GraphOp):
         return self.input.type
 
     def reference(self, x: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(np.flip(x, ints(self.axes)))
+        return np.asarray(np.flip(x, ints(self.axes)), order="C")
 
 
 @irdl_op_definition

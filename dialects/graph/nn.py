@@ -205,7 +205,7 @@ class _LayoutMixin:
         """``compute(x in NCHW)`` -> NCHW result, in this op's layout."""
         layout = self.data_layout()
         y = compute(x.transpose(to_nchw(range(4), layout)))
-        return np.ascontiguousarray(y.transpose(to_layout(range(4), layout)))
+        return np.asarray(y.transpose(to_layout(range(4), layout)), order="C")
 
 
 def _static_spatial(what: str, shape: Shape) -> tuple[int, int]:
@@ -346,7 +346,7 @@ class Conv2dOp(_LayoutMixin, _ConvBase):
         y = y.transpose(0, 3, 1, 2)
         if bias is not None:
             y = y + bias.reshape(1, -1, 1, 1)
-        return np.ascontiguousarray(y.astype(x.dtype, copy=False))
+        return np.asarray(y.astype(x.dtype, copy=False), order="C")
 
 
 # ---------------------------------------------------------------------------
@@ -468,7 +468,7 @@ class MaxPool2dOp(_Pool2dOp):
         else:
             fill = np.iinfo(x.dtype).min
         win = _windows(x, self._out_hw(x), kernel, strides, padding, dilation, fill)
-        return np.ascontiguousarray(win.max(axis=(4, 5)))
+        return np.asarray(win.max(axis=(4, 5)), order="C")
 
 
 @irdl_op_definition
@@ -774,7 +774,7 @@ class Conv2dTransposeOp(_ConvBase):
         y = full[:, :, top : top + oh, left : left + ow]
         if bias is not None:
             y = y + bias.astype(acc).reshape(1, -1, 1, 1)
-        return np.ascontiguousarray(y.astype(x.dtype))
+        return np.asarray(y.astype(x.dtype), order="C")
 
 
 # ---------------------------------------------------------------------------
@@ -923,7 +923,7 @@ class Resize2dOp(GraphOp):
         if mode != "bilinear":
             rows = resize_nearest_indices(h, oh, mode, self.axis_scale(0))
             cols = resize_nearest_indices(w, ow, mode, self.axis_scale(1))
-            return np.ascontiguousarray(x[:, :, rows[:, None], cols[None, :]])
+            return np.asarray(x[:, :, rows[:, None], cols[None, :]], order="C")
         align = bool(self.align_corners.value.data)
         r0, r1, ry = resize_linear_weights(h, oh, align, self.axis_scale(0))
         c0, c1, cx = resize_linear_weights(w, ow, align, self.axis_scale(1))

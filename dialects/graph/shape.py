@@ -218,7 +218,7 @@ class TransposeOp(GraphOp):
         return tensor_type(tuple(x[p] for p in perm), operand_element(self.input))
 
     def reference(self, x: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(x.transpose(ints(self.perm)))
+        return np.asarray(x.transpose(ints(self.perm)), order="C")
 
 
 # ---------------------------------------------------------------------------
@@ -298,7 +298,7 @@ class BroadcastToOp(GraphOp):
                     "from the input (pass sizes=...)"
                 )
             shape.append(known[d] if isinstance(d, str) else d)
-        return np.ascontiguousarray(np.broadcast_to(x, shape))
+        return np.asarray(np.broadcast_to(x, shape), order="C")
 
 
 # ---------------------------------------------------------------------------
@@ -480,4 +480,4 @@ class SliceOp(GraphOp):
             ints(self.axes), ints(self.starts), ints(self.ends), ints(self.steps)
         ):
             index[a] = slice(start, end, step)
-        return np.ascontiguousarray(x[tuple(index)])
+        return np.asarray(x[tuple(index)], order="C")

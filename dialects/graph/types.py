@@ -122,7 +122,7 @@ class WeightAttr(Data[WeightRef]):
     def from_array(cls, name: str, array: np.ndarray) -> WeightAttr:
         array = np.asarray(array)
         if not array.flags.c_contiguous:
-            array = array.copy(order="C")  # (np.ascontiguousarray would make 0-d arrays 1-d)
+            array = array.copy(order="C")
         return cls(WeightRef(register_weight(name, array), array))
 
     @property

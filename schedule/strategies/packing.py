@@ -55,7 +55,7 @@ def _pack_call(host: func.FuncOp, call: func.CallOp, layouts: dict[int, list[int
                 f"is not a constant weight of @{host.sym_name.data}, but its kernel wants it re-laid out {perm}"
             )
         data = weights[args.index(operand) - first]
-        packed = np.ascontiguousarray(np.transpose(_array(data), perm))
+        packed = np.asarray(np.transpose(_array(data), perm), order="C")
         attr = WeightAttr.from_array(f"{_name(data)}.packed", packed)
         old_type = operand.type
         new_type = MemRefType(old_type.element_type, [old_type.get_shape()[d] for d in perm])
