@@ -144,3 +144,14 @@ class ReductionsNorms(torch.nn.Module):
 
 
 CASES["reductions_norms"] = (ReductionsNorms, [(2, 4, 13, 11), (5, 301)])
+
+
+class GridSample(torch.nn.Module):
+    """Bilinear resampling at grid points partly outside the image (gathers over the
+    flattened image, zero padding)."""
+
+    def forward(self, x, grid):
+        return F.grid_sample(x, grid * 0.8, align_corners=False)
+
+
+CASES["grid_sample"] = (GridSample, [(2, 3, 7, 9), (2, 5, 6, 2)])

@@ -1,3 +1,17 @@
 """ATen converters by family; importing this package registers them all."""
 
-from . import activations, attention, control_flow, creation, elementwise, indexing, linalg, math, nn, reduce, shape, volumetric  # noqa: F401
+from . import (  # noqa: F401
+    activations,
+    attention,
+    control_flow,
+    creation,
+    elementwise,
+    grid_sample,
+    indexing,
+    linalg,
+    math,
+    nn,
+    reduce,
+    shape,
+    volumetric,
+)
