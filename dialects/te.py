@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import (
     I64,
     AnyFloat,
+    BoolAttr,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -261,4 +262,56 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[value])
 
 
-TE = Dialect("te", [ComputeOp, ReduceOp, ReadOp, DimOp, YieldOp], [])
+@irdl_op_definition
+class ScatterOp(IRDLOperation):
+    """``input`` with ``updates`` combined into it at ``indices`` along ``axis``
+    (``graph.scatter``'s semantics), computed line by line rather than element by
+    element: TE's gather form would scan every update of a line for each of its
+    elements. te-to-loop writes one loop nest over the lines (every axis but ``axis``:
+    they never write the same element, so they may run in parallel), each line copied,
+    then its updates applied in order (the last ``update`` wins).
+
+    Example::
+
+        %s = te.scatter %x, %i, %u {axis = 0 : i64, mode = "add", include_self = true} : (tensor<6x5xf32>, tensor<4x5xi64>, tensor<4x5xf32>) -> tensor<6x5xf32>
+    """
+
+    name = "te.scatter"
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    mode = prop_def(StringAttr)
+    include_self = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$input `,` $indices `,` $updates attr-dict `:` `(` type($input) `,` type($indices) `,` type($updates) "
+        "`)` `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue, indices: SSAValue, updates: SSAValue, axis: int, mode: str, include_self: bool):
+        super().__init__(
+            operands=[input, indices, updates],
+            result_types=[input.type],
+            properties={
+                "axis": IntegerAttr(axis, IntegerType(64)),
+                "mode": StringAttr(mode),
+                "include_self": BoolAttr.from_bool(include_self),
+            },
+        )
+
+    @property
+    def inputs(self) -> tuple[SSAValue, ...]:
+        """The tensors the kernel reads (as ``te.compute``'s inputs)."""
+        return tuple(self.operands)
+
+    def verify_(self) -> None:
+        if self.result.type != self.input.type:
+            raise VerifyException(f"te.scatter: result {self.result.type} must have the input's type {self.input.type}")
+        if not 0 <= self.axis.value.data < self.input.type.get_num_dims():
+            raise VerifyException(f"te.scatter: axis {self.axis.value.data} out of range for {self.input.type}")
+
+
+TE = Dialect("te", [ComputeOp, ReduceOp, ReadOp, DimOp, ScatterOp, YieldOp], [])

@@ -353,7 +353,7 @@ class _HostLowering:
         if not isinstance(ret, func.ReturnOp):
             raise PassFailedException(f"te-to-loop: function '{f.sym_name.data}' must end with func.return")
         for op in old_block.ops:
-            if not isinstance(op, te.ComputeOp | FusedOp | ConstantOp | ExternalCallOp | func.ReturnOp):
+            if not isinstance(op, te.ComputeOp | te.ScatterOp | FusedOp | ConstantOp | ExternalCallOp | func.ReturnOp):
                 raise PassFailedException(
                     f"te-to-loop: '{op.name}' in '{f.sym_name.data}' is not lowered to te yet (run graph-to-te first)"
                 )
@@ -378,7 +378,7 @@ class _HostLowering:
         # A compute returned from the function writes straight into its output buffer.
         written_to: dict[SSAValue, SSAValue] = {}
         for value, out in zip(ret.arguments, outputs):
-            if isinstance(value.owner, te.ComputeOp | FusedOp | ExternalCallOp) and value not in written_to:
+            if isinstance(value.owner, te.ComputeOp | te.ScatterOp | FusedOp | ExternalCallOp) and value not in written_to:
                 written_to[value] = out
         temporaries = []
         for op in old_block.ops:
@@ -400,7 +400,7 @@ class _HostLowering:
                 b.insert(func.CallOp(symbol, [buffers[v] for v in op.inputs] + targets, []))
                 buffers.update(zip(op.outputs, targets))
                 continue
-            if not isinstance(op, te.ComputeOp | FusedOp):
+            if not isinstance(op, te.ComputeOp | te.ScatterOp | FusedOp):
                 continue
             if op.result in written_to:
                 target = written_to[op.result]
@@ -411,6 +411,10 @@ class _HostLowering:
                 temporaries.append(target)
             if isinstance(op, FusedOp):
                 kernel = outline_fused_kernel(op, self.kernel_name(op.group_name.data))
+            elif isinstance(op, te.ScatterOp):
+                self.scatter(b, op, buffers, target)
+                buffers[op.result] = target
+                continue
             else:
                 kernel = outline_kernel(op, self.kernel_name(_tag(op)))
             self.kernels.append(kernel)
@@ -432,6 +436,17 @@ class _HostLowering:
         new_function.attributes[WEIGHTS_ATTR] = ArrayAttr([c.value for c in constants])
         Rewriter.replace_op(f, [new_function, *self.kernels])
 
+    def scatter(self, b: Builder, op: te.ScatterOp, buffers: dict[SSAValue, SSAValue], target: SSAValue) -> None:
+        """Two kernels: the input copied into ``target`` (row-major), then the updates
+        applied to it in place, line by line (``scatter_kernel.py``)."""
+        from .scatter_kernel import TAG, scatter_kernel  # (it builds on this module)
+
+        copy = copy_kernel(target.type, self.kernel_name("copy"))
+        update = scatter_kernel(op, self.kernel_name(TAG))
+        self.kernels += [copy, update]
+        b.insert(func.CallOp(copy.sym_name.data, [buffers[op.input], target], []))
+        b.insert(func.CallOp(update.sym_name.data, [buffers[op.indices], buffers[op.updates], target], []))
+
     @staticmethod
     def dynamic_sizes(b: Builder, t: TensorType, symbols: SymbolSizes) -> list[SSAValue]:
         return [symbols.size(b, d, t) for d in shape_of(t) if isinstance(d, str)]
@@ -448,7 +463,7 @@ class TEToLoopPass(ModulePass):
             signature = (*function.function_type.inputs.data, *function.function_type.outputs.data)
             # a function of no inputs whose outputs fold to constants is an entry too
             if any(isinstance(t, TensorType) for t in signature) or any(
-                isinstance(o, te.ComputeOp) for o in function.body.walk()
+                isinstance(o, te.ComputeOp | te.ScatterOp) for o in function.body.walk()
             ):
                 _HostLowering(function).lower()
 

@@ -87,6 +87,22 @@ def test_scatter_with_a_symbolic_batch(rng):
         np.testing.assert_allclose(lib(x, i, u), scatter_loop(x, i, u, 1, "add"), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("kind", ["graph", "vm", "aot"])
+def test_every_executor_runs_the_in_place_update_kernel(rng, kind):
+    """The scatter kernel updates the copy of the input in place (the host calls a copy
+    kernel, then it): every executor's memory plan keeps that buffer live across both."""
+    b = tk.GraphBuilder()
+    x, i, u = b.input("x", (6, 5)), b.input("i", (9, 5), "int64"), b.input("u", (9, 5))
+    scattered = b.scatter(b.exp(x), i, u, axis=0, mode="add")
+    module = b.finish(b.mul(scattered, b.constant(np.float32(2.0))), b.exp(x))
+    run = tk.create_executor(kind, module).evaluate()
+    xs, us = rng.standard_normal((6, 5)).astype(np.float32), rng.standard_normal((9, 5)).astype(np.float32)
+    i_ = rng.integers(-6, 6, (9, 5))
+    twice, e = run(xs, i_, us)
+    np.testing.assert_allclose(twice, 2 * scatter_loop(np.exp(xs), i_, us, 0, "add"), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(e, np.exp(xs), rtol=1e-6)
+
+
 @pytest.mark.parametrize(
     "x_shape, index_shape, update_shape, index_dtype, axis, mode, dtype, message",
     [

@@ -12,6 +12,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, f64, i64
 from xdsl.ir import SSAValue
 
+from ...dialects import te
 from ...dialects.graph import indexing as ix
 from ...dialects.graph.base import ints
 from ...dialects.graph.types import is_float, shape_of, tensor_type
@@ -60,56 +61,13 @@ def gather(t: TEBuilder, op: ix.GatherOp) -> SSAValue:
 
 @compute_rule(ix.ScatterOp)
 def scatter(t: TEBuilder, op: ix.ScatterOp) -> SSAValue:
-    """Gather form: each result element reduces over the updates of its line along the
-    axis, keeping those whose index lands on it (no write conflicts, so it parallelises
-    like any reduction)."""
-    axis, mode = op.axis.value.data, op.mode.data
-    include_self = bool(op.include_self.value.data)
-    element_type = op.input.type.element_type
-    x_shape, index_shape = shape_of(op.input.type), shape_of(op.indices.type)
-    # axes where the indices cover only part of the input: elements beyond get no update
-    partial = [d for d in range(len(x_shape)) if d != axis and index_shape[d] != x_shape[d]]
-
-    def element(s: Scalar, idx, ins):
-        x, indices, updates = ins
-        here = s.read(x, idx)
-        covered = None
-        line = list(idx)
-        for d in partial:
-            inside = s.cmp("lt", idx[d], s.dim(indices, d))
-            covered = inside if covered is None else _and(s, covered, inside)
-            line[d] = s.min(idx[d], s.sub(s.dim(indices, d), s.index(1)))
-
-        def hit(r: Scalar, j: SSAValue) -> SSAValue:
-            at = [j if d == axis else i for d, i in enumerate(line)]
-            lands = r.cmp("eq", safe_index(r, r.read(indices, at), r.dim(x, axis)), idx[axis])
-            return lands if covered is None else _and(r, lands, covered)
-
-        def update_at(r: Scalar, j: SSAValue) -> SSAValue:
-            return r.read(updates, [j if d == axis else i for d, i in enumerate(line)])
-
-        count = s.dim(indices, axis)
-        if mode == "update":
-            none = s.const(-1, i64)
-            last = s.reduce(
-                "max", [count], -1,
-                lambda r, red: r.select(hit(r, red[0]), r.index_to(red[0], i64), none), i64,
-            )  # fmt: skip
-            found = s.cmp("ge", last, s.const(0, i64))
-            j = s.math(arith.IndexCastOp, s.max(last, s.const(0, i64)), IndexType())
-            return s.select(found, update_at(s, j), here)
-        identity = {"add": 0, "max": lowest_value(element_type), "min": highest_value(element_type)}[mode]
-        combined = s.reduce(
-            mode, [count], identity,
-            lambda r, red: r.select(hit(r, red[0]), update_at(r, red[0]), r.const(identity, element_type)),
-            element_type,
-        )  # fmt: skip
-        if include_self:
-            return {"add": s.add, "max": s.max, "min": s.min}[mode](here, combined)
-        hits = s.reduce("max", [count], 0, lambda r, red: r.cast(hit(r, red[0]), i64), i64)
-        return s.select(s.cmp("gt", hits, s.const(0, i64)), combined, here)
-
-    return t.compute("scatter", op.result.type, [op.input, op.indices, op.updates], element)
+    """A ``te.scatter``: te-to-loop applies the updates line by line (``scatter_kernel.py``),
+    ``O(input + indices)``, where a ``te.compute`` would scan all the updates of a line
+    for each of its elements."""
+    scatter = te.ScatterOp(
+        op.input, op.indices, op.updates, op.axis.value.data, op.mode.data, bool(op.include_self.value.data)
+    )
+    return t.builder.insert(scatter).result
 
 
 #: each scan's combiner and its identity

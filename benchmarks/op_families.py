@@ -1,0 +1,163 @@
+"""The op families added for real models beyond the zoo: tensorkiln vs torch eager (and
+torch.compile where it builds), 1 and 2 threads, interleaved; compile time, first run
+and steady state reported apart. Writes its table to BENCHMARKS.md (section
+``op-families``).
+
+    .venv/bin/python benchmarks/op_families.py [--repeat 30] [--no-compile]
+
+Workloads: a 3-d convolution layer and a small 3-d U-Net (one 2-d convolution over
+stacked depth taps), scatter_add / index_put (gather-form scatter), instance norm,
+F.normalize + cosine similarity (vector norms), rotary position embedding (sin/cos).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peers import THREADS, compiled_fn, eager_fn, interleaved_at_threads, load_average, ms, ratio  # noqa: E402
+from report import machine, table, write_section  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import tensorkiln as tk  # noqa: E402
+from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
+
+nn, F = torch.nn, torch.nn.functional
+
+
+class Fn(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def conv3d_layer():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv3d(16, 32, 3, padding=1), nn.ReLU()).eval()
+    return "conv3d 16->32 3x3x3 on 16x32x32, batch 1", model, (torch.randn(1, 16, 16, 32, 32),)
+
+
+class UNet3d(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+        def block(cin, cout):
+            return nn.Sequential(nn.Conv3d(cin, cout, 3, padding=1), nn.BatchNorm3d(cout), nn.ReLU())
+
+        self.down, self.bottom = block(1, 8), block(8, 16)
+        self.up = nn.ConvTranspose3d(16, 8, 2, stride=2)
+        self.out = nn.Sequential(block(16, 8), nn.Conv3d(8, 2, 1))
+
+    def forward(self, x):
+        skip = self.down(x)
+        return self.out(torch.cat([skip, self.up(self.bottom(F.max_pool3d(skip, 2)))], 1))
+
+
+def unet3d():
+    torch.manual_seed(1)
+    return "3-d U-Net (8/16 channels) on 1x16x32x32", UNet3d().eval(), (torch.randn(1, 1, 16, 32, 32),)
+
+
+def scatter_add():
+    index = torch.randint(0, 512, (4096, 64))
+    return (
+        "scatter_add 4096x64 updates into 512x64 (GNN sum)",
+        Fn(lambda x, u: x.scatter_add(0, index, u)),
+        (torch.randn(512, 64), torch.randn(4096, 64)),
+    )
+
+
+def index_put():
+    rows = torch.randperm(1024)[:64]
+    return (
+        "x[rows] = v: 64 rows of a 1024x256 table",
+        Fn(lambda x, v: x.index_put((rows,), v)),
+        (torch.randn(1024, 256), torch.randn(64, 256)),
+    )
+
+
+def instance_norm():
+    torch.manual_seed(2)
+    model = nn.Sequential(nn.Conv2d(32, 32, 3, padding=1), nn.InstanceNorm2d(32, affine=True), nn.ReLU()).eval()
+    return "conv 3x3 + instance norm + relu, 32x64x64", model, (torch.randn(1, 32, 64, 64),)
+
+
+def cosine():
+    return (
+        "F.normalize + cosine_similarity, 256x512",
+        Fn(lambda a, b: F.normalize(a, dim=-1) @ F.normalize(b, dim=-1).T + F.cosine_similarity(a, b).sum()),
+        (torch.randn(256, 512), torch.randn(256, 512)),
+    )
+
+
+def rope():
+    def fn(q):
+        half = q.shape[-1] // 2
+        inv = 1.0 / (10000 ** (torch.arange(0, half).float() / half))
+        angles = torch.outer(torch.arange(q.shape[2]).float(), inv)
+        x1, x2 = q[..., :half], q[..., half:]
+        return torch.cat([x1 * angles.cos() - x2 * angles.sin(), x1 * angles.sin() + x2 * angles.cos()], -1)
+
+    return "rotary embedding (sin/cos) of 8x256x64 queries", Fn(fn), (torch.randn(1, 8, 256, 64),)
+
+
+CASES = [conv3d_layer, unet3d, scatter_add, index_put, instance_norm, cosine, rope]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
+    args = parser.parse_args()
+    rows = []
+    for make in CASES:
+        name, model, inputs = make()
+        start = time.perf_counter()
+        lib = tk.build(from_exported_program(torch.export.export(model, inputs)))
+        build = time.perf_counter() - start
+        arrays = [t.numpy() for t in inputs]
+        start = time.perf_counter()
+        got = lib(*arrays)
+        first = time.perf_counter() - start
+        with torch.no_grad():
+            expected = model(*inputs).numpy()
+        error = float(np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-30))
+        compiled = None if args.no_compile else compiled_fn(model, inputs)
+        if isinstance(compiled, str):
+            print(f"  {name}: {compiled}")
+        fns = {n: [lambda: lib(*arrays), eager_fn(model, inputs), compiled if callable(compiled) else None] for n in THREADS}
+        times = interleaved_at_threads(fns, args.repeat)
+        for n in THREADS:
+            t = times[n]
+            rows.append(
+                [name, str(n), f"{build:.1f}", ms(first), *map(ms, t), ratio(t[0], t[1]), ratio(t[0], t[2]), f"{error:.1e}"]
+            )
+            print(" | ".join(rows[-1]), flush=True)
+    body = [
+        "## Op families beyond the zoo: 3-d convolution, scatter, norms, rotary embedding",
+        "",
+        f"`benchmarks/op_families.py` on {machine()}; build = one `tk.build` (s), first run = its first call,",
+        f"steady state = medians of {args.repeat} calls per thread count, tensorkiln, torch eager and torch.compile",
+        "called in turn, thread counts alternating in 3 blocks. tk/x > 1: tensorkiln is slower. rel. L2 err:",
+        "compiled vs torch eager. Scatter ops run in gather form (each output element scans the updates of",
+        f"its line): no atomics, parallel, but O(output x updates). Load average at the end: {load_average()}.",
+        "",
+        table(
+            ["workload", "threads", "build (s)", "first run (ms)", "tensorkiln (ms)", "torch eager (ms)",
+             "torch.compile (ms)", "tk/torch", "tk/compile", "rel. L2 err"],
+            rows,
+        ),
+    ]
+    write_section("op-families", "\n".join(body))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""The loop kernel of a ``te.scatter``. te-to-loop first copies the input into the result
+buffer (a plain copy kernel, row-major), then this kernel applies the updates in place,
+one line of the result (every axis but the scatter axis) at a time::
+
+    loop.for %i0 ... {                                   // lines: no two write one element
+      %n = covered ? indices.dim(axis) : 0               // lines past the indices' extent
+      loop.for %j = 0 to %n name("update0") {
+        %t = clamp(wrap(indices[.., j, ..]))             // never out of bounds
+        out[.., t, ..] = combine(out[.., t, ..], updates[.., j, ..])
+      }
+    }
+
+``O(size(input) + size(indices))``, where the gather form of TE costs
+``O(size(input) * indices.shape[axis])``. The lines run in parallel (CPU threads, GPU
+threads) without atomics; each line's updates run in order, so the last ``update``
+wins. With ``include_self = false`` a first pass over the line's updates sets the
+elements they hit to the combiner's identity.
+"""
+
+from __future__ import annotations
+
+from xdsl.builder import Builder, InsertPoint
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, StringAttr
+from xdsl.ir import Attribute, Block, Region, SSAValue
+
+from ..dialects import loop, te
+from ..dialects.graph.types import is_float
+from .te_builder import highest_value, lowest_value
+from .te_to_loop import _COMBINE, _bounds, buffer_type, emit_loop_nest
+
+#: the ``tk.kernel`` tag of scatter kernels
+TAG = "scatter"
+
+
+def scatter_kernel(op: te.ScatterOp, name: str) -> func.FuncOp:
+    """The kernel ``name(indices, updates, out)`` updating ``out`` (which holds ``op``'s
+    input) in place (module docstring)."""
+    axis, mode = op.axis.value.data, op.mode.data
+    element = op.result.type.element_type
+    arg_types = [buffer_type(v.type) for v in (op.indices, op.updates, op.result)]
+    entry = Block(arg_types=arg_types)
+    indices, updates, out = entry.args
+    b = Builder(InsertPoint.at_end(entry))
+    bounds = _bounds(b, out)
+    lines = [d for d in range(len(bounds)) if d != axis]
+    ivs, inner = emit_loop_nest(b, [bounds[d] for d in lines], "i")
+    line = dict(zip(lines, ivs))
+
+    def at(position: SSAValue) -> list[SSAValue]:
+        return [position if d == axis else line[d] for d in range(len(bounds))]
+
+    def const(builder: Builder, k: int) -> SSAValue:
+        return builder.insert(arith.ConstantOp(IntegerAttr(k, IndexType()))).result
+
+    # lines past the indices' extent on some axis get no update
+    count = inner.insert(loop.DimOp(indices, axis)).result
+    covered = None
+    for d in lines:
+        inside = inner.insert(arith.CmpiOp(line[d], inner.insert(loop.DimOp(indices, d)).result, "slt")).result
+        covered = inside if covered is None else inner.insert(arith.AndIOp(covered, inside)).result
+    if covered is not None:
+        count = inner.insert(arith.SelectOp(covered, count, const(inner, 0))).result
+
+    def target(builder: Builder, j: SSAValue) -> SSAValue:
+        """The (wrapped, clamped) position along the axis that update ``j`` goes to."""
+        raw = builder.insert(loop.LoadOp(indices, at(j))).result
+        t = builder.insert(arith.IndexCastOp(raw, IndexType())).result
+        size = bounds[axis]
+        negative = builder.insert(arith.CmpiOp(t, const(builder, 0), "slt")).result
+        t = builder.insert(arith.SelectOp(negative, builder.insert(arith.AddiOp(t, size)).result, t)).result
+        t = builder.insert(arith.MaxSIOp(t, const(builder, 0))).result
+        return builder.insert(arith.MinSIOp(t, builder.insert(arith.SubiOp(size, const(builder, 1))).result)).result
+
+    if mode != "update" and not op.include_self.value.data:
+        identity = {"add": 0, "max": lowest_value(element), "min": highest_value(element)}[mode]
+        (j,), clear = emit_loop_nest(inner, [count], "clear")
+        value = clear.insert(arith.ConstantOp(_literal(identity, element))).result
+        clear.insert(loop.StoreOp(value, out, at(target(clear, j))))
+    (j,), apply = emit_loop_nest(inner, [count], "update")
+    new = apply.insert(loop.LoadOp(updates, at(j))).result
+    where = at(target(apply, j))
+    if mode != "update":
+        old = apply.insert(loop.LoadOp(out, where)).result
+        new = apply.insert(_COMBINE[mode, is_float(element)](old, new)).results[0]
+    apply.insert(loop.StoreOp(new, out, where))
+    b.insert(func.ReturnOp())
+    kernel = func.FuncOp(name, (arg_types, []), Region(entry))
+    kernel.attributes["tk.kernel"] = StringAttr(TAG)
+    return kernel
+
+
+def _literal(value: float | int | bool, t: Attribute) -> FloatAttr | IntegerAttr:
+    return FloatAttr(float(value), t) if is_float(t) else IntegerAttr(int(value), t)
+
+
+__all__ = ["TAG", "scatter_kernel"]
