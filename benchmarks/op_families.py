@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers import THREADS, compiled_fn, eager_fn, interleaved_at_threads, load_average, ms, ratio  # noqa: E402
+from kernels import Fn  # noqa: E402
 from report import machine, table, write_section  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -28,15 +29,6 @@ import tensorkiln as tk  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 
 nn, F = torch.nn, torch.nn.functional
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def conv3d_layer():
