@@ -7,7 +7,8 @@ and steady state reported apart. Writes its table to BENCHMARKS.md (section
 
 Workloads: a 3-d convolution layer and a small 3-d U-Net (one 2-d convolution over
 stacked depth taps), scatter_add / index_put (gather-form scatter), instance norm,
-F.normalize + cosine similarity (vector norms), rotary position embedding (sin/cos).
+F.normalize + cosine similarity (vector norms), rotary position embedding (sin/cos), cumsum
+(a te.scan: one running value per row).
 """
 
 from __future__ import annotations
@@ -101,7 +102,15 @@ def rope():
     return "rotary embedding (sin/cos) of 8x256x64 queries", Fn(fn), (torch.randn(1, 8, 256, 64),)
 
 
-CASES = [conv3d_layer, unet3d, scatter_add, index_put, instance_norm, cosine, rope]
+def cumsum():
+    return (
+        "cumsum over 4096 positions, 64 rows (HF position ids)",
+        Fn(lambda x: x.cumsum(-1)),
+        (torch.randn(64, 4096),),
+    )
+
+
+CASES = [conv3d_layer, unet3d, scatter_add, index_put, instance_norm, cosine, rope, cumsum]
 
 
 def main() -> None:

@@ -314,4 +314,66 @@ class ScatterOp(IRDLOperation):
             raise VerifyException(f"te.scatter: axis {self.axis.value.data} out of range for {self.input.type}")
 
 
-TE = Dialect("te", [ComputeOp, ReduceOp, ReadOp, DimOp, ScatterOp, YieldOp], [])
+#: combiners of te.scan -> what its result holds: the running ``value`` (the input's type)
+#: or the ``index`` (``i64``) of the element the running extreme was last taken from
+SCAN_COMBINERS = {"add": "value", "mul": "value", "logaddexp": "value", "argmax": "index", "argmin": "index"}
+
+
+@irdl_op_definition
+class ScanOp(IRDLOperation):
+    """An inclusive scan of ``input`` along ``axis`` (``graph.cumsum``, ``cumprod``,
+    ``logcumsumexp``, ``cumargmax``, ``cumargmin``), computed with one running value per
+    line rather than element by element: TE's element form would combine each element's
+    whole prefix, ``O(n^2)`` along the axis. te-to-loop writes one loop nest over the
+    lines (every axis but ``axis``: independent, so they may run in parallel), each a
+    serial loop along the axis (``scan_kernel.py``). ``combiner``: ``add``, ``mul`` (integers
+    wrap; floats in element order), ``logaddexp`` (floats), ``argmax``/``argmin`` (the
+    ``i64`` position of the running extreme: the last one on ties, a NaN sticks).
+
+    Example::
+
+        %c = te.scan %x {axis = 1 : i64, combiner = "add"} : (tensor<4x5xf32>) -> tensor<4x5xf32>
+    """
+
+    name = "te.scan"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    combiner = prop_def(StringAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` `(` type($input) `)` `->` type($result)"
+
+    def __init__(self, input: SSAValue, axis: int, combiner: str):
+        t = input.type
+        if SCAN_COMBINERS.get(combiner) == "index":
+            t = TensorType(IntegerType(64), t.get_shape(), t.encoding)
+        super().__init__(
+            operands=[input],
+            result_types=[t],
+            properties={"axis": IntegerAttr(axis, IntegerType(64)), "combiner": StringAttr(combiner)},
+        )
+
+    @property
+    def inputs(self) -> tuple[SSAValue, ...]:
+        """The tensors the kernel reads (as ``te.compute``'s inputs)."""
+        return (self.input,)
+
+    def verify_(self) -> None:
+        combiner, t = self.combiner.data, self.input.type
+        holds = SCAN_COMBINERS.get(combiner)
+        if holds is None:
+            raise VerifyException(
+                f"te.scan: unknown combiner '{combiner}' (expected one of {', '.join(SCAN_COMBINERS)})"
+            )
+        if not 0 <= self.axis.value.data < t.get_num_dims():
+            raise VerifyException(f"te.scan: axis {self.axis.value.data} out of range for {t}")
+        element = IntegerType(64) if holds == "index" else t.element_type
+        expected = TensorType(element, t.get_shape(), t.encoding)
+        if self.result.type != expected:
+            raise VerifyException(f"te.scan: a '{combiner}' scan of {t} gives {expected}, not {self.result.type}")
+        if combiner == "logaddexp" and not isinstance(t.element_type, AnyFloat):
+            raise VerifyException(f"te.scan: 'logaddexp' needs a float input, got {t}")
+
+
+TE = Dialect("te", [ComputeOp, ReduceOp, ReadOp, DimOp, ScatterOp, ScanOp, YieldOp], [])

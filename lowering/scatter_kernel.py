@@ -26,8 +26,9 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from ..dialects import loop, te
 from ..dialects.graph.types import is_float
+from .line_nest import index_const, line_nest
 from .te_builder import highest_value, lowest_value
-from .te_to_loop import _COMBINE, _bounds, buffer_type, emit_loop_nest
+from .te_to_loop import _COMBINE, buffer_type, emit_loop_nest
 
 #: the ``tk.kernel`` tag of scatter kernels
 TAG = "scatter"
@@ -42,35 +43,27 @@ def scatter_kernel(op: te.ScatterOp, name: str) -> func.FuncOp:
     entry = Block(arg_types=arg_types)
     indices, updates, out = entry.args
     b = Builder(InsertPoint.at_end(entry))
-    bounds = _bounds(b, out)
-    lines = [d for d in range(len(bounds)) if d != axis]
-    ivs, inner = emit_loop_nest(b, [bounds[d] for d in lines], "i")
-    line = dict(zip(lines, ivs))
-
-    def at(position: SSAValue) -> list[SSAValue]:
-        return [position if d == axis else line[d] for d in range(len(bounds))]
-
-    def const(builder: Builder, k: int) -> SSAValue:
-        return builder.insert(arith.ConstantOp(IntegerAttr(k, IndexType()))).result
+    nest = line_nest(b, out, axis)
+    line, inner, at = nest.line, nest.inner, nest.at
 
     # lines past the indices' extent on some axis get no update
     count = inner.insert(loop.DimOp(indices, axis)).result
     covered = None
-    for d in lines:
+    for d in line:
         inside = inner.insert(arith.CmpiOp(line[d], inner.insert(loop.DimOp(indices, d)).result, "slt")).result
         covered = inside if covered is None else inner.insert(arith.AndIOp(covered, inside)).result
     if covered is not None:
-        count = inner.insert(arith.SelectOp(covered, count, const(inner, 0))).result
+        count = inner.insert(arith.SelectOp(covered, count, index_const(inner, 0))).result
 
     def target(builder: Builder, j: SSAValue) -> SSAValue:
         """The (wrapped, clamped) position along the axis that update ``j`` goes to."""
         raw = builder.insert(loop.LoadOp(indices, at(j))).result
         t = builder.insert(arith.IndexCastOp(raw, IndexType())).result
-        size = bounds[axis]
-        negative = builder.insert(arith.CmpiOp(t, const(builder, 0), "slt")).result
+        size = nest.size
+        negative = builder.insert(arith.CmpiOp(t, index_const(builder, 0), "slt")).result
         t = builder.insert(arith.SelectOp(negative, builder.insert(arith.AddiOp(t, size)).result, t)).result
-        t = builder.insert(arith.MaxSIOp(t, const(builder, 0))).result
-        return builder.insert(arith.MinSIOp(t, builder.insert(arith.SubiOp(size, const(builder, 1))).result)).result
+        t = builder.insert(arith.MaxSIOp(t, index_const(builder, 0))).result
+        return builder.insert(arith.MinSIOp(t, builder.insert(arith.SubiOp(size, index_const(builder, 1))).result)).result
 
     if mode != "update" and not op.include_self.value.data:
         identity = {"add": 0, "max": lowest_value(element), "min": highest_value(element)}[mode]

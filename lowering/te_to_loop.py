@@ -332,6 +332,9 @@ def copy_kernel(t: MemRefType, name: str) -> func.FuncOp:
 # ---------------------------------------------------------------------------
 # the host function
 
+#: the tensor-level ops that become kernels
+_KERNEL_OPS = te.ComputeOp | te.ScatterOp | te.ScanOp | FusedOp
+
 
 class _HostLowering:
     """Rewrites one tensor-level function into a buffer-level host function + kernels."""
@@ -353,7 +356,7 @@ class _HostLowering:
         if not isinstance(ret, func.ReturnOp):
             raise PassFailedException(f"te-to-loop: function '{f.sym_name.data}' must end with func.return")
         for op in old_block.ops:
-            if not isinstance(op, te.ComputeOp | te.ScatterOp | FusedOp | ConstantOp | ExternalCallOp | func.ReturnOp):
+            if not isinstance(op, _KERNEL_OPS | ConstantOp | ExternalCallOp | func.ReturnOp):
                 raise PassFailedException(
                     f"te-to-loop: '{op.name}' in '{f.sym_name.data}' is not lowered to te yet (run graph-to-te first)"
                 )
@@ -378,7 +381,7 @@ class _HostLowering:
         # A compute returned from the function writes straight into its output buffer.
         written_to: dict[SSAValue, SSAValue] = {}
         for value, out in zip(ret.arguments, outputs):
-            if isinstance(value.owner, te.ComputeOp | te.ScatterOp | FusedOp | ExternalCallOp) and value not in written_to:
+            if isinstance(value.owner, _KERNEL_OPS | ExternalCallOp) and value not in written_to:
                 written_to[value] = out
         temporaries = []
         for op in old_block.ops:
@@ -400,7 +403,7 @@ class _HostLowering:
                 b.insert(func.CallOp(symbol, [buffers[v] for v in op.inputs] + targets, []))
                 buffers.update(zip(op.outputs, targets))
                 continue
-            if not isinstance(op, te.ComputeOp | te.ScatterOp | FusedOp):
+            if not isinstance(op, _KERNEL_OPS):
                 continue
             if op.result in written_to:
                 target = written_to[op.result]
@@ -415,6 +418,10 @@ class _HostLowering:
                 self.scatter(b, op, buffers, target)
                 buffers[op.result] = target
                 continue
+            elif isinstance(op, te.ScanOp):
+                from .scan_kernel import scan_kernel, scan_tag  # (it builds on this module)
+
+                kernel = scan_kernel(op, self.kernel_name(scan_tag(op)))
             else:
                 kernel = outline_kernel(op, self.kernel_name(_tag(op)))
             self.kernels.append(kernel)
@@ -463,7 +470,7 @@ class TEToLoopPass(ModulePass):
             signature = (*function.function_type.inputs.data, *function.function_type.outputs.data)
             # a function of no inputs whose outputs fold to constants is an entry too
             if any(isinstance(t, TensorType) for t in signature) or any(
-                isinstance(o, te.ComputeOp | te.ScatterOp) for o in function.body.walk()
+                isinstance(o, te.ComputeOp | te.ScatterOp | te.ScanOp) for o in function.body.walk()
             ):
                 _HostLowering(function).lower()
 

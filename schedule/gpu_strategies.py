@@ -82,6 +82,10 @@ def one_thread_per_element(schedule: Schedule) -> None:
     if not loops:
         return  # a 0-d output: one thread computes it
     fused = fuse_all(schedule, loops)
+    if schedule.extent(fused) == 1:
+        # one element (a scan along a 1-d tensor: a single line): one block of one thread
+        schedule.bind(fused, "threadIdx.x")
+        return
     outer, inner = schedule.split(fused, BLOCK_THREADS)
     schedule.bind(outer, "blockIdx.x")
     schedule.bind(inner, "threadIdx.x")

@@ -390,6 +390,8 @@ def tile(kernel: func.FuncOp, x: str, y: str, x_factor: int, y_factor: int) -> t
 def _check_no_carried_writes(primitive: str, kernel: func.FuncOp, for_op: ForOp, allow_reductions: bool) -> None:
     """Iterations must write distinct elements of every buffer that outlives them
     (a reduction update is accepted where ``allow_reductions``)."""
+    if static_trip_bound(for_op) == 1:
+        return  # a single iteration carries nothing (a kernel's unit output loop)
     depends = Dependence([for_op.induction_var])
     for store in for_op.walk():
         if not isinstance(store, StoreOp) or defined_inside(store.buffer, for_op):

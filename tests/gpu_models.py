@@ -146,6 +146,23 @@ class ReductionsNorms(torch.nn.Module):
 CASES["reductions_norms"] = (ReductionsNorms, [(2, 4, 13, 11), (5, 301)])
 
 
+class Scans(torch.nn.Module):
+    """Scans (te.scan: one line per thread, serial along the axis): position ids from a
+    mask's running sum, a running product down the columns, the running maximum (its
+    positions, the values gathered there), a running log-sum-exp, and a 1-d running
+    sum (a single line: one thread)."""
+
+    def forward(self, x, v):
+        mask = (x > 0).long()
+        return (
+            (mask.cumsum(-1) - 1) * mask, (1 + x / 16).cumprod(0), *torch.cummax(x, 1),
+            torch.logcumsumexp(x, -1), v.cumsum(0),
+        )  # fmt: skip
+
+
+CASES["scans"] = (Scans, [(6, 300), (37,)])
+
+
 class GridSample(torch.nn.Module):
     """Bilinear resampling at grid points partly outside the image (gathers over the
     flattened image, zero padding)."""

@@ -1,4 +1,5 @@
-"""Indexing and index-producing ops: take, gather, cumsum/cumprod, argmax/argmin, argsort, flip,
+"""Indexing and index-producing ops: take, gather, scans (cumsum/cumprod/logcumsumexp, and
+cumargmax/cumargmin: the positions of the running extreme), argmax/argmin, argsort, flip,
 pad, and the constant producers full and arange.
 
 Index operands are integer tensors (``i8``, ``i32`` or ``i64``). Negative indices wrap
@@ -15,6 +16,7 @@ Examples::
     %g = graph.gather %x, %i {axis = 1 : i64} : tensor<4x5xf32>, tensor<4x2xi64> -> tensor<4x2xf32>
     %c = graph.cumsum %x {axis = 1 : i64} : tensor<4x5xf32>
     %q = graph.cumprod %x {axis = 0 : i64} : tensor<4x5xf32>
+    %m = graph.cumargmax %x {axis = 1 : i64} : tensor<4x5xf32> -> tensor<4x5xi64>
     %a = graph.argmax %x {axis = 1 : i64, keepdims = true} : tensor<4x5xf32> -> tensor<4x1xi64>
     %s = graph.argsort %x {axis = 1 : i64, descending = true, k = 3 : i64} : tensor<4x5xf32> -> tensor<4x3xi64>
     %f = graph.flip %x {axes = array<i64: 0, 1>} : tensor<4x5xf32>
@@ -386,14 +388,19 @@ class ScanOp(GraphOp):
 
     #: the combining ufunc (its ``accumulate`` is the reference)
     UFUNC: ClassVar[np.ufunc]
+    #: whether only float inputs are accepted (a transcendental combiner)
+    FLOATS_ONLY: ClassVar[bool] = False
 
     def __init__(self, input: SSAValue | Operation, axis: int):
         self._build([input], {"axis": int_attr(_axis_value(input, axis))})
 
     def infer_result_type(self) -> TensorType:
         _check_axis(self.axis.value.data, operand_shape(self.input))
-        if is_bool(operand_element(self.input)):
+        element = operand_element(self.input)
+        if is_bool(element):
             raise VerifyException(f"input must be numeric, got {self.input.type}")
+        if self.FLOATS_ONLY and not is_float(element):
+            raise VerifyException(f"input must be a float tensor, got {self.input.type}")
         return self.input.type
 
     def reference(self, x: np.ndarray) -> np.ndarray:
@@ -421,6 +428,92 @@ class CumprodOp(ScanOp):
 
     name = "graph.cumprod"
     UFUNC: ClassVar[np.ufunc] = np.multiply
+
+
+@irdl_op_definition
+class LogcumsumexpOp(ScanOp):
+    """``log(cumsum(exp(x)))`` along ``axis``, computed stably (each step adds
+    ``log1p(exp(lo - hi))`` to the larger of the running value and the element, as
+    torch's ``logcumsumexp``); float element types.
+
+    Example: ``%l = graph.logcumsumexp %x {axis = 1 : i64} : tensor<4x5xf32>``
+    """
+
+    name = "graph.logcumsumexp"
+    UFUNC: ClassVar[np.ufunc] = np.logaddexp
+    FLOATS_ONLY: ClassVar[bool] = True
+
+
+def running_extreme_positions(x: np.ndarray, axis: int, kind: str) -> np.ndarray:
+    """For each element, the position along ``axis`` of the largest (``max``) or
+    smallest (``min``) element up to it: the last one on ties, and the last NaN once
+    there is one (torch's ``cummax``/``cummin`` indices)."""
+    lines = np.moveaxis(x, axis, -1)
+    positions = np.zeros(lines.shape, np.int64)
+    if lines.shape[-1] == 0:
+        return np.moveaxis(positions, -1, axis)
+    extreme, where = lines[..., 0].copy(), np.zeros(lines.shape[:-1], np.int64)
+    beats = np.greater_equal if kind == "max" else np.less_equal
+    with np.errstate(invalid="ignore"):
+        for k in range(lines.shape[-1]):
+            v = lines[..., k]
+            take = beats(v, extreme) | (v != v)  # a NaN is taken (and nothing beats it)
+            extreme, where = np.where(take, v, extreme), np.where(take, k, where)
+            positions[..., k] = where
+    return np.moveaxis(positions, -1, axis)
+
+
+class ScanIndexOp(GraphOp):
+    """The position (``i64``) along ``axis`` of the running maximum or minimum: element
+    ``k`` holds where the extreme of elements ``0..k`` was last taken (the last one on
+    ties; a NaN is taken and sticks, as torch's ``cummax``/``cummin`` indices); numeric
+    element types."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+
+    #: "max" or "min"
+    KIND: ClassVar[str]
+
+    def __init__(self, input: SSAValue | Operation, axis: int):
+        self._build([input], {"axis": int_attr(_axis_value(input, axis))})
+
+    def infer_result_type(self) -> TensorType:
+        x = operand_shape(self.input)
+        _check_axis(self.axis.value.data, x)
+        if is_bool(operand_element(self.input)):
+            raise VerifyException(f"input must be numeric, got {self.input.type}")
+        return tensor_type(x, i64)
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        return running_extreme_positions(x, self.axis.value.data, self.KIND)
+
+
+@irdl_op_definition
+class CumargmaxOp(ScanIndexOp):
+    """Position of the running maximum along ``axis`` (torch's ``cummax`` indices).
+
+    Example: ``%i = graph.cumargmax %x {axis = 1 : i64} : tensor<4x5xf32> -> tensor<4x5xi64>``
+    """
+
+    name = "graph.cumargmax"
+    KIND: ClassVar[str] = "max"
+
+
+@irdl_op_definition
+class CumargminOp(ScanIndexOp):
+    """Position of the running minimum along ``axis`` (torch's ``cummin`` indices).
+
+    Example: ``%i = graph.cumargmin %x {axis = 0 : i64} : tensor<4x5xi32> -> tensor<4x5xi64>``
+    """
+
+    name = "graph.cumargmin"
+    KIND: ClassVar[str] = "min"
 
 
 class ArgReduceOp(GraphOp):
@@ -776,5 +869,6 @@ class ArangeOp(_ShapedSourceOp):
 
 
 INDEXING_OPS: tuple[type[GraphOp], ...] = (
-    TakeOp, GatherOp, ScatterOp, CumsumOp, CumprodOp, ArgMaxOp, ArgMinOp, ArgsortOp, FlipOp, PadOp, FullOp, ArangeOp,
+    TakeOp, GatherOp, ScatterOp, CumsumOp, CumprodOp, LogcumsumexpOp, CumargmaxOp, CumargminOp, ArgMaxOp, ArgMinOp,
+    ArgsortOp, FlipOp, PadOp, FullOp, ArangeOp,
 )  # fmt: skip

@@ -1,5 +1,5 @@
-"""TE rules of the indexing ops: take, gather, cumsum/cumprod, argmax/argmin, argsort, flip, pad,
-full and arange.
+"""TE rules of the indexing ops: take, gather, scatter, the scans (cumsum/cumprod/logcumsumexp,
+cumargmax/cumargmin), argmax/argmin, argsort, flip, pad, full and arange.
 
 Every read at a data-dependent index goes through :func:`safe_index`: negative indices
 wrap once (torch), then the index is clamped into ``[0, size)``, so the generated code
@@ -9,7 +9,7 @@ never reads outside a buffer whatever the index data is.
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, f64, i64
+from xdsl.dialects.builtin import IndexType, StringAttr, f64, i64
 from xdsl.ir import SSAValue
 
 from ...dialects import te
@@ -70,28 +70,24 @@ def scatter(t: TEBuilder, op: ix.ScatterOp) -> SSAValue:
     return t.builder.insert(scatter).result
 
 
-#: each scan's combiner and its identity
-_SCANS: dict[type[ix.ScanOp], tuple[str, int]] = {ix.CumsumOp: ("add", 0), ix.CumprodOp: ("mul", 1)}
+#: each scan's te.scan combiner
+_SCANS: dict[type[ix.ScanOp | ix.ScanIndexOp], str] = {
+    ix.CumsumOp: "add",
+    ix.CumprodOp: "mul",
+    ix.LogcumsumexpOp: "logaddexp",
+    ix.CumargmaxOp: "argmax",
+    ix.CumargminOp: "argmin",
+}
 
 
 @compute_rule(*_SCANS)
-def scan(t: TEBuilder, op: ix.ScanOp) -> SSAValue:
-    # O(n^2) along the axis: each element combines its own prefix. A scan (one running
-    # value per row) needs a sequential schedule that TE cannot express yet; fine for the
-    # short axes models scan over (positions, masks), slow for long ones.
-    combiner, identity = _SCANS[type(op)]
-    axis = op.axis.value.data
-    element_type = op.input.type.element_type
-
-    def element(s: Scalar, idx, ins):
-        (x,) = ins
-
-        def term(r: Scalar, red):
-            return r.read(x, [*idx[:axis], red[0], *idx[axis + 1 :]])
-
-        return s.reduce(combiner, [s.add(idx[axis], s.index(1))], identity, term, element_type)
-
-    return t.compute(op.name.removeprefix("graph."), op.result.type, [op.input], element)
+def scan(t: TEBuilder, op: ix.ScanOp | ix.ScanIndexOp) -> SSAValue:
+    """A ``te.scan``: te-to-loop carries one running value along each line
+    (``scan_kernel.py``), ``O(n)`` along the axis, where a ``te.compute`` would combine
+    each element's whole prefix, ``O(n^2)``."""
+    scan = te.ScanOp(op.input, op.axis.value.data, _SCANS[type(op)])
+    scan.attributes["tag"] = StringAttr(op.name.removeprefix("graph."))
+    return t.builder.insert(scan).result
 
 
 def _is_nan(s: Scalar, v: SSAValue) -> SSAValue:

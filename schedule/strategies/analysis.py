@@ -23,6 +23,8 @@ from ..nest import all_loops, band, body_ops, static_trip_bound, written_buffers
 
 OUTPUT_LOOP = re.compile(r"i\d+")
 REDUCTION_LOOP = re.compile(r"k\d+")
+#: the serial loop along the axis inside each line of a scan kernel (``lowering/scan_kernel.py``)
+SCAN_LOOP = re.compile(r"scan\d+")
 WEIGHTS_ATTR = "tk.weights"
 ENTRY_ATTR = "tk.entry"
 
@@ -92,12 +94,14 @@ class KernelInfo:
     constant_args: frozenset[int] = frozenset()
     #: op names and families the registry matches strategies against
     kinds: frozenset[str] = field(default_factory=frozenset)
+    #: scan loops (a serial loop per output line)
+    scan_loops: list[str] = field(default_factory=list)
 
     @property
     def work(self) -> int | None:
-        """Iterations of the innermost body (output x reduction), None if not static."""
+        """Iterations of the innermost body (output x reduction x scan), None if not static."""
         total = 1
-        for name in self.output_loops + self.reduction_loops:
+        for name in self.output_loops + self.reduction_loops + self.scan_loops:
             extent = self.extents.get(name)
             if extent is None:
                 return None
@@ -185,8 +189,9 @@ def kernel_info(kernel: func.FuncOp, lanes: int, constant_args: frozenset[int] =
     extents = {f.loop_name.data: static_trip_bound(f) for f in loops}
     family = _family(kernel, outputs, reductions)
     kinds = {"any"} | ({anchor} if anchor else set()) | ({family} if family else set())
+    scans = [n for n in names if SCAN_LOOP.fullmatch(n)]
     return KernelInfo(
-        kernel, tag, lanes, ops, anchor, outputs, reductions, extents, family, constant_args, frozenset(kinds)
+        kernel, tag, lanes, ops, anchor, outputs, reductions, extents, family, constant_args, frozenset(kinds), scans
     )
 
 

@@ -1,6 +1,6 @@
 """Indexing and index-producing ATen ops: index_select, embedding, gather, index (x[idx]),
-cumsum/cumprod, argmax/argmin, max/min with indices, topk, sort; any/all, var/std, constant
-padding, stack, split/chunk/unbind, flip, repeat.
+cumsum/cumprod/logcumsumexp, cummax/cummin, argmax/argmin, max/min with indices, topk, sort;
+any/all, var/std, constant padding, stack, split/chunk/unbind, flip, repeat.
 
 Indices out of range are clamped (torch raises an error; see graph.take), negative
 ones wrap as in torch.
@@ -230,13 +230,36 @@ def scatter_reduce(ctx: ImportContext, node, x, dim, index, src, reduce, *, incl
 def _scan(method: str):
     def convert(ctx: ImportContext, node, x, dim, *, dtype=None):
         x = ctx.cast(x, ctx.dtype(node))  # integers and bools accumulate in int64, as torch
-        return getattr(ctx.b, method)(x, dim % max(ctx.rank(x), 1))
+        if ctx.rank(x) == 0:
+            return x  # the scan of one element is itself
+        return getattr(ctx.b, method)(x, dim % ctx.rank(x))
 
     return convert
 
 
 converter("aten.cumsum.default")(_scan("cumsum"))
 converter("aten.cumprod.default")(_scan("cumprod"))
+converter("aten.logcumsumexp.default")(_scan("logcumsumexp"))
+
+
+def _running_extreme(method: str):
+    """torch's ``cummax``/``cummin``: the positions of the running extreme by a
+    ``graph.cumargmax``/``cumargmin`` scan, the values gathered at them (so they are
+    torch's exactly: ties, NaNs and the sign of zeros included)."""
+
+    def convert(ctx: ImportContext, node, x, dim):
+        if ctx.rank(x) == 0:
+            return x, ctx.constant(np.zeros((), np.int64))
+        dim = dim % ctx.rank(x)
+        numbers = ctx.cast(x, np.int8) if x.type.element_type == i1 else x  # false < true
+        indices = getattr(ctx.b, method)(numbers, dim)
+        return ctx.b.gather(x, indices, dim), indices
+
+    return convert
+
+
+converter("aten.cummax.default")(_running_extreme("cumargmax"))
+converter("aten.cummin.default")(_running_extreme("cumargmin"))
 
 
 def _arg_reduce(method: str):
