@@ -6,7 +6,7 @@ and steady state reported apart. Writes its table to BENCHMARKS.md (section
     .venv/bin/python benchmarks/op_families.py [--repeat 30] [--no-compile]
 
 Workloads: a 3-d convolution layer and a small 3-d U-Net (one 2-d convolution over
-stacked depth taps), scatter_add / index_put (gather-form scatter), instance norm,
+stacked depth taps), scatter_add / index_put (line-by-line scatter kernels), instance norm,
 F.normalize + cosine similarity (vector norms), rotary position embedding (sin/cos), cumsum
 (a te.scan: one running value per row).
 """
@@ -148,8 +148,8 @@ def main() -> None:
         f"`benchmarks/op_families.py` on {machine()}; build = one `tk.build` (s), first run = its first call,",
         f"steady state = medians of {args.repeat} calls per thread count, tensorkiln, torch eager and torch.compile",
         "called in turn, thread counts alternating in 3 blocks. tk/x > 1: tensorkiln is slower. rel. L2 err:",
-        "compiled vs torch eager. Scatter ops run in gather form (each output element scans the updates of",
-        f"its line): no atomics, parallel, but O(output x updates). Load average at the end: {load_average()}.",
+        "compiled vs torch eager. Scatter ops: the input copied, then each line (every axis but the scatter",
+        f"axis) applies its updates in order, lines in parallel. Load average at the end: {load_average()}.",
         "",
         table(
             ["workload", "threads", "build (s)", "first run (ms)", "tensorkiln (ms)", "torch eager (ms)",

@@ -393,10 +393,13 @@ def _check_no_carried_writes(primitive: str, kernel: func.FuncOp, for_op: ForOp,
     if static_trip_bound(for_op) == 1:
         return  # a single iteration carries nothing (a kernel's unit output loop)
     depends = Dependence([for_op.induction_var])
+    loaded = Dependence([op.result for op in for_op.walk() if isinstance(op, LoadOp)])
     for store in for_op.walk():
         if not isinstance(store, StoreOp) or defined_inside(store.buffer, for_op):
             continue
-        if any(depends(i) for i in store.indices):
+        # an index that follows the iteration and no loaded value: distinct elements (one
+        # computed from loaded data, a scatter's target, may repeat across iterations)
+        if any(depends(i) and not loaded(i) for i in store.indices):
             continue
         if allow_reductions and is_reduction_update(store):
             continue

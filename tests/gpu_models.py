@@ -105,8 +105,8 @@ CASES["large_matmul_epilogue"] = (LargeMatMulEpilogue, [(520, 45), (45, 530)])
 
 
 class ScatterAndFullReductions(torch.nn.Module):
-    """Index assignment, scatter_add and a full reduction to a 0-d value: gather-form
-    scatter kernels (a reduction per element over the updates) and a one-block sum."""
+    """Index assignment, scatter_add and a full reduction to a 0-d value: scatter kernels
+    (a thread per line applying its updates in order) and a one-block sum."""
 
     def __init__(self):
         super().__init__()

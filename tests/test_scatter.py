@@ -103,6 +103,29 @@ def test_every_executor_runs_the_in_place_update_kernel(rng, kind):
     np.testing.assert_allclose(e, np.exp(xs), rtol=1e-6)
 
 
+def test_scatter_lines_run_in_parallel_but_never_the_updates(rng):
+    """The CPU schedule runs the lines in parallel (their stores follow the line index);
+    the update loop, whose store position is loaded data, is refused by the parallel
+    primitive (it used to count a loaded index as following the loop)."""
+    from tensorkiln.build import lower_to_loops
+    from tensorkiln.schedule import Schedule, ScheduleError, kernels
+
+    module = _scatter_module((40, 33), (300, 33), (300, 33), 0, "add", True)
+    (kernel,) = [k for k in kernels(lower_to_loops(module)) if k.attributes["tk.kernel"].data == "scatter"]
+    with pytest.raises(ScheduleError, match="loop-carried"):
+        Schedule(kernel.clone()).parallel("update0")
+    from tensorkiln.passes.pipeline import PassContext, run_pipeline
+
+    loops = lower_to_loops(module)
+    run_pipeline(loops, ("default-schedule",), PassContext())
+    (chosen,) = [k for k in kernels(loops) if k.attributes["tk.kernel"].data == "scatter"]
+    assert chosen.attributes["tk.strategy"].data == "parallel_outer"
+    lowered = tk.build(module)
+    x, u = rng.standard_normal((40, 33)).astype(np.float32), rng.standard_normal((300, 33)).astype(np.float32)
+    i = rng.integers(-40, 40, (300, 33))
+    np.testing.assert_allclose(lowered(x, i, u), scatter_loop(x, i, u, 0, "add"), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize(
     "x_shape, index_shape, update_shape, index_dtype, axis, mode, dtype, message",
     [

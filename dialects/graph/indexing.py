@@ -273,8 +273,9 @@ class ScatterOp(GraphOp):
     starts from them alone, not from its input value. Negative indices wrap once;
     indices still out of range are clamped (never written out of bounds).
 
-    Computed in gather form (each result element looks for the updates aimed at it):
-    ``O(size(input) * indices.shape[axis])``, parallel and without atomics.
+    Lowered to ``te.scatter``: the input copied, then each line (every axis but
+    ``axis``) applies its updates in order, ``O(size(input) + size(indices))``, the
+    lines in parallel without atomics (``lowering/scatter_kernel.py``).
 
     Example::
 

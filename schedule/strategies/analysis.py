@@ -23,8 +23,9 @@ from ..nest import all_loops, band, body_ops, static_trip_bound, written_buffers
 
 OUTPUT_LOOP = re.compile(r"i\d+")
 REDUCTION_LOOP = re.compile(r"k\d+")
-#: the serial loop along the axis inside each line of a scan kernel (``lowering/scan_kernel.py``)
-SCAN_LOOP = re.compile(r"scan\d+")
+#: the serial loops along the axis inside each line of a scan or scatter kernel
+#: (``lowering/scan_kernel.py``, ``lowering/scatter_kernel.py``)
+SCAN_LOOP = re.compile(r"(scan|update)\d+")
 WEIGHTS_ATTR = "tk.weights"
 ENTRY_ATTR = "tk.entry"
 
@@ -94,7 +95,7 @@ class KernelInfo:
     constant_args: frozenset[int] = frozenset()
     #: op names and families the registry matches strategies against
     kinds: frozenset[str] = field(default_factory=frozenset)
-    #: scan loops (a serial loop per output line)
+    #: scan loops (a serial loop per output line: a scan's, a scatter's updates)
     scan_loops: list[str] = field(default_factory=list)
 
     @property

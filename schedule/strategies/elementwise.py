@@ -12,12 +12,16 @@ from .registry import register_strategy
 
 
 def stores_are_affine(info: KernelInfo) -> bool:
-    """No store's index depends on a loaded value (a scatter: iterations could write the
-    same element, so its loops must not run in parallel)."""
+    """Every store has an index free of loaded values, so the loops it follows can be
+    shown to write distinct elements (the parallel primitive checks which loops do: a
+    scatter kernel's lines). A store at loaded positions only (``out[idx[i]]``) could
+    write one element from several iterations."""
     loads = [op.result for op in info.kernel.walk() if isinstance(op, loop.LoadOp)]
     depends = Dependence(loads)
     return all(
-        not any(depends(i) for i in op.indices) for op in info.kernel.walk() if isinstance(op, loop.StoreOp)
+        not op.indices or any(not depends(i) for i in op.indices)
+        for op in info.kernel.walk()
+        if isinstance(op, loop.StoreOp)
     )
 
 
