@@ -272,6 +272,30 @@ def exp_f32(e: Emitter, x: SSAValue) -> SSAValue:
     return scale_by_power_of_two(e, p, n)
 
 
+#: expm1(x) is -1 in f32 below EXPM1_LO (and exp's EXP_HI bounds it above)
+EXPM1_LO = -18.0
+
+
+def expm1_f32(e: Emitter, x: SSAValue) -> SSAValue:
+    """``exp(x) - 1`` for f32, within about 2 ulp, with full relative accuracy near 0;
+    -1 below -18, inf above about 88.72, +-0 kept, NaN stays NaN.
+
+    ``x = n*ln2 + r`` as in :func:`exp_f32`; ``expm1(r) = r + r^2 * P(r)`` (the same
+    Cephes polynomial, without its leading 1); then ``2^n * expm1(r) + (2^n - 1)``,
+    evaluated as ``2 * (h * expm1(r) + (h - 1/2))`` with ``h = 2^(n-1)``, which is a normal
+    float for every ``n`` in [-26, 128] (``2^128`` itself would overflow), and ``h - 1/2``
+    exact where it matters (|n| <= 24)."""
+    xc = e.clamp(x, EXPM1_LO, EXP_HI)
+    n, nf = e.round_to_integer(e.mul(xc, e.const(LOG2E)))
+    r = e.fma(nf, e.const(-LN2_HI), xc)
+    r = e.fma(nf, e.const(-LN2_LO), r)
+    p = e.fma(e.mul(r, r), e.poly(r, EXP_P), r)
+    h = e.power_of_two(e.isub(n, e.iconst(1)))
+    result = e.mul(e.fma(h, p, e.sub(h, e.const(0.5))), e.const(2.0))
+    # +-0: the sum above gives +0 for -0
+    return e.select(e.cmp("oeq", x, e.const(0.0)), x, result)
+
+
 def scale_by_power_of_two(e: Emitter, p: SSAValue, n: SSAValue) -> SSAValue:
     """``p * 2^n`` for n in [-150, 128] (f32): two exact steps, so that 2^128 and the
     denormal range (one rounding, in the second multiply) are reached."""
@@ -316,6 +340,20 @@ def log_f32(e: Emitter, x: SSAValue) -> SSAValue:
     result = e.select(e.cmp("oeq", x, e.const(INF)), x, result)
     result = e.select(e.cmp("oeq", x, e.const(0.0)), e.const(-INF), result)
     return e.select(e.cmp("ult", x, e.const(0.0)), e.const(NAN), result)
+
+
+def log1p_f32(e: Emitter, x: SSAValue) -> SSAValue:
+    """``log(1 + x)`` for f32, within about 2 ulp, with full relative accuracy near 0:
+    ``log(w) + (x - (w - 1)) / w`` with ``w = 1 + x`` rounded (the second term puts back,
+    to first order, what rounding ``1 + x`` lost; ``w - 1`` is exact). log1p(-1) = -inf,
+    NaN below -1, log1p(inf) = inf, +-0 kept."""
+    one = e.const(1.0)
+    w = e.add(x, one)
+    correction = e.div(e.sub(x, e.sub(w, one)), w)
+    result = e.add(log_f32(e, w), correction)
+    result = e.select(e.cmp("oeq", x, e.const(-1.0)), e.const(-INF), result)
+    result = e.select(e.cmp("oeq", x, e.const(INF)), x, result)
+    return e.select(e.cmp("oeq", x, e.const(0.0)), x, result)
 
 
 #: Cephes tanhf: tanh(x) = x + x^3 * P(x^2) for |x| < 0.625
@@ -471,11 +509,14 @@ def replace_with(
     rewriter.erase(op)
 
 
-UNARY = {math.ExpOp: exp_f32, math.LogOp: log_f32, math.TanhOp: tanh_f32, math.ErfOp: erf_f32}
+UNARY = {
+    math.ExpOp: exp_f32, math.LogOp: log_f32, math.TanhOp: tanh_f32, math.ErfOp: erf_f32,
+    math.ExpM1Op: expm1_f32, math.Log1pOp: log1p_f32,
+}  # fmt: skip
 
 
 class ExpandUnaryMath(RewritePattern):
-    """``math.exp/log/tanh/erf`` on f32 -> the arith code of :data:`UNARY`."""
+    """``math.exp/log/tanh/erf/expm1/log1p`` on f32 -> the arith code of :data:`UNARY`."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         expand = UNARY.get(type(op))
@@ -504,7 +545,7 @@ class ExpandPowF(RewritePattern):
 
 @dataclass(frozen=True)
 class ExpandMathPass(ModulePass):
-    """Expand f32 ``math.exp/log/tanh/erf/powf`` into branch-free ``arith`` code."""
+    """Expand f32 ``math.exp/log/tanh/erf/expm1/log1p/powf`` into branch-free ``arith`` code."""
 
     name = "expand-math"
 
@@ -515,4 +556,4 @@ class ExpandMathPass(ModulePass):
         ).rewrite_module(op)
 
 
-__all__ = ["Emitter", "ExpandMathPass", "erf_f32", "exp_f32", "log_f32", "powf_f32", "tanh_f32"]
+__all__ = ["Emitter", "ExpandMathPass", "erf_f32", "exp_f32", "expm1_f32", "log1p_f32", "log_f32", "powf_f32", "tanh_f32"]

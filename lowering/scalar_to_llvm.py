@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from ..dialects.scalar import RemFOp
+from ..dialects.scalar import ErfcOp, LgammaOp, RemFOp
 
 Converter = Callable[[Builder, Operation, Sequence[SSAValue]], SSAValue]
 
@@ -310,6 +310,17 @@ converts(math.AtanOp)(_libm("atan"))
 converts(math.Atan2Op)(_libm("atan2"))
 converts(math.Log1pOp)(_libm("log1p"))
 converts(math.ExpM1Op)(_libm("expm1"))
+converts(math.AsinOp)(_libm("asin"))
+converts(math.AcosOp)(_libm("acos"))
+converts(math.SinhOp)(_libm("sinh"))
+converts(math.CoshOp)(_libm("cosh"))
+converts(math.AsinhOp)(_libm("asinh"))
+converts(math.AcoshOp)(_libm("acosh"))
+converts(math.AtanhOp)(_libm("atanh"))
+converts(ErfcOp)(_libm("erfc"))
+# lgammaf also stores the sign of gamma in the global ``signgam``, which nothing reads:
+# parallel lanes race on it harmlessly (lgammaf_r is glibc-only).
+converts(LgammaOp)(_libm("lgamma"))
 
 
 @converts(RemFOp)

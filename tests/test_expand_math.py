@@ -1,9 +1,11 @@
-"""expand-math: f32 exp/log/tanh/erf/sigmoid/pow compiled through ``tk.build`` (where the
-pass runs before loop-to-llvm), checked against float64 numpy (math.erf for erf), and
-the generated code checked to be vector code without libm calls.
+"""expand-math: f32 exp/log/tanh/erf/expm1/log1p/sigmoid/pow compiled through ``tk.build``
+(where the pass runs before loop-to-llvm), checked against float64 numpy (math.erf for erf),
+and the generated code checked to be vector code without libm calls.
 
-Tolerances are the pass's targets: exp, log and pow within 2e-7 relative (about 2 ulp),
-tanh, erf and sigmoid within 2e-7 absolute; special values exactly as numpy gives them.
+Tolerances are the pass's targets: exp, log, expm1, log1p and pow within 2e-7 relative
+(about 2 ulp; expm1 and log1p also for tiny arguments, where ``exp(x) - 1`` and
+``log(1 + x)`` lose every digit), tanh, erf and sigmoid within 2e-7 absolute; special values
+exactly as numpy gives them.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ SHAPES = [(3, 1001), (7,), (1, 17, 5)]
 SPECIAL = np.array(
     [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-40, -1e-40, 1e-30, 0.5, -0.5,
      88.72, 88.73, 89.5, -87.3, -103.0, -103.9, -104.5, 1e30, -1e30, 3.4e38, -3.4e38,
-     0.625, -0.625, 0.875, -0.875, 3.9, -3.9, 4.0, 9.0, -9.0],
+     0.625, -0.625, 0.875, -0.875, 3.9, -3.9, 4.0, 9.0, -9.0, 0.34657, -0.34657, -17.9, -18.1,
+     1e-8, -1e-8, -0.999999, -0.5, 0.99999994, 16777216.0],
     dtype=np.float32,
 )  # fmt: skip
 
@@ -34,6 +37,8 @@ REFERENCE = {
     "log": np.log,
     "tanh": np.tanh,
     "erf": _erf,
+    "expm1": np.expm1,
+    "log1p": np.log1p,
     "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
 }
 #: (relative, absolute) tolerance per op
@@ -42,6 +47,8 @@ TOLERANCE = {
     "log": (2e-7, 0.0),
     "tanh": (0.0, 2e-7),
     "erf": (0.0, 2e-7),
+    "expm1": (2e-7, 0.0),
+    "log1p": (2e-7, 0.0),
     "sigmoid": (0.0, 2e-7),
 }
 
@@ -106,6 +113,11 @@ def inputs_for(op: str, shape, rng: np.random.Generator) -> np.ndarray:
         x = np.exp(rng.uniform(-100, 88, shape)) * rng.choice([1, 1, 1, -1], shape)
     elif op in ("tanh", "erf"):
         x = rng.uniform(-6, 6, shape) * rng.choice([1, 1e-3, 20], shape)
+    elif op == "expm1":  # tiny arguments, the reduction's seams at multiples of ln2/2, saturation
+        x = rng.uniform(-20, 90, shape) * rng.choice([1, 1e-2, 1e-6], shape)
+    elif op == "log1p":  # tiny arguments both ways, near -1, huge ones
+        x = rng.choice([-1, 1], shape) * np.exp(rng.uniform(-60, 0, shape))
+        x = np.where(rng.random(shape) < 0.3, np.exp(rng.uniform(-10, 80, shape)), x)
     else:
         x = rng.uniform(-100, 100, shape)
     x = x.astype(np.float32).reshape(-1)
@@ -130,29 +142,33 @@ def test_unary_special_values(op: str) -> None:
     with np.errstate(all="ignore"):
         want = REFERENCE[op](SPECIAL.astype(np.float64))
     assert_matches(got, want, *TOLERANCE[op])
-    if op in ("tanh", "erf"):
+    if op in ("tanh", "erf", "expm1", "log1p"):
         assert got[0] == 0 and not np.signbit(got[0]) and np.signbit(got[1])  # +-0 kept
+    if op in ("tanh", "erf"):
         assert got[2] == 1 and got[3] == -1
 
 
-@pytest.mark.parametrize("op", ["exp", "log", "tanh", "erf"])
+@pytest.mark.parametrize("op", ["exp", "log", "tanh", "erf", "expm1", "log1p"])
 def test_unary_million_points(op: str, rng: np.random.Generator) -> None:
     """About 1e6 random points over [-100, 100] (log: |x|, and tiny/huge magnitudes)."""
     shape = (1000, 1001)
     x = rng.uniform(-100, 100, shape).astype(np.float32)
     if op == "log":
         x = np.abs(x) * np.exp(rng.uniform(-80, 80, shape)).astype(np.float32)
+    if op in ("expm1", "log1p"):
+        x = inputs_for(op, shape, rng)
     got = compiled_unary(op, shape)(x)
     with np.errstate(all="ignore"):
         want = REFERENCE[op](x.astype(np.float64))
     assert_matches(got, want, *TOLERANCE[op])
 
 
-def test_exp_tanh_over_a_sweep_of_all_floats() -> None:
-    """Every 251st f32 bit pattern (all magnitudes and signs, 17M values) through exp and tanh."""
+def test_exp_tanh_expm1_log1p_over_a_sweep_of_all_floats() -> None:
+    """Every 251st f32 bit pattern (all magnitudes and signs, 17M values) through exp, tanh,
+    expm1 and log1p."""
     bits = np.arange(0, 1 << 32, 251, dtype=np.uint64).astype(np.uint32)
     x = bits.view(np.float32)[: (bits.size // 1000) * 1000].reshape(-1, 1000)
-    for op in ("exp", "tanh"):
+    for op in ("exp", "tanh", "expm1", "log1p"):
         got = compiled_unary(op, x.shape)(x)
         with np.errstate(all="ignore"):
             want = REFERENCE[op](x.astype(np.float64))
@@ -254,7 +270,7 @@ def _host_has_avx512() -> bool:
     return bool(llvm.get_host_cpu_features().get("avx512f", False))
 
 
-@pytest.mark.parametrize("op", ["exp", "tanh", "erf", "sigmoid", "log"])
+@pytest.mark.parametrize("op", ["exp", "tanh", "erf", "sigmoid", "log", "expm1", "log1p"])
 def test_kernel_is_vector_code_without_libm_calls(op: str) -> None:
     lib = compiled_unary(op, (64, 1024))
     asm = lib.assembly()

@@ -1,6 +1,6 @@
 """Op-level numeric tests of the elementwise math converters (frontends/torch/ops/math.py) and the
-graph ops under them (sin, cos, tan, atan, atan2, log1p, expm1, exp2, log2, log10, ceil, trunc,
-fmod).
+graph ops under them (sin, cos, tan, atan, atan2, asin, acos, sinh, cosh, asinh, acosh, atanh,
+log1p, expm1, exp2, log2, log10, erfc, lgamma, ceil, trunc, fmod, copysign).
 
 Each torch case is a tiny module calling the torch functions that export to the ATen overloads it
 names (checked: they must appear in the graph the importer sees), exported, imported, compiled
@@ -10,11 +10,14 @@ bools exactly, NaN and inf where torch has them, same shapes and dtypes. Several
 module (a tuple of outputs), so that each case exports and compiles once;
 ``test_every_math_overload_has_a_case`` checks that every overload registered in math.py is named
 by some case. Then the same ops on the GPU path (emulated on the CPU; the CUDA C through nvcc where
-installed), folded by fold-constants, and the graph ops in f16/f32/f64 on special values.
+installed), folded by fold-constants, and the graph ops in f16/f32/f64 on special values. Last,
+each new op's accuracy against a float64 reference in ulp (tiny erfc results relative, not
+absolute), and round(x, decimals) bit for bit against torch.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -90,6 +93,42 @@ def ints(*shape, low=-20, high=21, dtype=torch.int64, exclude_zero=False):
         if exclude_zero:
             v = np.where(v == 0, 7, v)
         return torch.from_numpy(v).to(dtype)
+
+    return make
+
+
+def unit_interval(*shape, dtype=np.float32):
+    """[-1, 1] with its edges: +-1, the floats just inside them, +-0, and a few outside (NaN)."""
+    eps = np.finfo(dtype).epsneg
+    edges = np.array([1.0, -1.0, 1 - eps, -(1 - eps), 1 - 2 * eps, -(1 - 2 * eps), 1 - 1e-4, 0.0, -0.0, 1e-30, 1.5, -2.0], dtype)
+
+    def make(rng):
+        v = rng.uniform(-1, 1, shape).astype(dtype)
+        mask = rng.random(shape) < 0.3
+        v[mask] = rng.choice(edges, int(mask.sum()))
+        return torch.from_numpy(v)
+
+    return make
+
+
+def from_one(*shape, dtype=np.float32):
+    """1 exactly, 1 + 10**-7 ... 10**4 (acosh's domain from its edge), and 0.5 (outside)."""
+
+    def make(rng):
+        v = 1 + 10.0 ** rng.uniform(-7, 4, shape)
+        mask = rng.random(shape) < 0.2
+        v[mask] = rng.choice([1.0, 0.5], int(mask.sum()))
+        return torch.from_numpy(v.astype(dtype))
+
+    return make
+
+
+def spread(*shape, low=-3.0, high=3.0, dtype=np.float32):
+    """Signed magnitudes 10**low ... 10**high (tiny arguments of sinh/asinh, huge ones)."""
+
+    def make(rng):
+        v = np.sign(rng.standard_normal(shape)) * 10.0 ** rng.uniform(low, high, shape)
+        return torch.from_numpy(v.astype(dtype))
 
     return make
 
@@ -200,8 +239,43 @@ def _undecomposed(x, p):
     )  # fmt: skip
 
 
+def _inverse_trig(u, x):
+    return torch.asin(u), torch.acos(u), torch.atanh(u), torch.erfinv(u), torch.special.erfinv(u), torch.asin(x)
+
+
+def _hyperbolic(x, p):
+    return torch.sinh(x), torch.cosh(x), torch.asinh(x), torch.acosh(p), torch.cosh(x * 0.01)
+
+
+def _erfc_lgamma(x, g):
+    return torch.erfc(x), torch.special.erfc(-x), torch.lgamma(g), torch.lgamma(x), torch.special.gammaln(g)
+
+
+def _sign_and_rounding(x, y):
+    return (
+        torch.copysign(x, y), torch.signbit(torch.copysign(x, y)), torch.copysign(x, -1.0), torch.copysign(y, 2),
+        torch.signbit(x), torch.round(x, decimals=2), torch.round(x * 1000, decimals=-2), torch.round(x, decimals=0),
+    )  # fmt: skip
+
+
+def _xlogy(x, p):
+    return torch.xlogy(x, p), torch.xlogy(2.0, p), torch.xlogy(x, 3.0), torch.special.xlog1py(x, p), torch.xlogy(x * 0, p)
+
+
+def _int_inputs(i, j):
+    """Integer operands of the new ops: float results (copysign, asin...), bools (signbit)."""
+    return (
+        torch.asin(i % 2), torch.sinh(i % 5), torch.erfc(i), torch.lgamma(j.abs()), torch.copysign(i, j),
+        torch.signbit(i), torch.acosh(j.abs()),
+    )  # fmt: skip
+
+
 def _f64_everything(x, y, small):
     return (*_trig(x, y), *_exp_log(small, y.abs()), *_rounding(x, y), *_float_remainders(x, y))
+
+
+def _f64_new_ops(u, x, p):
+    return (*_inverse_trig(u, x), *_hyperbolic(x, p), *_erfc_lgamma(x, p), *_sign_and_rounding(x, u), *_xlogy(u, p))
 
 
 CASES = [
@@ -222,6 +296,19 @@ CASES = [
          "frac.default", "nan_to_num.default", "logit.default", "sgn.default", decompose=False),
     case("float64", _f64_everything,
          (uniform(4, 7, low=-100, high=100, dtype=np.float64), nonzero(7, dtype=np.float64), near_zero(4, 7, dtype=np.float64))),
+    case("inverse-trig-f32", _inverse_trig, (unit_interval(5, 31), uniform(31, low=-1.2, high=1.2)),
+         "asin.default", "acos.default", "atanh.default", "erfinv.default"),
+    case("hyperbolic-f32", _hyperbolic, (spread(4, 29, low=-6, high=1.9), from_one(29)),
+         "sinh.default", "cosh.default", "asinh.default", "acosh.default"),
+    case("erfc-lgamma-f32", _erfc_lgamma, (uniform(4, 23, low=-4, high=10), uniform(23, low=-9.5, high=40)),
+         "erfc.default", "lgamma.default"),
+    case("sign-rounding-f32", _sign_and_rounding, (with_specials(3, 21), with_specials(21)),
+         "copysign.Tensor", "copysign.Scalar", "signbit.default", "round.decimals"),
+    case("xlogy-f32", _xlogy, (uniform(5, 9, low=-2, high=2), uniform(9, low=0, high=5))),
+    case("new-ops-int64", _int_inputs, (ints(6, 11), ints(11, low=1, high=30)),
+         "asin.default", "sinh.default", "erfc.default", "lgamma.default", "copysign.Tensor", "signbit.default"),
+    case("new-ops-float64", _f64_new_ops,
+         (unit_interval(4, 9, dtype=np.float64), uniform(9, low=-8, high=20, dtype=np.float64), from_one(9, dtype=np.float64))),
 ]  # fmt: skip
 
 
@@ -260,10 +347,12 @@ def _import(fn, inputs):
 
 def _every_op(x, y, i, j):
     small = x * 1e-3
+    u = torch.sin(x)  # in [-1, 1]
     return (
         *_trig(x, y), torch.log1p(small), torch.expm1(small), torch.exp2(x), torch.log2(y.abs()), torch.log10(y.abs()),
         *_rounding(x, y), x % y, 2.0 % y, torch.fmod(x, y), i % j, torch.fmod(i, j), torch.sign(i),
         torch.isnan(x / y), torch.isinf(x), torch.nan_to_num(torch.log(x)),
+        *_inverse_trig(u, y), *_hyperbolic(x * 0.1, 1 + y.abs()), *_erfc_lgamma(x * 0.3, y), *_sign_and_rounding(x, y),
     )  # fmt: skip
 
 
@@ -300,11 +389,21 @@ def test_cuda_source_compiles(rng, tmp_path):
 
 # -- the graph ops: fold-constants, the interpreter, f16/f32/f64 special values -------------------
 
+def _lgamma(v: float) -> float:
+    try:
+        return math.lgamma(v)
+    except (ValueError, OverflowError):  # the poles (0, negative integers), huge arguments
+        return math.inf
+
+
 UNARY = {
     "sin": np.sin, "cos": np.cos, "tan": np.tan, "atan": np.arctan, "log1p": np.log1p, "expm1": np.expm1,
     "exp2": np.exp2, "log2": np.log2, "log10": np.log10, "ceil": np.ceil, "trunc": np.trunc,
+    "asin": np.arcsin, "acos": np.arccos, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh, "erfc": np.vectorize(math.erfc, otypes=[np.float64]),
+    "lgamma": np.vectorize(_lgamma, otypes=[np.float64]),
 }  # fmt: skip
-BINARY = {"fmod": np.fmod, "atan2": np.arctan2}
+BINARY = {"fmod": np.fmod, "atan2": np.arctan2, "copysign": np.copysign}
 
 
 def _graph_ops_module(dtype, shape, constant: np.ndarray | None = None):
@@ -361,3 +460,106 @@ def test_fold_constants_folds_them(rng):
     for name, got, interp, want in zip([*UNARY, *BINARY], folded, interpreted, compiled):
         np.testing.assert_array_equal(got, interp, err_msg=name)
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7, equal_nan=True, err_msg=name)
+
+
+# -- accuracy in ulp against float64 references; round(x, decimals) bit for bit ----------------------
+
+
+def _ulp_error(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """|got - want| in units of the last place of ``want`` rounded to ``got``'s type (the step
+    between denormals for tiny results: relative accuracy down to the denormal range)."""
+    with np.errstate(over="ignore"):
+        rounded = want.astype(got.dtype)
+    return np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(rounded)).astype(np.float64)
+
+
+def _unit_edges(rng, n: int, dtype) -> np.ndarray:
+    """[-1, 1]: a third uniform, a third 1 - 10**-k up to the float just below 1 (both signs),
+    a third tiny magnitudes."""
+    eps, k = np.finfo(dtype).epsneg, n // 3
+    v = rng.uniform(-1, 1, n)
+    v[:k] = np.sign(v[:k]) * (1 - 10.0 ** rng.uniform(np.log10(eps), 0, k))
+    v[k : 2 * k] = np.sign(v[k : 2 * k]) * 10.0 ** rng.uniform(-30, 0, k)
+    return v
+
+
+def _signed_magnitudes(rng, n: int, dtype) -> np.ndarray:
+    return np.sign(rng.standard_normal(n)) * 10.0 ** rng.uniform(-30, 1.9, n)
+
+
+#: op -> (torch function, its argument's sampler, float64 reference (None: scipy's), mpmath's
+#: function, max ulp in float32, in float64)
+ACCURACY = {
+    "asin": (torch.asin, _unit_edges, np.arcsin, "asin", 1.0, 1.0),
+    "acos": (torch.acos, _unit_edges, np.arccos, "acos", 1.0, 1.0),
+    "atanh": (torch.atanh, _unit_edges, np.arctanh, "atanh", 2.0, 1.0),
+    "sinh": (torch.sinh, _signed_magnitudes, np.sinh, "sinh", 2.0, 1.0),
+    "cosh": (torch.cosh, lambda rng, n, d: rng.uniform(-89, 89, n), np.cosh, "cosh", 2.0, 1.0),
+    "asinh": (torch.asinh, _signed_magnitudes, np.arcsinh, "asinh", 2.0, 1.0),
+    "acosh": (torch.acosh, lambda rng, n, d: 1 + 10.0 ** rng.uniform(-8, 6, n), np.arccosh, "acosh", 2.5, 2.0),
+    # up to 10: float32 results down in the denormals, float64 ones near 1e-45
+    "erfc": (torch.erfc, lambda rng, n, d: rng.uniform(-5, 10, n), np.vectorize(math.erfc, otypes=[np.float64]), "erfc", 3.5, 2.0),
+    "erfinv": (torch.erfinv, _unit_edges, None, "erfinv", 2.0, 2.0),
+    "lgamma": (torch.lgamma, lambda rng, n, d: rng.uniform(-20, 50, n), np.vectorize(_lgamma, otypes=[np.float64]), "lgamma", 8.0, 4.0),
+}  # fmt: skip
+
+
+def _accuracy_module(dtype, inputs: list[np.ndarray]):
+    fns = [entry[0] for entry in ACCURACY.values()]
+    return tk.build(_import(lambda *xs: tuple(f(x) for f, x in zip(fns, xs)), [torch.from_numpy(x) for x in inputs]))
+
+
+def test_accuracy_float32(rng):
+    """About 1e5 points per op over its domain and edges: the compiled float32 op within the
+    listed ulp of the float64 reference (scipy's erfinv), non-finite values where it has them."""
+    special = pytest.importorskip("scipy.special")
+    n = 100_000
+    inputs = [sampler(rng, n, np.float32).astype(np.float32) for _, sampler, *_ in ACCURACY.values()]
+    outputs = _accuracy_module(np.float32, inputs)(*inputs)
+    for (name, (_, _, ref, _, bound, _)), x, got in zip(ACCURACY.items(), inputs, outputs):
+        with np.errstate(all="ignore"):
+            want = (ref or special.erfinv)(x.astype(np.float64))
+        finite = np.isfinite(want.astype(np.float32))
+        np.testing.assert_array_equal(got[~finite], want[~finite].astype(np.float32), err_msg=name)
+        error = _ulp_error(got[finite], want[finite])
+        assert error.max() <= bound, f"{name}: {error.max():.2f} ulp at {x[finite][np.argmax(error)]!r}"
+
+
+def _mpmath_value(mpmath, name: str, v: float) -> float:
+    """``name(v)`` in mpmath's working precision, rounded to float64; NaN at poles and outside
+    the domain (those are checked in float32)."""
+    try:
+        if name == "lgamma":  # Python's math.lgamma is ~100 ulp off near lgamma's zeros
+            return float(mpmath.log(abs(mpmath.gamma(v))))
+        value = getattr(mpmath, name)(mpmath.mpf(v))
+        return float(value) if mpmath.im(value) == 0 else math.nan
+    except (ValueError, ZeroDivisionError):
+        return math.nan
+
+
+def test_accuracy_float64(rng):
+    """300 points per op in float64 against mpmath at 120 bits."""
+    mpmath = pytest.importorskip("mpmath")
+    n = 300
+    inputs = [sampler(rng, n, np.float64) for _, sampler, *_ in ACCURACY.values()]
+    outputs = _accuracy_module(np.float64, inputs)(*inputs)
+    with mpmath.workprec(120):
+        for (name, (*_, mp_name, _, bound)), x, got in zip(ACCURACY.items(), inputs, outputs):
+            want = np.array([_mpmath_value(mpmath, mp_name, float(v)) for v in x])
+            finite = np.isfinite(want)
+            error = _ulp_error(got[finite], want[finite])
+            assert error.max() <= bound, f"{name}: {error.max():.2f} ulp at {x[finite][np.argmax(error)]!r}"
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_round_decimals_is_torch_bit_for_bit(rng, dtype):
+    """torch.round(x, decimals=d) for d in -3..8: the same bits as torch (ties to even after
+    scaling by 10**d in float32 for float16), signed zeros, inf and NaN included."""
+    decimals = (-3, -1, 0, 1, 2, 3, 8)
+    big = 6e4 if dtype == np.float16 else 1e30
+    x = (rng.standard_normal(4000) * 10.0 ** rng.uniform(-3, 4, 4000)).astype(dtype)
+    x[:10] = [0.125, 0.375, 2.5, -2.5, 0.5, big, np.inf, np.nan, -0.0, -0.004]
+    fn = lambda t: tuple(torch.round(t, decimals=d) for d in decimals)  # noqa: E731
+    got = tk.build(_import(fn, [torch.from_numpy(x)]))(x)
+    for d, g, w in zip(decimals, got, fn(torch.from_numpy(x))):
+        np.testing.assert_array_equal(g.view(np.uint8), w.numpy().view(np.uint8), err_msg=f"decimals={d}")

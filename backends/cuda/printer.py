@@ -39,7 +39,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
 from ...dialects import loop
-from ...dialects.scalar import RemFOp
+from ...dialects.scalar import ErfcOp, LgammaOp, RemFOp
 from ...lowering.loop_to_gpu import is_shared
 
 
@@ -484,6 +484,8 @@ _MATH = {
     math.SinOp: "sin", math.CosOp: "cos", math.Log2Op: "log2", math.Log1pOp: "log1p", math.Exp2Op: "exp2",
     math.AtanOp: "atan", math.TanOp: "tan", math.RoundOp: "round", math.TruncOp: "trunc",
     math.ExpM1Op: "expm1", math.Atan2Op: "atan2", math.Log10Op: "log10", RemFOp: "fmod",
+    math.AsinOp: "asin", math.AcosOp: "acos", math.SinhOp: "sinh", math.CoshOp: "cosh", math.AsinhOp: "asinh",
+    math.AcoshOp: "acosh", math.AtanhOp: "atanh", ErfcOp: "erfc", LgammaOp: "lgamma",
 }  # fmt: skip
 
 

@@ -5,6 +5,7 @@ Examples::
 
     %y = graph.exp %x : tensor<4x8xf32>
     %s = graph.sin %x : tensor<4x8xf32>
+    %e = graph.erfc %x : tensor<4x8xf32>
     %z = graph.add %x, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
     %m = graph.compare %x, %b {predicate = "lt"} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
     %c = graph.cast %x : tensor<4x8xf32> -> tensor<4x8xi32>
@@ -280,9 +281,103 @@ class Log10Op(UnaryOp):
     NUMPY_FN = staticmethod(_in_f64(np.log10))
 
 
+@irdl_op_definition
+class AsinOp(UnaryOp):
+    """Arc sine, in [-pi/2, pi/2]; NaN outside [-1, 1]. Example: ``%y = graph.asin %x : tensor<4xf32>``"""
+
+    name = "graph.asin"
+    NUMPY_FN = staticmethod(_in_f64(np.arcsin))
+
+
+@irdl_op_definition
+class AcosOp(UnaryOp):
+    """Arc cosine, in [0, pi]; NaN outside [-1, 1]. Example: ``%y = graph.acos %x : tensor<4xf32>``"""
+
+    name = "graph.acos"
+    NUMPY_FN = staticmethod(_in_f64(np.arccos))
+
+
+@irdl_op_definition
+class SinhOp(UnaryOp):
+    """Hyperbolic sine, accurate near 0 (where ``(exp(x) - exp(-x)) / 2`` cancels).
+    Example: ``%y = graph.sinh %x : tensor<4xf32>``"""
+
+    name = "graph.sinh"
+    NUMPY_FN = staticmethod(_in_f64(np.sinh))
+
+
+@irdl_op_definition
+class CoshOp(UnaryOp):
+    """Hyperbolic cosine. Example: ``%y = graph.cosh %x : tensor<4xf32>``"""
+
+    name = "graph.cosh"
+    NUMPY_FN = staticmethod(_in_f64(np.cosh))
+
+
+@irdl_op_definition
+class AsinhOp(UnaryOp):
+    """Inverse hyperbolic sine, accurate near 0 and for huge ``|x|`` (where
+    ``log(x + sqrt(x*x + 1))`` cancels or overflows). Example: ``%y = graph.asinh %x : tensor<4xf32>``"""
+
+    name = "graph.asinh"
+    NUMPY_FN = staticmethod(_in_f64(np.arcsinh))
+
+
+@irdl_op_definition
+class AcoshOp(UnaryOp):
+    """Inverse hyperbolic cosine; NaN below 1. Example: ``%y = graph.acosh %x : tensor<4xf32>``"""
+
+    name = "graph.acosh"
+    NUMPY_FN = staticmethod(_in_f64(np.arccosh))
+
+
+@irdl_op_definition
+class AtanhOp(UnaryOp):
+    """Inverse hyperbolic tangent; +-inf at +-1, NaN outside [-1, 1], accurate near 0.
+    Example: ``%y = graph.atanh %x : tensor<4xf32>``"""
+
+    name = "graph.atanh"
+    NUMPY_FN = staticmethod(_in_f64(np.arctanh))
+
+
+def _erfc(x: np.ndarray) -> np.ndarray:
+    return np.frompyfunc(math.erfc, 1, 1)(x.astype(np.float64)).astype(np.float64)
+
+
+@irdl_op_definition
+class ErfcOp(UnaryOp):
+    """``1 - erf(x)``, with full relative accuracy where it is tiny (large ``x``, where
+    ``1 - erf(x)`` is 0). Example: ``%y = graph.erfc %x : tensor<4xf32>``"""
+
+    name = "graph.erfc"
+    NUMPY_FN = staticmethod(_erfc)
+
+
+def _lgamma_scalar(v: float) -> float:
+    """C's lgamma: +inf at the poles (0 and the negative integers) and for huge ``v``."""
+    try:
+        return math.lgamma(v)
+    except (ValueError, OverflowError):
+        return math.inf
+
+
+def _lgamma(x: np.ndarray) -> np.ndarray:
+    return np.frompyfunc(_lgamma_scalar, 1, 1)(x.astype(np.float64)).astype(np.float64)
+
+
+@irdl_op_definition
+class LgammaOp(UnaryOp):
+    """``log(|gamma(x)|)``; +inf at 0 and the negative integers.
+    Example: ``%y = graph.lgamma %x : tensor<4xf32>``"""
+
+    name = "graph.lgamma"
+    NUMPY_FN = staticmethod(_lgamma)
+
+
 UNARY_OPS: tuple[type[UnaryOp], ...] = (
     NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ErfOp, FloorOp, RoundOp,
     CeilOp, TruncOp, SinOp, CosOp, TanOp, AtanOp, Log1pOp, Expm1Op, Exp2Op, Log2Op, Log10Op,
+    AsinOp, AcosOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, ErfcOp, LgammaOp,
 )  # fmt: skip
 
 
@@ -451,7 +546,22 @@ class Atan2Op(BinaryOp):
     FLOAT_ONLY: ClassVar[bool] = True
 
 
-BINARY_OPS: tuple[type[BinaryOp], ...] = (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, FmodOp, Atan2Op)
+@irdl_op_definition
+class CopysignOp(BinaryOp):
+    """The magnitude of ``lhs`` with the sign bit of ``rhs`` (C's ``copysign``, exact; the
+    sign of ``-0.0`` and of a NaN counts).
+
+    Example: ``%z = graph.copysign %x, %s : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>``
+    """
+
+    name = "graph.copysign"
+    NUMPY_FN = staticmethod(np.copysign)
+    FLOAT_ONLY: ClassVar[bool] = True
+
+
+BINARY_OPS: tuple[type[BinaryOp], ...] = (
+    AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, FmodOp, Atan2Op, CopysignOp,
+)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------

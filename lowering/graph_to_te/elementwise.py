@@ -7,6 +7,7 @@ from collections.abc import Callable
 from xdsl.dialects import math
 from xdsl.ir import SSAValue
 
+from ...dialects import scalar
 from ...dialects.graph import elementwise as ew
 from ..te_builder import Scalar, TEBuilder, broadcast_indices
 from .registry import compute_rule, tag_of
@@ -49,6 +50,15 @@ UNARY: dict[type[ew.UnaryOp], Callable[[Scalar, SSAValue], SSAValue]] = {
     ew.Exp2Op: lambda s, x: s.math(math.Exp2Op, x),
     ew.Log2Op: lambda s, x: s.math(math.Log2Op, x),
     ew.Log10Op: lambda s, x: s.math(math.Log10Op, x),
+    ew.AsinOp: lambda s, x: s.math(math.AsinOp, x),
+    ew.AcosOp: lambda s, x: s.math(math.AcosOp, x),
+    ew.SinhOp: lambda s, x: s.math(math.SinhOp, x),
+    ew.CoshOp: lambda s, x: s.math(math.CoshOp, x),
+    ew.AsinhOp: lambda s, x: s.math(math.AsinhOp, x),
+    ew.AcoshOp: lambda s, x: s.math(math.AcoshOp, x),
+    ew.AtanhOp: lambda s, x: s.math(math.AtanhOp, x),
+    ew.ErfcOp: lambda s, x: s.math(scalar.ErfcOp, x),
+    ew.LgammaOp: lambda s, x: s.math(scalar.LgammaOp, x),
 }
 
 BINARY: dict[type[ew.BinaryOp], Callable[[Scalar, SSAValue, SSAValue], SSAValue]] = {
@@ -61,6 +71,7 @@ BINARY: dict[type[ew.BinaryOp], Callable[[Scalar, SSAValue, SSAValue], SSAValue]
     ew.PowOp: lambda s, a, b: s.math(math.PowFOp, a, b),
     ew.FmodOp: Scalar.fmod,
     ew.Atan2Op: lambda s, a, b: s.math(math.Atan2Op, a, b),
+    ew.CopysignOp: lambda s, a, b: s.math(math.CopySignOp, a, b),
 }
 
 

@@ -93,7 +93,7 @@ def fill(ctx: ImportContext, node, x, value):
     return _full(ctx, node, value, [x])
 
 
-@converter("aten.scalar_tensor.default")
+@converter("aten.scalar_tensor.default", "prims.scalar_tensor.default")
 def scalar_tensor(ctx: ImportContext, node, value, **kwargs):
     return _full(ctx, node, value)
 

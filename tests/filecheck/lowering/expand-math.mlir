@@ -1,6 +1,6 @@
 // RUN: tensorkiln-opt %s -p expand-math | filecheck %s
 
-// f32 exp/log/tanh/erf/powf become branch-free arith code (exponent bits handled as i32
+// f32 exp/log/tanh/erf/expm1/log1p/powf become branch-free arith code (exponent bits handled as i32
 // through bitcasts); f64 math is left to the intrinsics/libm.
 
 func.func @exp32(%x: f32) -> f32 {
@@ -40,6 +40,25 @@ func.func @log_tanh_erf(%x: f32) -> f32 {
 // CHECK-NOT:     math.tanh
 // CHECK-NOT:     math.erf
 // CHECK:         func.return %c : f32
+
+func.func @expm1_log1p(%x: f32) -> (f32, f32, f64) {
+  %a = math.expm1 %x : f32
+  %b = math.log1p %x : f32
+  %w = arith.extf %x : f32 to f64
+  %c = math.expm1 %w : f64
+  func.return %a, %b, %c : f32, f32, f64
+}
+
+// expm1 keeps +-0 (select on x == 0); log1p maps -1 to -inf; the f64 op stays.
+// CHECK-LABEL: func.func @expm1_log1p(
+// CHECK-NOT:     math.expm1 %x
+// CHECK-NOT:     math.log1p
+// CHECK:         arith.cmpf oeq, %x, %{{.*}} : f32
+// CHECK:         %a = arith.select %{{.*}}, %x, %{{.*}} : f32
+// CHECK:         arith.cmpf oeq, %x, %{{.*}} : f32
+// CHECK:         %b = arith.select
+// CHECK:         %c = math.expm1 %w : f64
+// CHECK-NEXT:    func.return %a, %b, %c : f32, f32, f64
 
 func.func @cube(%x: f32) -> f32 {
   %c = arith.constant 3.0 : f32
