@@ -27,6 +27,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import tensorkiln as tk  # noqa: E402
+from tensorkiln.executors import compile_cache  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 
 nn, F = torch.nn, torch.nn.functional
@@ -118,6 +119,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
     args = parser.parse_args()
+    compile_cache.set_cache_dir(None)  # cold builds: no object code from an earlier run
     rows = []
     for make in CASES:
         name, model, inputs = make()
@@ -131,6 +133,7 @@ def main() -> None:
         with torch.no_grad():
             expected = model(*inputs).numpy()
         error = float(np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-30))
+        torch._dynamo.reset()  # the Fn workloads share one forward: each compiles afresh
         compiled = None if args.no_compile else compiled_fn(model, inputs)
         if isinstance(compiled, str):
             print(f"  {name}: {compiled}")
@@ -145,7 +148,7 @@ def main() -> None:
     body = [
         "## Op families beyond the zoo: 3-d convolution, scatter, norms, rotary embedding",
         "",
-        f"`benchmarks/op_families.py` on {machine()}; build = one `tk.build` (s), first run = its first call,",
+        f"`benchmarks/op_families.py` on {machine()}; build = one cold `tk.build` (s; disk cache off), first run = its first call,",
         f"steady state = medians of {args.repeat} calls per thread count, tensorkiln, torch eager and torch.compile",
         "called in turn, thread counts alternating in 3 blocks. tk/x > 1: tensorkiln is slower. rel. L2 err:",
         "compiled vs torch eager. Scatter ops: the input copied, then each line (every axis but the scatter",
