@@ -60,6 +60,7 @@ PASSES = {
     "fold-batch-norm": ("passes.fold_batch_norm", "FoldBatchNormPass"),
     "convert-layout": ("passes.convert_layout", "ConvertLayoutPass"),
     "conv-transpose-to-conv": ("passes.conv_transpose_to_conv", "ConvTransposeToConvPass"),
+    "split-reductions": ("passes.split_reductions", "SplitReductionsPass"),
     # graph pipelines of each optimization level (passes/pipeline.py)
     "graph-opt": ("passes.pipeline", "GraphOptPass"),
     "graph-opt-O0": ("passes.pipeline", "GraphOptO0Pass"),

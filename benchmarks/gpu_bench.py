@@ -124,9 +124,15 @@ def workloads(tk, torch, np, device: str = "cuda"):
         tw, tb = torch.from_numpy(w).to(device), torch.from_numpy(bias).to(device)
         return module, (randn(n),), lambda tx: torch.tanh(tx * tw + tb), None, 4 * n * 4
 
+    def full_sum():  # one output over 64M floats: split-reductions spreads it over blocks
+        n = 1 << 26
+        b = tk.GraphBuilder()
+        module = b.finish(b.reduce_sum(b.abs(b.input("x", (n,))), (0,)))
+        return module, (randn(n),), lambda tx: tx.abs().sum(), None, n * 4
+
     return {"GEMM 4096^3 fp32": gemm, "conv 3x3 64->64 16x56x56 +relu": conv, "softmax 8192x4096": softmax,
             "tanh(x*w+b) 64M": elementwise, "dense 8x4096->4096 +bias+relu": dense_few_rows,
-            TF32_WORKLOAD: gemm_tf32}  # fmt: skip
+            "sum(|x|) of 64M": full_sum, TF32_WORKLOAD: gemm_tf32}  # fmt: skip
 
 
 def cublas_workloads(tk, np):

@@ -68,6 +68,22 @@ def test_full_reductions_are_one_block(shape):
     np.testing.assert_allclose(mean, a.mean(), rtol=1e-5, atol=1e-6)
 
 
+def test_long_full_reductions_spread_over_blocks():
+    """split-reductions (GPU builds): a sum of 77100 elements is reduced as 257 partial
+    block reductions, then one over the partials; keepdims and mean come out right."""
+    b = tk.GraphBuilder()
+    x = b.input("x", (300, 257))
+    module = b.finish(b.reduce_sum(b.abs(x), (0, 1)), b.reduce_mean(x, (0, 1), keepdims=True))
+    gpu_level, _ = lower_to_gpu(module)
+    kernels = gpu_module_of(gpu_level).body.block.ops
+    assert len(kernels) == 4 and {k.attributes["tk.gpu_strategy"].data for k in kernels} == {"block_reduction"}
+    a = _rows(np.float32, (300, 257), 3)
+    total, mean = build_emulated(module)(a)
+    assert total.shape == () and mean.shape == (1, 1)
+    np.testing.assert_allclose(total, np.abs(a).sum(), rtol=1e-5)
+    np.testing.assert_allclose(mean, a.mean(keepdims=True), rtol=1e-4, atol=1e-7)
+
+
 def test_short_full_reduction_and_scalar_ops_are_mapped():
     """A full reduction shorter than MIN_BLOCK_REDUCTION still takes a block (it is the
     only output), and 0-d elementwise ops a grid-stride loop of one element: no kernel

@@ -18,6 +18,8 @@ from ...passes.pipeline import PassContext, optimize_graph, run_pipeline
 
 #: loop-level kernels -> gpu dialect
 GPU_LOWERING = ("gpu-default-schedule", "loop-to-gpu")
+#: graph rewrites for the GPU's shape of parallelism, before the graph pipeline
+GPU_GRAPH_PASSES = ("split-reductions",)
 
 
 def _context(opt_level: int | None) -> PassContext:
@@ -55,7 +57,9 @@ def lower_to_gpu(
     check_supported(module)
     module.verify()
     work = module.clone()
-    timings = list(optimize_graph(work, ctx))
+    # (before fuse-ops, so that each step fuses with its producers or epilogue)
+    timings = list(run_pipeline(work, GPU_GRAPH_PASSES, ctx))
+    timings += optimize_graph(work, ctx)
     timings += run_pipeline(work, TO_LOOPS + options.gpu_lowering, ctx)
     return work, timings
 
