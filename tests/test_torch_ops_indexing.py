@@ -104,6 +104,35 @@ def test_embedding(rng):
     check(lambda i: F.embedding(i, weight) * 2.0, lambda r: (randint(r, 0, 9, (7,), torch.int32),), rng)
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag(rng, mode):
+    """Bags of varying sizes (empty ones too: zeros), per-sample weights (sum), the last
+    offset included, padding_idx left out of every reduction, 2-d input (fixed bags)."""
+    torch.manual_seed(3)
+    weight = randn(rng, 13, 5)
+
+    def fn(i, o, p):
+        with_last = torch.cat([o, torch.tensor([i.shape[0]])])
+        outputs = [
+            F.embedding_bag(i, weight, o, mode=mode),
+            F.embedding_bag(i, weight, with_last, mode=mode, include_last_offset=True),
+            F.embedding_bag(i, weight, o, mode=mode, padding_idx=4),
+            F.embedding_bag(i.reshape(3, 3), weight, mode=mode),
+        ]
+        if mode == "sum":
+            outputs.append(F.embedding_bag(i, weight, o, mode="sum", per_sample_weights=p))
+        return tuple(outputs)
+
+    def inputs(r):
+        offsets = np.sort(r.integers(0, 10, 4))
+        offsets[0] = 0
+        indices = r.integers(0, 13, 9)
+        indices[r.integers(0, 9, 2)] = 4  # some padding entries
+        return torch.from_numpy(indices), torch.from_numpy(offsets), torch.from_numpy(r.random(9).astype(np.float32))
+
+    check(fn, inputs, rng)
+
+
 def test_embedding_with_positions(rng):
     """Token embedding plus learned positions, as in a GPT-style model."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects.builtin import i1
 
-from ....dialects.graph.types import broadcast_shapes, format_shape, shape_of
+from ....dialects.graph.types import broadcast_shapes, format_shape, numpy_dtype, shape_of
 from ..context import ImportContext, numpy_dtype_of_torch
 from ..registry import converter
 
@@ -35,6 +35,46 @@ def index_select(ctx: ImportContext, node, x, dim, index):
 def embedding(ctx: ImportContext, node, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     # padding_idx only changes gradients
     return ctx.b.take(weight, indices, 0)
+
+
+#: aten's embedding_bag modes
+_BAG_MODES = {0: "sum", 1: "mean", 2: "max"}
+
+
+@converter("aten._embedding_bag.default", "aten._embedding_bag_forward_only.default")
+def embedding_bag(
+    ctx: ImportContext, node, weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+    per_sample_weights=None, include_last_offset=False, padding_idx=-1,
+):
+    """``nn.EmbeddingBag``: the rows ``weight[indices]`` summed, averaged or maxed per bag
+    (bag ``b`` starts at ``offsets[b]``) with one ``graph.scatter`` into ``B + 1`` rows:
+    a row of ``padding_idx`` (and any index before the first offset) goes to the extra
+    row, which is dropped. Empty bags give zeros, as torch. Only the first result (the
+    bags) is computed."""
+    b = ctx.b
+    (n,), (count,) = shape_of(indices.type), shape_of(offsets.type)
+    bags = count - 1 if include_last_offset else count
+    if not isinstance(n, int) or not isinstance(bags, int):
+        raise NotImplementedError(f"embedding_bag with a symbolic number of indices or bags ({n}, {bags})")
+    dim, dtype = shape_of(weight.type)[1], numpy_dtype(weight.type.element_type)
+    kind = _BAG_MODES[mode]
+    rows = b.take(weight, indices, 0)  # (N, D)
+    if per_sample_weights is not None:
+        rows = b.mul(rows, b.reshape(per_sample_weights, (n, 1)))
+    starts = b.reshape(ctx.cast(b.slice(offsets, [0], [bags], [0], [1]), np.dtype(np.int64)), (1, bags))
+    positions = b.reshape(ctx.constant(np.arange(n, dtype=np.int64)), (n, 1))
+    bag = b.sub(b.reduce_sum(ctx.cast(b.compare(starts, positions, "le"), np.dtype(np.int64)), [1]), ctx.scalar(1, starts))
+    if padding_idx is not None and padding_idx >= 0:
+        bag = b.where(b.compare(ctx.cast(indices, np.dtype(np.int64)), ctx.scalar(padding_idx, bag), "eq"), ctx.scalar(bags, bag), bag)
+    bag = b.where(b.compare(bag, ctx.scalar(0, bag), "lt"), ctx.scalar(bags, bag), bag)
+    spread = b.broadcast_to(b.reshape(bag, (n, 1)), (n, dim))
+    zeros = ctx.constant(np.zeros((bags + 1, dim), dtype=dtype))
+    total = b.scatter(zeros, spread, rows, axis=0, mode="max" if kind == "max" else "add", include_self=kind != "max")
+    if kind == "mean":
+        ones = ctx.constant(np.ones((n, 1), dtype=dtype))
+        sizes = b.scatter(ctx.constant(np.zeros((bags + 1, 1), dtype=dtype)), b.reshape(bag, (n, 1)), ones, axis=0, mode="add")
+        total = b.div(total, b.max(sizes, ctx.scalar(1, sizes)))
+    return (b.slice(total, [0], [bags], [0], [1]), None, None, None)
 
 
 @converter("aten.gather.default")
