@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, IntegerAttr
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr
+from xdsl.ir import Attribute, SSAValue
+
+from ..dialects.graph.types import is_float
 
 from .te_to_loop import _bounds, emit_loop_nest
 
@@ -52,9 +54,14 @@ def line_nest(b: Builder, buffer: SSAValue, axis: int) -> LineNest:
     return LineNest(axis, bounds, dict(zip(lines, ivs)), inner)
 
 
+def scalar_literal(value: float | int | bool, t: Attribute) -> FloatAttr | IntegerAttr:
+    """A typed literal (``0.0 : f32``, ``1 : i64``) for an ``arith.constant``."""
+    return FloatAttr(float(value), t) if is_float(t) else IntegerAttr(int(value), t)
+
+
 def index_const(b: Builder, k: int) -> SSAValue:
     """An ``index`` constant."""
     return b.insert(arith.ConstantOp(IntegerAttr(k, IndexType()))).result
 
 
-__all__ = ["LineNest", "index_const", "line_nest"]
+__all__ = ["LineNest", "index_const", "line_nest", "scalar_literal"]

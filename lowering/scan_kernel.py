@@ -31,7 +31,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from ..dialects import loop, te
 from ..dialects.graph.types import is_float
-from .line_nest import line_nest
+from .line_nest import line_nest, scalar_literal
 from .te_builder import highest_value, lowest_value
 from .te_to_loop import buffer_type, emit_loop_nest
 
@@ -51,10 +51,6 @@ class Combiner:
 
     init: Callable[[Attribute], tuple[Literal, ...]]
     step: Step
-
-
-def _literal(value: float | int, t: Attribute) -> Literal:
-    return FloatAttr(float(value), t) if is_float(t) else IntegerAttr(int(value), t)
 
 
 def _insert(b: Builder, op: Operation) -> SSAValue:
@@ -103,14 +99,14 @@ def _arg_extreme(float_predicate: str, int_predicate: str) -> Step:
 
 def _from_start(extreme: Callable[[Attribute], float | int]) -> Callable[[Attribute], tuple[Literal, ...]]:
     """Position 0 and the value every element beats (so the first element is taken)."""
-    return lambda t: (IntegerAttr(0, IntegerType(64)), _literal(extreme(t), t))
+    return lambda t: (IntegerAttr(0, IntegerType(64)), scalar_literal(extreme(t), t))
 
 
 #: te.scan's combiner -> how it runs
 COMBINERS: dict[str, Combiner] = {
-    "add": Combiner(lambda t: (_literal(0, t),), _arith(arith.AddfOp, arith.AddiOp)),
-    "mul": Combiner(lambda t: (_literal(1, t),), _arith(arith.MulfOp, arith.MuliOp)),
-    "logaddexp": Combiner(lambda t: (_literal(float("-inf"), t),), _log_add_exp),
+    "add": Combiner(lambda t: (scalar_literal(0, t),), _arith(arith.AddfOp, arith.AddiOp)),
+    "mul": Combiner(lambda t: (scalar_literal(1, t),), _arith(arith.MulfOp, arith.MuliOp)),
+    "logaddexp": Combiner(lambda t: (scalar_literal(float("-inf"), t),), _log_add_exp),
     "argmax": Combiner(_from_start(lowest_value), _arg_extreme("oge", "sge")),
     "argmin": Combiner(_from_start(highest_value), _arg_extreme("ole", "sle")),
 }

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, StringAttr
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.dialects.builtin import IndexType, StringAttr
+from xdsl.ir import Block, Region, SSAValue
 
 from ..dialects import loop, te
 from ..dialects.graph.types import is_float
-from .line_nest import index_const, line_nest
+from .line_nest import index_const, line_nest, scalar_literal
 from .te_builder import highest_value, lowest_value
 from .te_to_loop import _COMBINE, buffer_type, emit_loop_nest
 
@@ -68,7 +68,7 @@ def scatter_kernel(op: te.ScatterOp, name: str) -> func.FuncOp:
     if mode != "update" and not op.include_self.value.data:
         identity = {"add": 0, "max": lowest_value(element), "min": highest_value(element)}[mode]
         (j,), clear = emit_loop_nest(inner, [count], "clear")
-        value = clear.insert(arith.ConstantOp(_literal(identity, element))).result
+        value = clear.insert(arith.ConstantOp(scalar_literal(identity, element))).result
         clear.insert(loop.StoreOp(value, out, at(target(clear, j))))
     (j,), apply = emit_loop_nest(inner, [count], "update")
     new = apply.insert(loop.LoadOp(updates, at(j))).result
@@ -81,10 +81,6 @@ def scatter_kernel(op: te.ScatterOp, name: str) -> func.FuncOp:
     kernel = func.FuncOp(name, (arg_types, []), Region(entry))
     kernel.attributes["tk.kernel"] = StringAttr(TAG)
     return kernel
-
-
-def _literal(value: float | int | bool, t: Attribute) -> FloatAttr | IntegerAttr:
-    return FloatAttr(float(value), t) if is_float(t) else IntegerAttr(int(value), t)
 
 
 __all__ = ["TAG", "scatter_kernel"]
