@@ -19,7 +19,6 @@ from xdsl.dialects import arith, math as math_dialect
 
 import tensorkiln as tk
 from tensorkiln.lowering.expand_math import ExpandMathPass
-from tensorkiln.universe import make_context
 
 SHAPES = [(3, 1001), (7,), (1, 17, 5)]
 SPECIAL = np.array(

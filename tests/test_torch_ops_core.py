@@ -15,8 +15,6 @@ importer that way."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 
@@ -25,24 +23,10 @@ nn = torch.nn
 F = torch.nn.functional
 A = torch.ops.aten
 
-import tensorkiln as tk
 from tensorkiln.frontends.torch import TorchImportError, from_exported_program
 from tensorkiln.frontends.torch.importer import _decompose
-from tensorkiln.frontends.torch.registry import CONVERTERS, target_name
-
-TOLERANCE = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
-
-
-class Fn(nn.Module):
-    """A module around a function of its inputs."""
-
-    def __init__(self, fn: Callable):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
-
+from tensorkiln.frontends.torch.registry import CONVERTERS
+from torch_op_cases import CaseTable, Fn, check, overloads  # noqa: E402
 
 # -- inputs: each maker is rng -> a fresh torch tensor --------------------------------------------
 
@@ -82,60 +66,9 @@ def bools(*shape):
 # -- the check -----------------------------------------------------------------------------------
 
 
-def _flat(result) -> list:
-    if isinstance(result, tuple | list):
-        return [t for r in result for t in _flat(r)]
-    return [] if result is None else [result]
-
-
-def _relative_error(got: np.ndarray, want: np.ndarray) -> float:
-    got, want = got.astype(np.float64), want.astype(np.float64)  # no overflow in the norms
-    norm = np.linalg.norm(want)
-    return float(np.linalg.norm(got - want) / (norm if norm else 1.0))
-
-
-def overloads(ep) -> set[str]:
-    return {target_name(n.target) for n in ep.graph.nodes if n.op == "call_function"}
-
-
-def check(fn, makers, rng, expect=(), *, decompose=True, runs=2):
-    """Export ``fn`` (a function or a module) on inputs from ``makers``, check that its (decomposed)
-    graph uses the ``expect`` overloads, compile it, and compare it with torch eager on ``runs``
-    fresh sets of inputs."""
-    model = (fn if isinstance(fn, nn.Module) else Fn(fn)).eval()
-    ep = torch.export.export(model, tuple(make(rng) for make in makers))
-    if decompose:
-        ep = _decompose(ep)
-    missing = {f"aten.{e}" for e in expect} - overloads(ep)
-    assert not missing, f"the program does not use {sorted(missing)}; it uses {sorted(overloads(ep))}"
-    lib = tk.build(from_exported_program(ep, decompose=False))
-    for _ in range(runs):
-        inputs = [make(rng) for make in makers]
-        with torch.no_grad():
-            want = [t.numpy() for t in _flat(model(*inputs))]
-        got = lib(*(t.numpy() for t in inputs))
-        got = list(got) if isinstance(got, tuple) else [got]
-        assert len(got) == len(want)
-        for k, (g, w) in enumerate(zip(got, want)):
-            assert g.shape == w.shape, f"output {k}: shape {g.shape}, torch {w.shape}"
-            assert g.dtype == w.dtype, f"output {k}: dtype {g.dtype}, torch {w.dtype}"
-            if w.dtype.kind == "f":
-                finite = np.isfinite(w)  # inf and nan where torch has them, the same ones
-                np.testing.assert_array_equal(g[~finite], w[~finite], err_msg=f"output {k}: non-finite values")
-                g, w = np.where(finite, g, 0), np.where(finite, w, 0)
-                error = _relative_error(g, w)
-                assert error <= TOLERANCE[w.dtype], f"output {k}: relative L2 error {error:.3g}"
-            else:
-                np.testing.assert_array_equal(g, w, err_msg=f"output {k}")
-
-
-#: overloads (without the "aten." prefix) named by the cases below
-COVERED: set[str] = set()
-
-
-def case(name: str, fn: Callable, makers: tuple, *expect: str, decompose: bool = True):
-    COVERED.update(expect)
-    return pytest.param(fn, makers, expect, decompose, id=name)
+#: the cases below; ``COVERED``: the overloads (without "aten.") they name
+case = CaseTable()
+COVERED = case.covered
 
 
 CASE_ARGS = "fn, makers, expect, decompose"

@@ -18,7 +18,6 @@ absolute), and round(x, decimals) bit for bit against torch.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -29,22 +28,9 @@ F = torch.nn.functional
 
 import tensorkiln as tk  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
-from tensorkiln.frontends.torch.importer import _decompose  # noqa: E402
-from tensorkiln.frontends.torch.registry import CONVERTERS, target_name  # noqa: E402
-
-TOLERANCE = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
-
-
-class Fn(nn.Module):
-    """A module around a function of its inputs."""
-
-    def __init__(self, fn: Callable):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
-
+from tensorkiln.frontends.torch.registry import CONVERTERS  # noqa: E402
+from torch_op_cases import CaseTable, Fn, assert_matches  # noqa: E402
+from torch_op_cases import check as shared_check  # noqa: E402
 
 # -- inputs: each maker is rng -> a fresh torch tensor --------------------------------------------
 
@@ -136,64 +122,14 @@ def spread(*shape, low=-3.0, high=3.0, dtype=np.float32):
 # -- the check -----------------------------------------------------------------------------------
 
 
-def _flat(result) -> list:
-    if isinstance(result, tuple | list):
-        return [t for r in result for t in _flat(r)]
-    return [result]
-
-
-def _relative_error(got: np.ndarray, want: np.ndarray) -> float:
-    got, want = got.astype(np.float64), want.astype(np.float64)
-    norm = np.linalg.norm(want)
-    return float(np.linalg.norm(got - want) / (norm if norm else 1.0))
-
-
-def overloads(ep) -> set[str]:
-    return {target_name(n.target) for n in ep.graph.nodes if n.op == "call_function"}
-
-
-def assert_matches(got: list[np.ndarray], want: list[np.ndarray]) -> None:
-    assert len(got) == len(want)
-    for k, (g, w) in enumerate(zip(got, want)):
-        assert g.shape == w.shape, f"output {k}: shape {g.shape}, torch {w.shape}"
-        assert g.dtype == w.dtype, f"output {k}: dtype {g.dtype}, torch {w.dtype}"
-        if w.dtype.kind != "f":
-            np.testing.assert_array_equal(g, w, err_msg=f"output {k}")
-            continue
-        finite = np.isfinite(w)  # inf and nan where torch has them, the same ones
-        np.testing.assert_array_equal(g[~finite], w[~finite], err_msg=f"output {k}: non-finite values")
-        g, w = np.where(finite, g, 0), np.where(finite, w, 0)
-        error = _relative_error(g, w)
-        assert error <= TOLERANCE[w.dtype], f"output {k}: relative L2 error {error:.3g}"
-        rtol = TOLERANCE[w.dtype]
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol / 10, err_msg=f"output {k}")
-
-
 def check(fn, makers, rng, expect=(), *, decompose=True, runs=2):
-    """Export ``fn`` on inputs from ``makers``, check that its (decomposed) graph uses the
-    ``expect`` overloads, compile it, and compare it with torch eager on ``runs`` fresh inputs."""
-    model = Fn(fn).eval()
-    ep = torch.export.export(model, tuple(make(rng) for make in makers))
-    if decompose:
-        ep = _decompose(ep)
-    missing = {f"aten.{e}" for e in expect} - overloads(ep)
-    assert not missing, f"the program does not use {sorted(missing)}; it uses {sorted(overloads(ep))}"
-    lib = tk.build(from_exported_program(ep, decompose=False))
-    for _ in range(runs):
-        inputs = [make(rng) for make in makers]
-        with torch.no_grad():
-            want = [t.numpy() for t in _flat(model(*inputs))]
-        got = lib(*(t.numpy() for t in inputs))
-        assert_matches(list(got) if isinstance(got, tuple) else [got], want)
+    """torch_op_cases.check, every element within the tolerance as well."""
+    shared_check(fn, makers, rng, expect, decompose=decompose, runs=runs, elementwise=True)
 
 
-#: overloads (without the "aten." prefix) named by the cases below
-COVERED: set[str] = set()
-
-
-def case(name: str, fn: Callable, makers: tuple, *expect: str, decompose: bool = True):
-    COVERED.update(expect)
-    return pytest.param(fn, makers, expect, decompose, id=name)
+#: the cases below; ``COVERED``: the overloads (without "aten.") they name
+case = CaseTable()
+COVERED = case.covered
 
 
 # -- the cases -----------------------------------------------------------------------------------
@@ -370,7 +306,7 @@ def test_gpu_kernels_compute_them(rng):
     lib = build_emulated(_import(_every_op, inputs))
     with torch.no_grad():
         want = [t.numpy() for t in _every_op(*inputs)]
-    assert_matches(list(lib(*(t.numpy() for t in inputs))), want)
+    assert_matches(list(lib(*(t.numpy() for t in inputs))), want, elementwise=True)
 
 
 def test_cuda_source_compiles(rng, tmp_path):
