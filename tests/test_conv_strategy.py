@@ -4,6 +4,8 @@ any thread count."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -87,6 +89,13 @@ def test_conv_symbolic_batch(rng):
         np.testing.assert_allclose(lib(data), want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("vectors, rows", [(4, 4), (2, 8), (1, 8), (3, 5)])
-def test_rows_keep_accumulators_in_flight(vectors, rows):
-    assert conv_rows(vectors) == rows
+@pytest.mark.parametrize(
+    "registers, vectors, rows", [(32, 4, 4), (32, 2, 8), (32, 1, 8), (32, 3, 5), (16, 3, 4), (16, 2, 6), (16, 1, 8)]
+)
+def test_rows_keep_accumulators_in_flight(registers, vectors, rows):
+    """16 accumulators on AVX-512; on AVX2 the tile, a row of B's vectors and A's
+    broadcast fit the 16 registers."""
+    info = SimpleNamespace(vector_registers=registers)
+    assert conv_rows(info, vectors) == rows
+    if registers == 16:
+        assert rows * vectors + vectors + 1 <= registers

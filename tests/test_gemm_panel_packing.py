@@ -44,3 +44,45 @@ def test_packed_panels_match_numpy(a_shape, b_shape, batched, rng: np.random.Gen
 def test_small_b_is_not_packed() -> None:
     """B that stays in L2 (row blocks outside): no panel copy."""
     assert _panel_stages(_matmul((64, 256), (256, 256))) == []
+
+
+def _dense(rows: int, weight: np.ndarray):
+    b = tk.GraphBuilder()
+    return b.finish(b.dense(b.input("x", (rows, weight.shape[1])), weight))
+
+
+def test_dense_packs_panels_read_by_several_row_blocks(rng: np.random.Generator) -> None:
+    """A constant weight, transposed at compile time, still lies its width apart per
+    row: row blocks that share a column panel get it copied contiguous first."""
+    weight = rng.standard_normal((600, 520)).astype(np.float32)
+    module = _dense(37, weight)
+    assert _panel_stages(module), "expected a packed panel of the weight"
+    x = rng.standard_normal((37, 520)).astype(np.float32)
+    np.testing.assert_allclose(tk.build(module)(x), x @ weight.T, rtol=1e-4, atol=1e-3)
+
+
+def test_matrix_vector_dense_is_not_packed(rng: np.random.Generator) -> None:
+    """One row block reads each panel once: copying it first would only add traffic."""
+    assert _panel_stages(_dense(1, rng.standard_normal((600, 520)).astype(np.float32))) == []
+
+
+def _register_tiles(module, vector_bits: int) -> list[tuple[int, ...]]:
+    return [
+        op.results[0].type.get_shape()
+        for k in kernels(scheduled_loops(module, vector_bits))
+        for op in k.walk()
+        if isinstance(op, loop.AllocOp) and "tk.stage" not in op.attributes
+    ]
+
+
+@pytest.mark.parametrize("columns", [1024, 600, 64, 40])
+def test_avx2_register_tile_fits_sixteen_registers(columns: int) -> None:
+    """With 8-lane vectors (AVX2: 16 ymm registers) the accumulators, a row of B's
+    vectors and A's broadcast fit in 16 registers (4 x 4 vectors spilled); AVX-512 keeps
+    its 4 x 64 tile."""
+    module = _matmul((96, 300), (300, columns))
+    (rows, width), = _register_tiles(module, 256)
+    vectors = -(-width // 8)
+    assert rows * vectors + vectors + 1 <= 16 and rows * vectors >= 8, (rows, width)
+    if columns == 1024:
+        assert _register_tiles(module, 512) == [(4, 64)]

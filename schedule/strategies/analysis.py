@@ -99,6 +99,12 @@ class KernelInfo:
     scan_loops: list[str] = field(default_factory=list)
 
     @property
+    def vector_registers(self) -> int:
+        """SIMD registers of the target (x86: 32 with AVX-512, whose f32 vectors have 16
+        lanes; 16 with AVX/AVX2 or SSE): what bounds a register tile."""
+        return 32 if self.lanes >= 16 else 16
+
+    @property
     def work(self) -> int | None:
         """Iterations of the innermost body (output x reduction x scan), None if not static."""
         total = 1

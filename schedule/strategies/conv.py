@@ -30,17 +30,13 @@ from ..nest import ScheduleError, find_loop, static_trip_bound
 from ..padding import padded_arguments
 from ..schedule import Schedule
 from .analysis import KernelInfo
-from .gemm import column_vectors, gemm, is_gemm
+from .gemm import MAX_ROWS, column_vectors, gemm, is_gemm, tile_accumulators
 from .registry import register_strategy
 
-#: accumulators (rows x column vectors) the tile aims at: enough to hide FMA latency
-TARGET_ACCUMULATORS = 16
-MAX_ROWS = 8
-
-
-def conv_rows(vectors: int) -> int:
-    """Rows of the register tile for ``vectors`` SIMD vectors of output channels."""
-    return max(1, min(MAX_ROWS, TARGET_ACCUMULATORS // vectors))
+def conv_rows(info: KernelInfo, vectors: int) -> int:
+    """Rows of the register tile for ``vectors`` SIMD vectors of output channels: as
+    many accumulators as the target's registers hold (enough to hide FMA latency)."""
+    return max(1, min(MAX_ROWS, tile_accumulators(info, vectors) // vectors))
 
 
 def _pixel_loops_fused(s: Schedule, info: KernelInfo, rows: int, fuse_pixels: bool | None) -> KernelInfo:
@@ -75,8 +71,8 @@ def conv2d_register_tile(
 ) -> None:
     """Register-tile (output pixels x output channels) of a conv2d kernel."""
     columns = s.extent(info.output_loops[-1])
-    vectors = vectors or column_vectors(columns, info.lanes)
-    rows = rows or conv_rows(vectors)
+    vectors = vectors or column_vectors(columns, info)
+    rows = rows or conv_rows(info, vectors)
     gemm(s, _pixel_loops_fused(s, info, rows, fuse_pixels), rows=rows, vectors=vectors, pack_panel=False)
     if pad:
         pad_input(s, info, vectors)

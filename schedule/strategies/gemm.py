@@ -2,18 +2,23 @@
 
 ``gemm_register_tile``: a register tile of ``rows`` output rows by ``vectors`` SIMD
 vectors of columns, accumulated over k in registers (cache_write), rows unrolled and
-columns vectorized -- on AVX-512 a 4 x 64 tile in 16 zmm accumulators. Sizes that the
+columns vectorized -- on AVX-512 a 4 x 64 tile in 16 zmm accumulators; on AVX2 (16
+ymm registers) 4 x 3 or 6 x 2 vectors, so that the accumulators, one row of B's
+vectors and A's broadcast all stay in registers (4 x 4 spilled: GEMM 1024^3 at one
+thread on a znver2 ran at 35 GFLOP/s, 4 x 3 at 98, torch 73). Sizes that the
 tile does not divide get shifted full tiles (``split(..., tail="shift")``: the last
 tile overlaps the one before) rather than a slow partial tile, and the column tile is
 chosen among 1-4 vectors to waste the fewest columns (129 columns: 3 vectors of 16,
 not 4). Row blocks (and batch, and column blocks when there are few rows) run in
-parallel.
+parallel. Column panels of B (k x tile columns) are copied into a contiguous buffer
+first when B is large (``pack_panel``).
 
 ``dense_packed``: ``dense`` reads its weight as ``W[n, k]``; when W is a constant the
 kernel takes it transposed (``transform_layout``; the weight is transposed once at
 compile time by :func:`~tensorkiln.schedule.strategies.packing.pack_constant_arguments`)
-and is then a matmul: the same register tile. Batch 1 (a matrix-vector product) is
-a 1 x (vectors * lanes) tile streaming the packed weight's rows.
+and is then a matmul: the same register tile, with its column panels packed when more
+than one row block reads them. Batch 1 (a matrix-vector product) is a
+1 x (vectors * lanes) tile streaming the packed weight's rows.
 """
 
 from __future__ import annotations
@@ -28,11 +33,15 @@ from .parallel import parallelize_outer
 from .reduce import tile_factor
 from .registry import register_strategy
 
+#: rows of the tile with 32 vector registers (AVX-512), and the most rows with fewer
 GEMM_ROWS = 4
+MAX_ROWS = 8
 #: per-core L2 cache (Zen 4: 1 MiB), for the loop-order choice
 L2_BYTES = 1 << 20
-#: column-tile candidates, in SIMD vectors (the first of equal waste wins)
+#: column-tile candidates, in SIMD vectors (the first of equal waste wins), with 32
+#: vector registers and with 16
 GEMM_VECTOR_CHOICES = (4, 3, 2, 1)
+NARROW_VECTOR_CHOICES = (3, 2, 1)
 
 
 def is_gemm(info: KernelInfo) -> bool:
@@ -46,11 +55,28 @@ def is_gemm(info: KernelInfo) -> bool:
     )
 
 
-def column_vectors(columns: int | None, lanes: int) -> int:
+def column_vectors(columns: int | None, info: KernelInfo) -> int:
     """SIMD vectors per column tile that compute the fewest columns for ``columns``."""
+    choices = GEMM_VECTOR_CHOICES if info.vector_registers >= 32 else NARROW_VECTOR_CHOICES
     if columns is None:
-        return GEMM_VECTOR_CHOICES[0]
-    return min(GEMM_VECTOR_CHOICES, key=lambda v: math.ceil(columns / (v * lanes)) * v * lanes)
+        return choices[0]
+    return min(choices, key=lambda v: math.ceil(columns / (v * info.lanes)) * v * info.lanes)
+
+
+def tile_accumulators(info: KernelInfo, vectors: int) -> int:
+    """How many vector accumulators a register tile of ``vectors`` column vectors may
+    hold: 16 of 32 registers (measured on AVX-512); with 16 registers, all but one row
+    of B's vectors and A's broadcast."""
+    if info.vector_registers >= 32:
+        return 16
+    return max(vectors, info.vector_registers - vectors - 1)
+
+
+def tile_rows(info: KernelInfo, vectors: int) -> int:
+    """Rows of the default GEMM register tile for ``vectors`` column vectors."""
+    if info.vector_registers >= 32:
+        return GEMM_ROWS
+    return max(1, min(MAX_ROWS, tile_accumulators(info, vectors) // vectors))
 
 
 @register_strategy(
@@ -64,7 +90,7 @@ def column_vectors(columns: int | None, lanes: int) -> int:
 def gemm(
     s: Schedule,
     info: KernelInfo,
-    rows: int = GEMM_ROWS,
+    rows: int | None = None,
     vectors: int | None = None,
     panel_first: bool | None = None,
     pack_panel: bool = True,
@@ -78,10 +104,11 @@ def gemm(
     cache (GEMM 1024^3 on Sapphire Rapids, one thread: 40 -> 108-132 GFLOP/s)."""
     panel = column_operand(info) if pack_panel else None  # before the loops are split
     *outer, c = info.output_loops
-    r = next((name for name in reversed(outer) if s.extent(name) != 1), outer[-1])
+    r = row_loop(s, info)
     batch = [name for name in outer if name != r]
     m, n = s.extent(r), s.extent(c)
-    vectors = vectors or column_vectors(n, info.lanes)
+    vectors = vectors or column_vectors(n, info)
+    rows = rows or tile_rows(info, vectors)
     row_factor, row_tail = tile_factor(m, rows)
     col_factor, col_tail = tile_factor(n, vectors * info.lanes)
     ro, ri = s.split(r, row_factor, tail=row_tail)
@@ -104,6 +131,14 @@ def gemm(
                 s.cache_read(panel, at)
             except ScheduleError:  # a panel too big for a local buffer
                 pass
+
+
+def row_loop(s: Schedule, info: KernelInfo) -> str:
+    """The rows of a matrix product: the last output loop before the columns that has
+    more than one iteration (a dense layer on (tokens, 1, features) has rows outside a
+    loop of one)."""
+    *outer, _ = info.output_loops
+    return next((name for name in reversed(outer) if s.extent(name) != 1), outer[-1])
 
 
 def column_operand(info: KernelInfo) -> int | None:
@@ -160,12 +195,22 @@ def _dense_applies(info: KernelInfo) -> bool:
     ops=("dense",),
     plevel=20,
     applies=_dense_applies,
-    decisions={"rows": (1, 2, 4, 6, 8), "vectors": (1, 2, 3, 4)},
+    decisions={"rows": (1, 2, 4, 6, 8), "vectors": (1, 2, 3, 4), "pack_panel": (True, False)},
 )
-def dense_packed(s: Schedule, info: KernelInfo, rows: int = GEMM_ROWS, vectors: int | None = None) -> None:
-    """Transpose the constant weight to [k, n] (at compile time), then the GEMM tile."""
+def dense_packed(
+    s: Schedule, info: KernelInfo, rows: int | None = None, vectors: int | None = None, pack_panel: bool | None = None
+) -> None:
+    """Transpose the constant weight to [k, n] (at compile time), then the GEMM tile.
+    Its column panels are packed (at run time) when several row blocks read each one:
+    the weight's rows lie n floats apart, and 768 or 3072 floats apart they alias in
+    the L1 cache (dense 128x768->3072 at one thread on a znver2: 47 -> 88 GFLOP/s)."""
+    vectors = vectors or column_vectors(s.extent(info.output_loops[-1]), info)
+    rows = rows or tile_rows(info, vectors)
+    if pack_panel is None:
+        m = s.extent(row_loop(s, info))
+        pack_panel = m is None or m > rows
     s.transform_layout(packable_weight(info), [1, 0])
-    gemm(s, info, rows=rows, vectors=vectors, pack_panel=False)
+    gemm(s, info, rows=rows, vectors=vectors, pack_panel=pack_panel)
 
 
-__all__ = ["GEMM_ROWS", "column_vectors", "dense_packed", "gemm", "is_gemm", "packable_weight"]
+__all__ = ["GEMM_ROWS", "column_vectors", "dense_packed", "gemm", "is_gemm", "packable_weight", "tile_accumulators", "tile_rows"]
