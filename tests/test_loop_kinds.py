@@ -26,8 +26,10 @@ from tensorkiln.build import lower_to_llvm_dialect
 from tensorkiln.lowering import parallel_to_llvm
 from tensorkiln.runtime import threads
 
-SIZES = [1, 7, 15, 16, 17, 33, 1000]
-SHAPES_2D = [(1, 1), (3, 7), (5, 17), (2, 33), (17, 1000)]
+#: (LANES is the host's; 4 * LANES +- 1 and beyond cross the interleaved reduction
+#: loop's bounds: 4 vectors per trip, then single vectors, then scalars)
+SIZES = [1, 7, 15, 16, 17, 33, 63, 64, 65, 1000]
+SHAPES_2D = [(1, 1), (3, 7), (5, 17), (2, 33), (3, 63), (2, 64), (4, 83), (3, 143), (17, 1000)]
 THREADS = [1, 2, 3]
 
 HOST = CPUTarget.parse("llvm")

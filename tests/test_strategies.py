@@ -8,6 +8,7 @@ import pytest
 from strategy_helpers import chosen_strategies
 
 import tensorkiln as tk
+from tensorkiln.schedule.strategies.gemm import MATVEC_ROWS
 
 
 def f32(rng, *shape):
@@ -28,8 +29,9 @@ def test_dense_packed(rng, m, k, n):
     w, bias = f32(rng, n, k), f32(rng, n)
     b = tk.GraphBuilder()
     module = b.finish(b.relu(b.add(b.dense(b.input("x", (m, k)), w), bias)))
-    # (a dim of size 1 is indexed by a constant, not its loop: plain dot products then)
-    want = "dense_packed" if n > 1 and k > 1 else "reduce_rows"
+    # (a dim of size 1 is indexed by a constant, not its loop: plain dot products then;
+    # a few rows are matrix-vector products streaming the weight)
+    want = "reduce_rows" if n == 1 or k == 1 else "dense_matvec" if m <= MATVEC_ROWS else "dense_packed"
     assert chosen_strategies(module) == {"dense_relu": want}
     x = f32(rng, m, k)
     close(tk.build(module)(x), np.maximum(x @ w.T + bias, 0))
@@ -57,10 +59,31 @@ def test_dense_symbolic_batch(rng, rows):
 def test_dense_weight_used_twice_is_packed_for_both(rng):
     w = f32(rng, 11, 11)
     b = tk.GraphBuilder()
-    x = b.input("x", (3, 11))
+    x = b.input("x", (7, 11))
     module = b.finish(b.dense(b.relu(b.dense(x, w)), w))
-    xv = f32(rng, 3, 11)
+    assert set(chosen_strategies(module).values()) == {"dense_packed"}
+    xv = f32(rng, 7, 11)
     close(tk.build(module)(xv), np.maximum(xv @ w.T, 0) @ w.T)
+
+
+@pytest.mark.parametrize("shape, features", [((1, 519), 37), ((3, 200), 130), ((2, 1, 77), 9), ((4, 64), 300)])
+def test_dense_matvec_on_few_rows(rng, shape, features):
+    """Up to MATVEC_ROWS rows: dot products with the weight's rows, features in
+    parallel; the same numbers at any thread count."""
+    from tensorkiln.runtime.threads import num_threads
+
+    w, bias = f32(rng, features, shape[-1]), f32(rng, features)
+    b = tk.GraphBuilder()
+    module = b.finish(b.relu(b.add(b.dense(b.input("x", shape), w), bias)))
+    assert list(chosen_strategies(module).values()) == ["dense_matvec"]
+    x = f32(rng, *shape)
+    lib = tk.build(module)
+    results = []
+    for n in (1, 2):
+        with num_threads(n):
+            results.append(lib(x))
+    close(results[0], np.maximum(x @ w.T + bias, 0))
+    np.testing.assert_array_equal(results[0], results[1])
 
 
 def test_dense_with_weight_as_input_uses_dot_products(rng):

@@ -8,8 +8,9 @@
 // is left (dynamic scheduling); the caller fills the slots and calls
 // GOMP_parallel_loop_nonmonotonic_dynamic with the thread count read from @tk_num_threads
 // and a chunk of trips / (4 * threads). A vectorized loop is
-// a main loop over 16 f32 lanes (8 with 256-bit vectors), a vector accumulator for the
-// reduction folded after it, then the scalar remainder. A small unrolled loop is its
+// a main loop over 16 f32 lanes (8 with 256-bit vectors), then the scalar remainder. A
+// reassociable reduction first runs 4 vectors per trip into 4 accumulators (independent
+// adds), which are added up for a one-vector loop, whose accumulator is folded after it. A small unrolled loop is its
 // body once per iteration with constant indices.
 
 func.func @par(%A: memref<?x8xf32>, %B: memref<?x8xf32>, %s: memref<f32>) {
@@ -77,9 +78,27 @@ func.func @vec(%A: memref<?xf32>, %b: memref<f32>, %C: memref<?xf32>, %acc: memr
 // CHECK-SAME:      %[[A:.*]]: !llvm.ptr {llvm.noalias}, %[[N:.*]]: i64, %b: !llvm.ptr {llvm.noalias}, %C: !llvm.ptr {llvm.noalias}, %{{.*}}: i64, %acc: !llvm.ptr {llvm.noalias}) {
 // CHECK:         %[[ZERO:.*]] = llvm.mlir.constant(0) : i64
 // CHECK:         %[[INIT:.*]] = llvm.mlir.constant(dense<-0.000000e+00> : vector<16xf32>) : vector<16xf32>
+// CHECK-NEXT:    %[[W4:.*]] = llvm.mlir.constant(64) : i64
+// CHECK-NEXT:    %[[LIMIT4:.*]] = llvm.sub %[[N]], %[[W4]] : i64
+// CHECK-NEXT:    llvm.br ^[[IHEAD:.*]](%[[ZERO]], %[[INIT]], %[[INIT]], %[[INIT]], %[[INIT]] : i64, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-NEXT:  ^[[IHEAD]](%[[I4:.*]]: i64, %[[A0:.*]]: vector<16xf32>, %[[A1:.*]]: vector<16xf32>, %[[A2:.*]]: vector<16xf32>, %[[A3:.*]]: vector<16xf32>):
+// CHECK-NEXT:    %[[FITS4:.*]] = llvm.icmp "sle" %[[I4]], %[[LIMIT4]] : i64
+// CHECK-NEXT:    llvm.cond_br %[[FITS4]], ^{{.*}}, ^[[IEXIT:.*]]
+// CHECK:         %[[N0:.*]] = llvm.fadd %[[A0]], %{{.*}} {fastmathFlags = #llvm.fastmath<reassoc>} : vector<16xf32>
+// CHECK:         llvm.add %[[I4]], %{{.*}} overflow<nsw> : i64
+// CHECK:         %[[N1:.*]] = llvm.fadd %[[A1]], %{{.*}} {fastmathFlags = #llvm.fastmath<reassoc>} : vector<16xf32>
+// CHECK:         %[[N2:.*]] = llvm.fadd %[[A2]], %{{.*}} {fastmathFlags = #llvm.fastmath<reassoc>} : vector<16xf32>
+// CHECK:         %[[N3:.*]] = llvm.fadd %[[A3]], %{{.*}} {fastmathFlags = #llvm.fastmath<reassoc>} : vector<16xf32>
+// CHECK-NEXT:    %[[STEP4:.*]] = llvm.mlir.constant(64) : i64
+// CHECK-NEXT:    %[[NEXT4:.*]] = llvm.add %[[I4]], %[[STEP4]] overflow<nsw> : i64
+// CHECK-NEXT:    llvm.br ^[[IHEAD]](%[[NEXT4]], %[[N0]], %[[N1]], %[[N2]], %[[N3]] : i64, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-NEXT:  ^[[IEXIT]]:
+// CHECK-NEXT:    %[[S01:.*]] = llvm.fadd %[[A0]], %[[A1]] {fastmathFlags = #llvm.fastmath<reassoc>} : vector<16xf32>
+// CHECK-NEXT:    %[[S012:.*]] = llvm.fadd %[[S01]], %[[A2]] {fastmathFlags = #llvm.fastmath<reassoc>} : vector<16xf32>
+// CHECK-NEXT:    %[[S0123:.*]] = llvm.fadd %[[S012]], %[[A3]] {fastmathFlags = #llvm.fastmath<reassoc>} : vector<16xf32>
 // CHECK-NEXT:    %[[W:.*]] = llvm.mlir.constant(16) : i64
 // CHECK-NEXT:    %[[LIMIT:.*]] = llvm.sub %[[N]], %[[W]] : i64
-// CHECK-NEXT:    llvm.br ^[[VHEAD:.*]](%[[ZERO]], %[[INIT]] : i64, vector<16xf32>)
+// CHECK-NEXT:    llvm.br ^[[VHEAD:.*]](%[[I4]], %[[S0123]] : i64, vector<16xf32>)
 // CHECK-NEXT:  ^[[VHEAD]](%[[I:.*]]: i64, %[[VACC:.*]]: vector<16xf32>):
 // CHECK-NEXT:    %[[FITS:.*]] = llvm.icmp "sle" %[[I]], %[[LIMIT]] : i64
 // CHECK-NEXT:    llvm.cond_br %[[FITS]], ^{{.*}}, ^[[VEXIT:.*]]

@@ -3,9 +3,10 @@
 takes the weight transposed (transform_layout, recorded in tk.layouts), the host
 function gets a new weight holding the transposed data (packed at compile time) in
 place of the original, and the kernel is then a GEMM register tile. Batch 1 (a
-matrix-vector product): a 1 x 64 tile streaming the packed rows, column blocks
-outermost (the packed weight is larger than L2: column panels first) and in parallel. A dense followed by a transpose keeps its packed GEMM (the transpose is
-its own kernel)."""
+matrix-vector product): dense_matvec keeps the weight as it is, and each output
+feature (in parallel) is a vectorized dot product along the weight's contiguous row,
+for each row of the input (unrolled). A dense followed by a transpose keeps its packed
+GEMM (the transpose is its own kernel)."""
 
 import numpy as np
 
@@ -37,14 +38,14 @@ w = np.ones((512, 784), np.float32)
 print(scheduled(b.finish(b.dense(b.input("x", (1, 784)), w))))
 
 # CHECK-LABEL: func.func @dense_0(
-# CHECK-SAME:      memref<784x512xf32>
-# CHECK-SAME:      tk.strategy = "dense_packed"
-# CHECK:         loop.for {{.*}} parallel name("i1.outer.i0.outer.fused") {
-# CHECK:             loop.alloc() {scope = "local"} : memref<1x64xf32>
-# CHECK:             loop.for {{.*}} name("k0") {
-# CHECK-NEXT:          loop.for {{.*}} unrolled name("i0.inner") {
-# CHECK-NEXT:            loop.for {{.*}} vectorized name("i1.inner") {
-# CHECK:                   loop.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<784x512xf32>
+# CHECK-SAME:      %[[X:[0-9]+]]: memref<1x784xf32>, %[[W:[0-9]+]]: memref<512x784xf32>
+# CHECK-SAME:      tk.strategy = "dense_matvec"
+# CHECK:         loop.for %[[J:.*]] = {{.*}} parallel name("i1") {
+# CHECK-NEXT:      loop.for %[[I:.*]] = {{.*}} unrolled name("i0") {
+# CHECK:             loop.for %[[K:.*]] = {{.*}} vectorized name("k0") {
+# CHECK-NEXT:          loop.load %[[X]][%[[I]], %[[K]]] : memref<1x784xf32>
+# CHECK-NEXT:          loop.load %[[W]][%[[J]], %[[K]]] : memref<512x784xf32>
+# CHECK:               arith.addf {{.*}} fastmath<reassoc,contract> : f32
 
 b = tk.GraphBuilder()
 w = np.ones((24, 20), np.float32)
