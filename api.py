@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -105,7 +107,13 @@ def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") 
 
         return emit_cuda_source(module, target=target)
     from .backends.llvm.jit import CPUTarget, llvm_ir
-    from .build import lower_to_llvm_dialect, lower_to_loops
+    from .build import scheduled_loops, to_llvm
+    from .executors.native_build import dedupe_kernels
+    from .passes.pipeline import PassContext, run_pipeline
 
     cpu = CPUTarget.parse(target)
-    return llvm_ir(lower_to_llvm_dialect(lower_to_loops(module), target=target), cpu)
+    ctx = dataclasses.replace(PassContext.current(), dump_ir=False)
+    loops, _ = scheduled_loops(module, cpu, ctx)
+    dedupe_kernels(loops)
+    run_pipeline(loops, to_llvm(cpu), ctx)
+    return llvm_ir(loops, cpu)
