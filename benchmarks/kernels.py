@@ -34,6 +34,8 @@ from report import machine, table, write_section  # noqa: E402
 
 import torch  # noqa: E402
 
+from tensorkiln.executors import compile_cache  # noqa: E402
+
 nn, F = torch.nn, torch.nn.functional
 
 
@@ -110,6 +112,7 @@ def main() -> None:
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
     parser.add_argument("--only", default="", help="run the kernels whose name contains this")
     args = parser.parse_args()
+    compile_cache.set_cache_dir(None)  # cold builds: no object code from an earlier run
     peak = machine_peak(THREADS)
     print("torch.mm 2048^3 GFLOP/s:", {n: round(g, 1) for n, g in peak.items()})
     rows = []

@@ -49,6 +49,7 @@ import torch  # noqa: E402
 
 import tensorkiln as tk  # noqa: E402
 from tensorkiln.errors import UnsupportedOperatorError  # noqa: E402
+from tensorkiln.executors import compile_cache  # noqa: E402
 from tensorkiln.examples.torch_zoo import ZOO, ZooEntry, random_inputs, resnet50_full  # noqa: E402
 from tensorkiln.frontends.torch import TorchImportError, from_exported_program  # noqa: E402
 from tensorkiln.frontends.torch.importer import _decompose  # noqa: E402
@@ -235,6 +236,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="peers table: models whose name contains this")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=FutureWarning)
+    compile_cache.set_cache_dir(None)  # cold builds: no object code from an earlier run
 
     if not args.no_peers:
         markdown = bench_peers(args.repeat, not args.no_compile, args.only)
