@@ -179,7 +179,16 @@ def headline_models() -> list[tuple[str, torch.nn.Module, tuple[torch.Tensor, ..
         entry = ZOO[zoo_name]
         inputs = tuple(a[:1] for a in random_inputs(entry, seed=0))
         found.append((f"zoo {zoo_name} batch 1", entry.build(), inputs))
+    found.append(("BERT-base-size encoder (12 layers, d=768, 12 heads, seq 128)", *bert_base_encoder()))
     return found
+
+
+def bert_base_encoder() -> tuple[torch.nn.Module, tuple[torch.Tensor]]:
+    """nn.TransformerEncoder at BERT-base's sizes (GELU, post-norm), random weights."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, 12, enable_nested_tensor=False).eval()
+    return model, (torch.randn(1, 128, 768),)
 
 
 def bench_peers(repeat: int, compile_: bool, only: str = "") -> str:

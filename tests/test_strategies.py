@@ -196,3 +196,22 @@ def test_reshape_transpose_group_loads_contiguously(rng, rows, heads, dim):
     module = b.finish(b.transpose(b.reshape(x, (rows, heads, dim)), [1, 0, 2]))
     xv = f32(rng, rows, heads * dim)
     np.testing.assert_array_equal(tk.build(module)(xv), xv.reshape(rows, heads, dim).transpose(1, 0, 2))
+
+
+@pytest.mark.parametrize(
+    "shape, perm",
+    [((37, 45), (1, 0)), ((1, 19, 23, 35), (0, 3, 1, 2)), ((3, 17, 40), (0, 2, 1)), ((16, 300), (1, 0)), ((5, 9), (1, 0))],
+)
+def test_transposes_are_tiled_and_exact(rng, shape, perm):
+    """Transposed reads run in 16 x 16 blocks (shifted last blocks on odd sizes): the
+    same elements, at any thread count; a fused elementwise op rides along."""
+    from tensorkiln.runtime.threads import num_threads
+
+    b = tk.GraphBuilder()
+    module = b.finish(b.relu(b.transpose(b.input("x", shape), list(perm))))
+    assert list(chosen_strategies(module).values()) == ["injective_vectorized"]
+    x = f32(rng, *shape)
+    lib = tk.build(module)
+    for n in (1, 2):
+        with num_threads(n):
+            np.testing.assert_array_equal(lib(x), np.maximum(x.transpose(perm), 0))

@@ -155,7 +155,7 @@ def tile_full(s: Schedule, a: str, b: str, rows: int, cols: int) -> None:
     the register tile keeps constant trip counts; the guarded tail where shifting is
     illegal. Loops ``a.outer, b.outer, a.inner, b.inner``."""
     from ..schedule import ScheduleError
-    from ..schedule.strategies.reduce import tile_factor
+    from ..schedule.strategies.analysis import tile_factor
 
     for axis, want in ((a, rows), (b, cols)):
         factor, tail = tile_factor(s.extent(axis), want)

@@ -228,6 +228,25 @@ def constant_arguments(module: ModuleOp) -> dict[str, frozenset[int]]:
     return {name: frozenset(v or ()) for name, v in found.items()}
 
 
+def reads_contiguously(info: KernelInfo, loop_name: str) -> bool:
+    """Some kernel argument is read at ``[..., iv]`` of ``loop_name`` in its body."""
+    for_op = info.loop(loop_name)
+    args = set(info.kernel.body.block.args)
+    return any(
+        isinstance(op, loop.LoadOp) and op.buffer in args and op.indices and op.indices[-1] == for_op.induction_var
+        for op in for_op.walk()
+    )
+
+
+def tile_factor(extent: int | None, want: int) -> tuple[int, str]:
+    """(factor, tail) to split a loop of ``extent`` iterations by about ``want``: the
+    whole loop when shorter, shifted full tiles when the extent is known and larger."""
+    if extent is None:
+        return want, "guard"
+    if extent <= want:
+        return max(extent, 1), "guard"
+    return want, ("shift" if extent % want else "guard")
+
 __all__ = [
     "KernelInfo",
     "RowNest",
@@ -236,5 +255,7 @@ __all__ = [
     "epilogue_is_elementwise",
     "kernel_info",
     "op_names",
+    "reads_contiguously",
     "row_nest",
+    "tile_factor",
 ]

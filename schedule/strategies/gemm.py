@@ -28,9 +28,8 @@ import math
 from ...dialects import loop
 from ..nest import ScheduleError
 from ..schedule import Schedule
-from .analysis import KernelInfo, epilogue_is_elementwise
+from .analysis import KernelInfo, epilogue_is_elementwise, tile_factor
 from .parallel import parallelize_outer
-from .reduce import tile_factor
 from .registry import register_strategy
 
 #: rows of the tile with 32 vector registers (AVX-512), and the most rows with fewer

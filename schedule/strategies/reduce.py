@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ...dialects import loop
 from ..schedule import Schedule
-from .analysis import KernelInfo
+from .analysis import KernelInfo, reads_contiguously, tile_factor
 from .elementwise import stores_are_affine
 from .parallel import parallelize_outer
 from .registry import register_strategy
@@ -29,16 +29,6 @@ def _generic(info: KernelInfo) -> bool:
     return info.anchor not in CONVOLUTIONS and stores_are_affine(info)
 
 
-def reads_contiguously(info: KernelInfo, loop_name: str) -> bool:
-    """Some kernel argument is read at ``[..., iv]`` of ``loop_name`` in its body."""
-    for_op = info.loop(loop_name)
-    args = set(info.kernel.body.block.args)
-    return any(
-        isinstance(op, loop.LoadOp) and op.buffer in args and op.indices and op.indices[-1] == for_op.induction_var
-        for op in for_op.walk()
-    )
-
-
 def _rows_apply(info: KernelInfo) -> bool:
     return _generic(info) and reads_contiguously(info, info.reduction_loops[-1])
 
@@ -49,16 +39,6 @@ def reduce_rows(s: Schedule, info: KernelInfo) -> None:
     s.simplify_indices()
     s.vectorize(info.reduction_loops[-1])
     parallelize_outer(s, info.output_loops, info)
-
-
-def tile_factor(extent: int | None, want: int) -> tuple[int, str]:
-    """(factor, tail) to split a loop of ``extent`` iterations by about ``want``: the
-    whole loop when shorter, shifted full tiles when the extent is known and larger."""
-    if extent is None:
-        return want, "guard"
-    if extent <= want:
-        return max(extent, 1), "guard"
-    return want, ("shift" if extent % want else "guard")
 
 
 @register_strategy(
@@ -78,4 +58,4 @@ def reduce_columns(s: Schedule, info: KernelInfo, vectors: int = 2) -> None:
     parallelize_outer(s, [*outer, blocks], info)
 
 
-__all__ = ["CONVOLUTIONS", "reads_contiguously", "reduce_columns", "reduce_rows", "tile_factor"]
+__all__ = ["CONVOLUTIONS", "reduce_columns", "reduce_rows"]

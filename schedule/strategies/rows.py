@@ -19,10 +19,9 @@ from __future__ import annotations
 from ...dialects import loop
 from ..nest import all_loops
 from ..schedule import Schedule
-from .analysis import KernelInfo, row_nest
+from .analysis import KernelInfo, reads_contiguously, row_nest
 from .elementwise import stores_are_affine
 from .parallel import PARALLEL_MIN_WORK, parallelize_outer
-from .reduce import reads_contiguously
 from .registry import register_strategy
 
 
