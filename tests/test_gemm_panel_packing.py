@@ -14,6 +14,22 @@ from tensorkiln.schedule import kernels
 from strategy_helpers import scheduled_loops
 
 
+@pytest.fixture(autouse=True)
+def one_mib_l2(monkeypatch):
+    """The loop order follows this machine's L2 size; pin it (1 MiB) so the shapes
+    below pack on any machine."""
+    from tensorkiln.schedule.strategies import gemm
+
+    monkeypatch.setattr(gemm, "l2_cache_bytes", lambda: 1 << 20)
+
+
+def test_l2_size_of_this_machine() -> None:
+    from tensorkiln.schedule.strategies.gemm import _parse_size, l2_cache_bytes
+
+    assert 64 << 10 <= l2_cache_bytes() <= 64 << 20
+    assert (_parse_size("512K"), _parse_size("2M"), _parse_size("4096")) == (512 << 10, 2 << 20, 4096)
+
+
 def _matmul(a_shape, b_shape, batched=False):
     b = tk.GraphBuilder()
     op = b.batch_matmul if batched else b.matmul
