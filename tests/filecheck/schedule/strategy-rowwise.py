@@ -40,7 +40,8 @@ print(scheduled(b.finish(b.softmax(b.input("x", (301, 437)), -1))))
 # CHECK-NEXT:        %[[XJ:.*]] = loop.load %{{.*}}[%[[I]], %[[J]]] : memref<301x437xf32>
 # CHECK-NEXT:        %[[DJ:.*]] = arith.subf %[[XJ]], %[[M]]
 # CHECK-NEXT:        %[[E:.*]] = math.exp %[[DJ]]
-# CHECK-NEXT:        %[[Y:.*]] = arith.divf %[[E]], %[[S]]
+# CHECK-NEXT:        %[[R:.*]] = arith.divf %{{.*}}, %[[S]]
+# CHECK-NEXT:        %[[Y:.*]] = arith.mulf %[[E]], %[[R]]
 # CHECK-NEXT:        loop.store %[[Y]], %{{.*}}[%[[I]], %[[J]]] : memref<301x437xf32>
 
 b = tk.GraphBuilder()
