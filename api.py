@@ -107,13 +107,16 @@ def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") 
 
         return emit_cuda_source(module, target=target)
     from .backends.llvm.jit import CPUTarget, llvm_ir
-    from .build import scheduled_loops, to_llvm
+    from .build import check_supported, optimize_and_schedule, to_llvm
     from .executors.native_build import dedupe_kernels
     from .passes.pipeline import PassContext, run_pipeline
 
     cpu = CPUTarget.parse(target)
     ctx = dataclasses.replace(PassContext.current(), dump_ir=False)
-    loops, _ = scheduled_loops(module, cpu, ctx)
+    check_supported(module)
+    module.verify()
+    loops = module.clone()
+    optimize_and_schedule(loops, cpu, ctx)  # what tk.build compiles
     dedupe_kernels(loops)
     run_pipeline(loops, to_llvm(cpu), ctx)
     return llvm_ir(loops, cpu)

@@ -69,14 +69,10 @@ def lower_to_llvm_dialect(
     return loops
 
 
-def scheduled_loops(module: ModuleOp, cpu: CPUTarget, ctx: PassContext) -> tuple[ModuleOp, list]:
-    """A copy of ``module`` optimized, lowered to loops and default-scheduled for
-    ``cpu``, as :func:`build` compiles it; and the pass reports."""
-    check_supported(module)
-    module.verify()
-    work = module.clone()
-    reports = [optimize_graph(work, ctx, layout=cpu.layout), run_pipeline(work, TO_LOOPS + schedule_pipeline(cpu), ctx)]
-    return work, reports
+def optimize_and_schedule(work: ModuleOp, cpu: CPUTarget, ctx: PassContext) -> list:
+    """Optimize the graph module ``work`` in place, lower it to loops and give every
+    kernel its default schedule for ``cpu``, as :func:`build` does; the pass reports."""
+    return [optimize_graph(work, ctx, layout=cpu.layout), run_pipeline(work, TO_LOOPS + schedule_pipeline(cpu), ctx)]
 
 
 def build(
@@ -125,7 +121,7 @@ def build(
     work = module.clone()
     externals = bind_externals(work)  # byoc: symbols of external modules, before code is loaded
     if tuning_log is None:
-        work, reports = scheduled_loops(work, cpu, ctx)
+        reports = optimize_and_schedule(work, cpu, ctx)
     else:
         from .tuning.dispatch import schedule_from_log
 

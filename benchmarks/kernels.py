@@ -1,6 +1,7 @@
 """Single kernels: tensorkiln vs torch eager, torch.compile, ONNX Runtime and numpy, at
 1 and 2 threads, interleaved; GEMM sizes, dense layers (batch 64 and batch 1), conv
-layers (7x7/2 stem, 3x3, depthwise, 1x1), softmax, layer norm + GELU, a row reduction, max pooling.
+layers (7x7/2 stem, 3x3, depthwise, 1x1), softmax, layer norm + GELU, a row reduction, max pooling,
+a transpose.
 GFLOP/s against the machine's peak (torch.mm 2048^3 in the same run). Writes its table
 to BENCHMARKS.md.
 
@@ -77,6 +78,12 @@ def layernorm_gelu(rows, cols):
     return f"layernorm+gelu {rows}x{cols}", model, (torch.randn(rows, cols),), None, None
 
 
+def transpose(rows, cols):
+    x = torch.randn(rows, cols)
+    name = f"transpose {rows}x{cols}"
+    return name, Fn(lambda x: x.t().contiguous()), (x,), lambda: x.numpy().T.copy(), None
+
+
 def row_sum(rows, cols):
     x = torch.randn(rows, cols)
     return f"sum rows {rows}x{cols}", Fn(lambda x: x.sum(-1)), (x,), lambda: x.numpy().sum(-1), None
@@ -92,7 +99,9 @@ CASES = [
     lambda: gemm(1024, 1024, 1024),
     lambda: gemm(255, 257, 129),
     lambda: dense(1, 784, 512),
+    lambda: dense(1, 768, 3072),  # a transformer's MLP at batch 1 (decoding)
     lambda: dense(64, 784, 512),
+    lambda: dense(128, 768, 3072),  # BERT-base's MLP at sequence 128
     lambda: conv(3, 224, 64, 7, stride=2),  # the ResNet stem
     lambda: conv(64, 56, 64, 3),
     lambda: conv(32, 56, 32, 3, groups=32),
@@ -101,6 +110,7 @@ CASES = [
     lambda: layernorm_gelu(64, 1024),
     lambda: row_sum(256, 1024),
     lambda: max_pool(64, 56),
+    lambda: transpose(3136, 256),
 ]
 
 PEERS = ["tensorkiln", "torch eager", "torch.compile", "ONNX Runtime", "numpy"]

@@ -10,15 +10,19 @@ parameters, so a tuner can call them with other values and store their traces.
 
 Registered here (plevel in brackets):
 
+* ``dense_matvec`` [25]: dense with a constant weight on at most 4 static rows: dot
+  products along the weight's rows, features in parallel (``gemm.py``);
 * ``dense_packed`` [20]: dense with a constant weight, the weight transposed at
   compile time, then the GEMM register tile (``gemm.py``);
 * ``gemm_register_tile`` [15]: matmul / batch_matmul with elementwise epilogues;
+* ``conv2d_register_tile`` [10]: NHWC conv2d as an implicit GEMM (``conv.py``);
 * ``reduce_rows`` [10] / ``reduce_columns`` [5]: reductions along / across the
   contiguous axis (softmax, layer norm, reduce_*, pooling; ``reduce.py``);
 * ``row_stages`` [10]: kernels of row stages (softmax, log_softmax, layer norm: row
   loops around reduction stages and an element loop): rows parallel, each stage's and
   the element loop vectorized (``rows.py``);
-* ``injective_vectorized`` [10]: elementwise/injective groups (``elementwise.py``);
+* ``injective_vectorized`` [10]: elementwise/injective groups, transposes in blocks
+  (``elementwise.py``);
 * ``parallel_outer`` [0]: any other kernel: its outer loops in parallel.
 
 Parallel loops run on ``TK_NUM_THREADS`` threads (default: every core) with dynamic

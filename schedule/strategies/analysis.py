@@ -247,6 +247,7 @@ def tile_factor(extent: int | None, want: int) -> tuple[int, str]:
         return max(extent, 1), "guard"
     return want, ("shift" if extent % want else "guard")
 
+
 __all__ = [
     "KernelInfo",
     "RowNest",

@@ -83,7 +83,6 @@ def conv2d_register_tile(
     fuse_pixels: bool | None = None,
     pad: bool = True,
     pack_panel: bool = True,
-    panel_first: bool | None = None,
 ) -> None:
     """Register-tile (output pixels x output channels) of a conv2d kernel. A weight too
     big for the L2 cache runs channel panels outside the pixel tiles, each panel
@@ -91,10 +90,9 @@ def conv2d_register_tile(
     thread, znver2: 7.3 -> 3.6 ms (torch 4.3)."""
     columns = s.extent(info.output_loops[-1])
     vectors = vectors or column_vectors(columns, info)
-    if len(info.output_loops) >= 3:
-        rows = rows or conv_rows(info, vectors, s.extent(info.output_loops[-2]))
-    rows = rows or conv_rows(info, vectors)
-    gemm(s, _pixel_loops_fused(s, info, rows, fuse_pixels), rows=rows, vectors=vectors, pack_panel=pack_panel, panel_first=panel_first)
+    width = s.extent(info.output_loops[-2]) if len(info.output_loops) >= 3 else None
+    rows = rows or conv_rows(info, vectors, width)
+    gemm(s, _pixel_loops_fused(s, info, rows, fuse_pixels), rows=rows, vectors=vectors, pack_panel=pack_panel)
     if pad:
         pad_input(s, info, vectors)
 

@@ -17,8 +17,11 @@ first when B is large (``pack_panel``).
 kernel takes it transposed (``transform_layout``; the weight is transposed once at
 compile time by :func:`~tensorkiln.schedule.strategies.packing.pack_constant_arguments`)
 and is then a matmul: the same register tile, with its column panels packed when more
-than one row block reads them. Batch 1 (a matrix-vector product) is a
-1 x (vectors * lanes) tile streaming the packed weight's rows.
+than one row block reads them.
+
+``dense_matvec``: a dense layer on at most ``MATVEC_ROWS`` rows known at compile time
+(batch-1 inference, decoding) keeps its weight as it is and computes dot products
+along the weight's contiguous rows, output features in parallel.
 """
 
 from __future__ import annotations
@@ -268,4 +271,16 @@ def dense_matvec(s: Schedule, info: KernelInfo) -> None:
     parallelize_outer(s, [features], info)
 
 
-__all__ = ["GEMM_ROWS", "MATVEC_ROWS", "column_vectors", "dense_matvec", "dense_packed", "gemm", "is_gemm", "packable_weight", "tile_accumulators", "tile_rows"]
+__all__ = [
+    "GEMM_ROWS",
+    "MATVEC_ROWS",
+    "column_vectors",
+    "dense_matvec",
+    "dense_packed",
+    "gemm",
+    "is_gemm",
+    "l2_cache_bytes",
+    "packable_weight",
+    "tile_accumulators",
+    "tile_rows",
+]
