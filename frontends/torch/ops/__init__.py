@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     linalg,
     math,
     nn,
+    order,
     reduce,
     shape,
     volumetric,

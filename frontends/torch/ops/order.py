@@ -1,0 +1,103 @@
+"""Order statistics and binary search: ``kthvalue``, ``median`` (lower median, as torch),
+``bucketize`` and ``searchsorted``.
+
+An order statistic is argsort's first k indices (a partial sort), of which the last is
+the k-th smallest; its value is gathered. A search counts the boundaries below each
+value (``right``: at or below): with m boundaries that is m comparisons per value
+summed, which for the short boundary lists models carry (bucketing distances, token
+ids) costs less than a binary search's data-dependent loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from ....dialects.graph.types import shape_of
+from ..context import ImportContext
+from ..registry import converter
+
+
+def _drop_axis(ctx: ImportContext, x: SSAValue, dim: int) -> SSAValue:
+    shape = shape_of(x.type)
+    return ctx.b.reshape(x, shape[:dim] + shape[dim + 1 :])
+
+
+def _order_statistic(ctx: ImportContext, x: SSAValue, rank: int, dim: int, keepdim: bool):
+    """(values, indices) of the ``rank``-th smallest (from 0) along ``dim``."""
+    b = ctx.b
+    first = b.argsort(x, dim, descending=False, k=rank + 1)
+    indices = b.slice(first, [rank], [rank + 1], [dim], [1])
+    values = b.gather(x, indices, dim)
+    if keepdim:
+        return values, indices
+    return _drop_axis(ctx, values, dim), _drop_axis(ctx, indices, dim)
+
+
+def _static_length(x: SSAValue, dim: int, what: str) -> int:
+    n = shape_of(x.type)[dim]
+    if not isinstance(n, int):
+        raise NotImplementedError(f"{what} along a symbolic dim ({n}) is not supported (its length must be static)")
+    return n
+
+
+@converter("aten.kthvalue.default")
+def kthvalue(ctx: ImportContext, node, x, k, dim=-1, keepdim=False):
+    dim = dim % max(ctx.rank(x), 1)
+    if not isinstance(k, int):
+        raise NotImplementedError(f"kthvalue with a symbolic k ({k}) is not supported (k must be static)")
+    n = _static_length(x, dim, "kthvalue")
+    if not 1 <= k <= n:
+        raise ValueError(f"kthvalue: k={k} is out of range for a dim of {n} elements")
+    return _order_statistic(ctx, x, k - 1, dim, keepdim)
+
+
+@converter("aten.median.dim")
+def median_dim(ctx: ImportContext, node, x, dim=-1, keepdim=False):
+    """torch's median of an even count is the lower of the two middle values."""
+    dim = dim % max(ctx.rank(x), 1)
+    return _order_statistic(ctx, x, (_static_length(x, dim, "median") - 1) // 2, dim, keepdim)
+
+
+@converter("aten.median.default")
+def median(ctx: ImportContext, node, x):
+    count = int(np.prod([_static_length(x, d, "median") for d in range(ctx.rank(x))]))
+    values, _ = _order_statistic(ctx, ctx.b.reshape(x, (count,)), (count - 1) // 2, 0, False)
+    return values
+
+
+def _count_below(ctx: ImportContext, sequence: SSAValue, values: SSAValue, right: bool, out_int32: bool) -> SSAValue:
+    """For each value, how many elements of ``sequence``'s last axis are below it (at or
+    below with ``right``); ``sequence`` is 1-d, or holds one sorted row per row of
+    ``values``."""
+    b = ctx.b
+    if ctx.rank(sequence) == 1:
+        flags = b.compare(sequence, b.reshape(values, (*shape_of(values.type), 1)), "le" if right else "lt")
+    else:
+        rows, columns = shape_of(sequence.type), shape_of(values.type)
+        flags = b.compare(
+            b.reshape(sequence, (*rows[:-1], 1, rows[-1])),
+            b.reshape(values, (*columns, 1)),
+            "le" if right else "lt",
+        )
+    counts = b.reduce_sum(ctx.cast(flags, np.dtype(np.int64)), [ctx.rank(flags) - 1], keepdims=False)
+    return ctx.cast(counts, np.dtype(np.int32 if out_int32 else np.int64))
+
+
+@converter("aten.bucketize.Tensor")
+def bucketize(ctx: ImportContext, node, x, boundaries, *, out_int32=False, right=False):
+    if ctx.rank(boundaries) != 1:
+        raise ValueError(f"bucketize: boundaries must be 1-d, got shape {shape_of(boundaries.type)}")
+    return _count_below(ctx, boundaries, x, right, out_int32)
+
+
+@converter("aten.searchsorted.Tensor")
+def searchsorted(ctx: ImportContext, node, sorted_sequence, x, *, out_int32=False, right=False, side=None, sorter=None):
+    if sorter is not None:
+        raise NotImplementedError("searchsorted with a sorter is not supported (sort the sequence first)")
+    if ctx.rank(sorted_sequence) > 1 and shape_of(sorted_sequence.type)[:-1] != shape_of(x.type)[:-1]:
+        raise ValueError(
+            f"searchsorted: the leading dims of the sequence {shape_of(sorted_sequence.type)} and of the "
+            f"values {shape_of(x.type)} must match"
+        )
+    return _count_below(ctx, sorted_sequence, x, right or side == "right", out_int32)

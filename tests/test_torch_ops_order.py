@@ -1,0 +1,77 @@
+"""Order statistics and searches (frontends/torch/ops/order.py), and rrelu in eval():
+kthvalue, median (lower median, over a dim and over everything), bucketize and
+searchsorted with exact ties, both sides, int32 results and per-row sequences; compared
+with torch eager on fresh random inputs (values and indices exactly)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+from torch_op_cases import check  # noqa: E402
+
+
+def f32(*shape):
+    return lambda rng: torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
+
+
+def steps(*shape):
+    """Floats on a grid of halves, so values land exactly on boundaries (ties)."""
+    return lambda rng: torch.from_numpy((rng.integers(-6, 7, shape) / 2).astype(np.float32))
+
+
+BOUNDARIES = torch.tensor([-2.0, -1.0, -0.5, 0.0, 1.0, 2.5])
+
+
+@pytest.mark.parametrize(
+    "fn, makers, expect",
+    [
+        (lambda x: torch.kthvalue(x, 3), (f32(5, 9),), "kthvalue.default"),
+        (lambda x: torch.kthvalue(x, 1, 0, keepdim=True), (f32(4, 7, 3),), "kthvalue.default"),
+        (lambda x: torch.kthvalue(x, 7, 1), (f32(4, 7, 3),), "kthvalue.default"),
+        (lambda x: torch.median(x, -1), (f32(6, 9),), "median.dim"),
+        (lambda x: torch.median(x, 0, keepdim=True), (f32(8, 5),), "median.dim"),
+        (lambda x: torch.median(x), (f32(4, 5),), "median.default"),
+    ],
+    ids=["kth", "kth-keepdim-dim0", "kth-last-dim1", "median-odd", "median-even-keepdim", "median-all"],
+)
+def test_order_statistics(rng, fn, makers, expect):
+    check(fn, makers, rng, (expect,))
+
+
+@pytest.mark.parametrize(
+    "fn, makers, expect",
+    [
+        (lambda x: torch.bucketize(x, BOUNDARIES), (steps(5, 7),), "bucketize.Tensor"),
+        (lambda x: torch.bucketize(x, BOUNDARIES, right=True, out_int32=True), (steps(3, 4, 5),), "bucketize.Tensor"),
+        (lambda x: torch.searchsorted(BOUNDARIES, x), (steps(11,),), "searchsorted.Tensor"),
+        (lambda x: torch.searchsorted(BOUNDARIES, x, side="right"), (steps(4, 6),), "searchsorted.Tensor"),
+        (
+            lambda s, x: torch.searchsorted(torch.sort(s, -1)[0], x, right=True),
+            (steps(3, 8), steps(3, 5)),
+            "searchsorted.Tensor",
+        ),
+    ],
+    ids=["bucketize", "bucketize-right-int32", "searchsorted", "searchsorted-side-right", "searchsorted-rows"],
+)
+def test_searches(rng, fn, makers, expect):
+    check(fn, makers, rng, (expect,))
+
+
+def test_rrelu_in_eval_is_leaky_relu_with_the_mean_slope(rng):
+    check(lambda x: torch.nn.functional.rrelu(x, 0.1, 0.3, training=False), (f32(4, 9),), rng)
+
+
+def test_errors_name_the_problem():
+    import tensorkiln as tk
+    from tensorkiln.frontends.torch import from_exported_program
+
+    class Sorted(torch.nn.Module):
+        def forward(self, s, x):
+            return torch.searchsorted(s, x, sorter=torch.argsort(s))
+
+    ep = torch.export.export(Sorted(), (torch.randn(5), torch.randn(3)))
+    with pytest.raises(Exception, match="sorter"):
+        tk.build(from_exported_program(ep))
