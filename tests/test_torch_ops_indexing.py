@@ -21,20 +21,7 @@ import tensorkiln as tk  # noqa: E402
 from tensorkiln.errors import UnsupportedOperatorError  # noqa: E402
 from tensorkiln.frontends.torch import TorchImportError, from_exported_program  # noqa: E402
 
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn: Callable):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
-
-
-def _flat(result) -> list:
-    if isinstance(result, tuple | list):
-        return [t for r in result for t in _flat(r)]
-    return [result]
+from torch_op_cases import Fn, flat  # noqa: E402
 
 
 def check(
@@ -61,7 +48,7 @@ def check(
     for _ in range(runs):
         inputs = make_inputs(rng)
         with torch.no_grad():
-            expected = [t.numpy() for t in _flat(model(*inputs))]
+            expected = [t.numpy() for t in flat(model(*inputs))]
         for run in executors:
             got = run(*[t.numpy() for t in inputs])
             got = list(got) if isinstance(got, tuple) else [got]
