@@ -58,7 +58,7 @@ from .gpu_mma import gemm_tf32
 from .gpu_reduction import block_reduction, fuse_all, unit_output_loop
 from .gpu_rows import one_thread_per_row, row_blocks
 from .gpu_warp_reduction import warp_reduction
-from .schedule import Schedule, ScheduleError, kernels
+from .schedule import Schedule, ScheduleError, kernels, schedule_on_clone
 
 log = logging.getLogger("tensorkiln.schedule")
 
@@ -143,13 +143,11 @@ def gpu_strategies_for(tag: str) -> tuple[Strategy, ...]:
 
 
 def _try(kernel: func.FuncOp, strategy: Strategy) -> func.FuncOp | None:
-    trial = kernel.clone()
     try:
-        strategy(Schedule(trial))
+        return schedule_on_clone(kernel, strategy)
     except ScheduleError as e:
         log.debug("GPU strategy %s does not fit %s: %s", strategy.__name__, kernel.sym_name.data, e)
         return None
-    return trial
 
 
 #: tried, in order, after the kernel's own strategy (if any): the first that fits wins

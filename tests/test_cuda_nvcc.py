@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch", reason="the models are written in torch")
 import tensorkiln as tk  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 from gpu_models import CASES  # noqa: E402
+from tensorkiln.examples.torch_zoo import ZOO  # noqa: E402
 
 NVCC = shutil.which("nvcc") or ("/usr/local/bin/nvcc" if os.path.exists("/usr/local/bin/nvcc") else None)
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed (CUDA toolkit); nothing to compile with")
@@ -76,34 +77,34 @@ def _leaves(result) -> list:
     return [result]
 
 
-def test_torch_zoo_compiles(tmp_path):
-    """Every zoo model: its kernels compile, and its host program (what the CUDA runtime
-    runs to allocate buffers and launch kernels) runs on the example inputs' shapes."""
+@pytest.mark.parametrize("name", list(ZOO))
+def test_torch_zoo_compiles(name, tmp_path):
+    """Every zoo model (one test each, so that the workers share them): its kernels
+    compile, and its host program (what the CUDA runtime runs to allocate buffers and
+    launch kernels) runs on the example inputs' shapes."""
     from xdsl.dialects import func
 
     from tensorkiln.backends.cuda.host import print_host
     from tensorkiln.backends.cuda.pipeline import emit_cuda, lower_to_gpu
     from tensorkiln.build import weight_array
-    from tensorkiln.examples.torch_zoo import ZOO, random_inputs
+    from tensorkiln.examples.torch_zoo import random_inputs
     from tensorkiln.lowering.te_to_loop import entry_layout
 
-    sources = {}
-    for name, entry in ZOO.items():
-        inputs = random_inputs(entry, seed=0)
-        model = entry.build()
-        module = from_exported_program(torch.export.export(model, inputs))
-        gpu_level, _ = lower_to_gpu(module)
-        sources[name] = emit_cuda(gpu_level)
-        host = next(f for f in gpu_level.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "main")
-        namespace = {}
-        exec(print_host(host), namespace)
-        outputs = _leaves(model(*inputs))
-        weights = [weight_array(w) for w in entry_layout(host)[2]]
-        rt = _Recorder()
-        arrays = [t.numpy() for t in inputs] + [o.detach().numpy() for o in outputs] + weights
-        namespace["main"](rt, *arrays)
-        assert rt.launches > 0, name
-    compile_all(sources, tmp_path)
+    entry = ZOO[name]
+    inputs = random_inputs(entry, seed=0)
+    model = entry.build()
+    module = from_exported_program(torch.export.export(model, inputs))
+    gpu_level, _ = lower_to_gpu(module)
+    host = next(f for f in gpu_level.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "main")
+    namespace = {}
+    exec(print_host(host), namespace)
+    outputs = _leaves(model(*inputs))
+    weights = [weight_array(w) for w in entry_layout(host)[2]]
+    rt = _Recorder()
+    arrays = [t.numpy() for t in inputs] + [o.detach().numpy() for o in outputs] + weights
+    namespace["main"](rt, *arrays)
+    assert rt.launches > 0, name
+    compile_all({name: emit_cuda(gpu_level)}, tmp_path)
 
 
 SHUFFLE_TYPES = """

@@ -48,7 +48,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from ..schedule import Schedule, ScheduleError, kernels
+from ..schedule import ScheduleError, kernels, schedule_on_clone
 from . import conv, elementwise, gemm, reduce, rows  # noqa: F401  (registers the strategies)
 from .analysis import KernelInfo, constant_arguments, kernel_info, op_names
 from .packing import pack_constant_arguments
@@ -85,9 +85,8 @@ def apply_default_schedule(
     succeeds; returns it, or None (kernel untouched)."""
     info = kernel_info(kernel, lanes, constant_args)
     for strategy in strategies_for(info):
-        trial = kernel.clone()
         try:
-            strategy.schedule(Schedule(trial), kernel_info(trial, lanes, constant_args))
+            trial = schedule_on_clone(kernel, lambda s: strategy.schedule(s, kernel_info(s.kernel, lanes, constant_args)))
         except ScheduleError as e:
             log.debug("strategy %s does not fit %s: %s", strategy.name, kernel.sym_name.data, e)
             continue
