@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, i64
 
 from .dialects.graph.types import numpy_dtype, shape_of
+from .runtime.dim_arith import linear_symbol
 from .runtime.dim_expr import free_symbols, is_symbol
 from .runtime.signature import Signature, TensorSpec
+
+
+#: function attribute: the range of each symbolic dim (torch.export's range constraints)
+DIM_RANGES_ATTR = "tk.dim_ranges"
 
 
 def signature_of(function: func.FuncOp) -> Signature:
@@ -19,9 +25,35 @@ def signature_of(function: func.FuncOp) -> Signature:
         TensorSpec(f"output{i}", shape_of(t), numpy_dtype(t.element_type))
         for i, t in enumerate(function.function_type.outputs.data)
     )
+    # symbols an input dim gives: itself, or solved from a dim linear in one symbol (2*s0)
     bound = {d for spec in inputs for d in spec.shape if isinstance(d, str) and is_symbol(d)}
+    bound |= {linear_symbol(d) for spec in inputs for d in spec.shape} - {None}
     for spec in outputs:
         unbound = [d for d in spec.shape if isinstance(d, str) and not free_symbols(d) <= bound]
         if unbound:
             raise ValueError(f"{spec.name}: symbolic dims {unbound} do not appear in any input")
-    return Signature(inputs, outputs)
+    return Signature(inputs, outputs, dim_ranges(function))
+
+
+def dim_ranges(function: func.FuncOp) -> tuple[tuple[str, int, int | None], ...]:
+    """The symbols' ranges recorded on ``function`` (``tk.dim_ranges``: symbol ->
+    ``[lowest, highest]``, highest -1 for unbounded; the torch importer sets it)."""
+    attr = function.attributes.get(DIM_RANGES_ATTR)
+    if not isinstance(attr, DictionaryAttr):
+        return ()
+    ranges = []
+    for name, bounds in sorted(attr.data.items()):
+        lowest, highest = (b.value.data for b in bounds.data)
+        ranges.append((name, lowest, highest if highest >= 0 else None))
+    return tuple(ranges)
+
+
+def set_dim_ranges(function: func.FuncOp, ranges: dict[str, tuple[int, int | None]]) -> None:
+    """Record each symbol's ``(lowest, highest or None)`` on ``function``; every compiled
+    form of it checks them at call time (see :func:`dim_ranges`)."""
+    function.attributes[DIM_RANGES_ATTR] = DictionaryAttr(
+        {
+            name: ArrayAttr([IntegerAttr(lowest, i64), IntegerAttr(-1 if highest is None else highest, i64)])
+            for name, (lowest, highest) in sorted(ranges.items())
+        }
+    )

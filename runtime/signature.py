@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .dim_expr import evaluate, is_symbol
+from .dim_arith import solve
+from .dim_expr import evaluate, free_symbols, is_symbol
 
 Dim = int | str
 
@@ -39,10 +40,13 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class Signature:
-    """The inputs and outputs of a compiled function."""
+    """The inputs and outputs of a compiled function, and the range of values each
+    symbol may take: ``(symbol, lowest, highest or None)`` (torch.export's range
+    constraints: a slice ``x[:, 2:7]`` of ``(2, s0)`` is only valid for ``s0 >= 7``)."""
 
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
+    ranges: tuple[tuple[str, int, int | None], ...] = ()
 
     def check_inputs(self, args: Sequence[Any]) -> list[np.ndarray]:
         """Contiguous numpy arrays for ``args``, or a ValueError naming the bad argument."""
@@ -86,10 +90,24 @@ class Signature:
                         f"got {list(array.shape)} (dim {axis}: expected {want}, got {got})"
                     )
             arrays.append(array if array.flags.c_contiguous else array.copy(order="C"))
+        for spec, axis, want, got in computed:  # a symbol seen only in a dim like 2*s0: solved from it
+            if not free_symbols(want) <= symbols.keys():
+                solved = solve(want, got)
+                if solved is None:
+                    raise ValueError(f"argument '{spec.name}': dim {axis} is '{want}', which no value of its symbol makes {got}")
+                symbols.update(solved)
         for spec, axis, want, got in computed:  # dims computed from symbols bound above
             value = evaluate(want, symbols)
             if value != got:
                 raise ValueError(f"argument '{spec.name}': dim {axis} is '{want}' = {value}, got {got}")
+        for symbol, lowest, highest in self.ranges:
+            value = symbols.get(symbol)
+            if value is not None and (value < lowest or (highest is not None and value > highest)):
+                span = f"[{lowest}, {highest if highest is not None else 'inf'}]"
+                source = f"argument {where[symbol]}" if symbol in where else "the input dims"
+                raise ValueError(
+                    f"{source}: '{symbol}' = {value} is outside {span}, the range the model was exported for"
+                )
         return arrays, symbols
 
     def output_shapes(self, symbols: dict[str, int]) -> list[tuple[int, ...]]:
@@ -100,13 +118,18 @@ class Signature:
         return all(isinstance(d, int) for s in self.inputs + self.outputs for d in s.shape)
 
     def to_json(self) -> dict[str, Any]:
-        return {"inputs": [s.to_json() for s in self.inputs], "outputs": [s.to_json() for s in self.outputs]}
+        return {
+            "inputs": [s.to_json() for s in self.inputs],
+            "outputs": [s.to_json() for s in self.outputs],
+            "ranges": [list(r) for r in self.ranges],
+        }
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> Signature:
         return Signature(
             tuple(TensorSpec.from_json(s) for s in d["inputs"]),
             tuple(TensorSpec.from_json(s) for s in d["outputs"]),
+            tuple((name, lowest, highest) for name, lowest, highest in d.get("ranges", [])),
         )
 
 

@@ -78,12 +78,24 @@ def test_reshape_count_mismatch_is_rejected(target):
         b.reshape(x, target)
 
 
-def test_output_symbol_no_input_binds_is_an_error():
-    """An input dim ``4*n`` does not say what ``n`` is (no equation solving): a result
-    with the bare symbol ``n`` is refused when compiled, by name."""
+def test_a_symbol_seen_only_in_an_input_expression_is_solved(rng):
+    """An input dim ``4*n`` binds ``n`` (``n = rows / 4``) for a result with the bare
+    symbol; rows that no ``n`` gives are refused at call time, by argument and dim."""
     b = tk.GraphBuilder()
     module = b.finish(b.reshape(b.input("x", ("4*n", 8)), ("n", 32)))
-    with pytest.raises(ValueError, match=r"output0: symbolic dims \['n'\] do not appear in any input"):
+    lib = tk.build(module)
+    x = rng.standard_normal((12, 8)).astype("f4")
+    out = lib(x)
+    assert out.shape == (3, 32)
+    np.testing.assert_array_equal(out, x.reshape(3, 32))
+    with pytest.raises(ValueError, match=r"argument 'x': dim 0 is '4\*n', which no value of its symbol makes 10"):
+        lib(rng.standard_normal((10, 8)).astype("f4"))
+
+
+def test_an_output_symbol_no_input_gives_is_an_error():
+    b = tk.GraphBuilder()
+    module = b.finish(b.reshape(b.input("x", ("n*m", 8)), ("n", "8*m")))
+    with pytest.raises(ValueError, match=r"output0: symbolic dims \['n', '8\*m'\] do not appear in any input"):
         tk.build(module)
 
 

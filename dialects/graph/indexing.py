@@ -57,6 +57,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from ...runtime import dim_arith
 from .base import (
     GraphOp,
     OpPatternKind,
@@ -690,7 +691,7 @@ class FlipOp(GraphOp):
 class PadOp(GraphOp):
     """Pad every axis with ``low[i]`` elements before and ``high[i]`` after, all equal to
     ``value`` (a scalar of the element type). A negative pad crops that many elements.
-    Symbolic axes cannot be padded (their pads are 0).
+    A padded symbolic axis has an expression for its size (``s0 + 3``).
 
     Example::
 
@@ -730,10 +731,8 @@ class PadOp(GraphOp):
         _check_scalar("value", self.value, operand_element(self.input))
         shape: list[int | str] = []
         for axis, (d, lo, hi) in enumerate(zip(x, low, high)):
-            if isinstance(d, str):
-                if lo or hi:
-                    raise VerifyException(f"axis {axis} is symbolic ({d}); only static axes can be padded")
-                shape.append(d)
+            if isinstance(d, str):  # torch.export guards that a crop leaves elements
+                shape.append(dim_arith.add(d, lo + hi))
             elif max(-lo, 0) + max(-hi, 0) > d:
                 raise VerifyException(
                     f"axis {axis}: pads {lo} and {hi} crop more than its {d} elements ({format_shape(x)})"

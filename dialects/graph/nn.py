@@ -43,6 +43,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from ...runtime import dim_arith
 from .base import (
     GraphOp,
     OpPatternKind,
@@ -126,12 +127,14 @@ def window_output_size(
     what = _AXIS_NAMES[axis]
     effective = dilation * (kernel - 1) + 1
     if isinstance(size, str):
-        if stride == 1 and pad_begin + pad_end == effective - 1:
-            return size
+        span = dim_arith.add(size, pad_begin + pad_end - effective)
+        if not ceil_mode:
+            return dim_arith.add(dim_arith.floordiv(span, stride), 1)
+        if stride == 1:
+            return dim_arith.add(span, 1)
         raise VerifyException(
-            f"input {what} is symbolic ({size}); its output size is only known for stride 1 "
-            f"and padding {pad_begin} + {pad_end} = effective kernel {effective} - 1, "
-            f"got stride {stride}"
+            f"input {what} is symbolic ({size}): with ceil_mode and stride {stride} whether the "
+            f"last window is kept depends on its value; only floor mode or stride 1 are supported"
         )
     padded = size + pad_begin + pad_end
     if effective > padded:
@@ -639,13 +642,7 @@ def transposed_output_size(
     what = _AXIS_NAMES[axis]
     grow = dilation * (kernel - 1) + output_padding
     if isinstance(size, str):
-        if stride == 1 and pad_begin + pad_end == grow:
-            return size
-        raise VerifyException(
-            f"input {what} is symbolic ({size}); its output size is only known for stride 1 and "
-            f"padding {pad_begin} + {pad_end} = dilation*(kernel-1) + output_padding = {grow}, "
-            f"got stride {stride}"
-        )
+        return dim_arith.add(dim_arith.mul(dim_arith.sub(size, 1), stride), grow + 1 - pad_begin - pad_end)
     out = (size - 1) * stride - pad_begin - pad_end + grow + 1
     if out < 1:
         raise VerifyException(

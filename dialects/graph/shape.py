@@ -50,8 +50,10 @@ from .base import (
     shape_props,
     target_shape,
 )
+from ...runtime import dim_arith
 from ...runtime.dim_expr import evaluate, free_symbols, is_symbol
 from .types import (
+    Dim,
     DimNamesAttr,
     Shape,
     format_shape,
@@ -344,7 +346,7 @@ class ConcatOp(GraphOp):
         if not 0 <= axis < rank:
             raise VerifyException(f"axis {axis} is out of range [0, {rank}) for rank {rank}")
         first = shapes[0]
-        total = 0
+        total: Dim = 0
         for k, s in enumerate(shapes):
             if len(s) != rank:
                 raise VerifyException(
@@ -356,11 +358,7 @@ class ConcatOp(GraphOp):
                         f"input {k} has dim {i} = {b}, expected {a} like input 0 "
                         f"(shapes {format_shape(first)} and {format_shape(s)}, concat axis {axis})"
                     )
-            if not isinstance(s[axis], int):
-                raise VerifyException(
-                    f"input {k} has symbolic dim {s[axis]} on the concat axis {axis} (shape {format_shape(s)})"
-                )
-            total += s[axis]
+            total = dim_arith.add(total, s[axis])
         return tensor_type((*first[:axis], total, *first[axis + 1 :]), element)
 
     def reference(self, *xs: np.ndarray) -> np.ndarray:
@@ -373,14 +371,42 @@ class ConcatOp(GraphOp):
 _BIG = 2**62
 
 
+def symbolic_position(dim: str, bound: int) -> Dim:
+    """Where a stored slice bound on a symbolic axis ``dim`` lies (see :class:`SliceOp`)."""
+    if bound >= _BIG:
+        return dim
+    return bound if bound >= 0 else dim_arith.add(dim, bound)
+
+
+def _symbolic_bound(dim: str, bound: int | str | None, default: int) -> int:
+    """A Python slice bound on symbolic axis ``dim`` in the stored form: ints as they
+    are (negative: from the end), an expression of ``dim`` as its distance from the end."""
+    if bound is None:
+        return default
+    if isinstance(bound, int):
+        return min(bound, _BIG)
+    from_end = dim_arith.sub(bound, dim)
+    if isinstance(from_end, int) and from_end <= 0:
+        return _BIG if from_end == 0 else from_end
+    start = dim_arith.canonical(bound)
+    if isinstance(start, int):
+        return start
+    raise VerifyException(f"graph.slice: bound {bound} on axis {dim} is neither a constant nor {dim} minus a constant")
+
+
 @irdl_op_definition
 class SliceOp(GraphOp):
     """``x[start:end:step]`` on each of ``axes`` (other axes whole), steps >= 1.
 
-    Stored normalised: ``axes`` strictly increasing, ``0 <= starts[i] <= ends[i] <= dim``,
-    ``steps[i] >= 1``; the result dim is ``ceil((end - start) / step)``. The constructor
-    takes Python slice values (negative, ``None`` or out-of-range starts/ends, negative
-    axes). Sliced axes must be static (a whole slice of a symbolic axis is dropped).
+    Stored normalised: ``axes`` strictly increasing, ``steps[i] >= 1``; on a static axis
+    ``0 <= starts[i] <= ends[i] <= dim``; on a symbolic axis a negative start or end
+    counts from the end (``dim + start``) and an end of ``2**62`` is the end, with no
+    clamping (torch.export guards that the bounds lie inside the dim's range, and the
+    runtime checks that range). The result dim is ``ceil((end - start) / step)``, an
+    expression on a symbolic axis (``x[:, 1:]`` of ``(2, s0)``: ``s0 - 1``). The
+    constructor takes Python slice values (negative, ``None`` or out-of-range
+    starts/ends, negative axes) and, on a symbolic axis, bounds that are expressions of
+    its dim (``s0 - 1``). A whole slice of a symbolic axis is dropped.
 
     Example::
 
@@ -428,11 +454,13 @@ class SliceOp(GraphOp):
                 raise VerifyException(f"graph.slice: steps must be >= 1, got {step} on axis {a}")
             dim = x[a]
             if isinstance(dim, str):
-                if start in (0, None) and (end is None or end >= _BIG) and step == 1:
+                start, end = _symbolic_bound(dim, start, 0), _symbolic_bound(dim, end, _BIG)
+                if start == 0 and end == _BIG and step == 1:
                     continue  # the whole symbolic axis: nothing to slice
-                raise VerifyException(
-                    f"graph.slice: axis {a} is symbolic ({dim}); only static axes can be sliced"
-                )
+                per_axis[a] = (start, end, step)
+                continue
+            if isinstance(start, str) or isinstance(end, str):
+                raise VerifyException(f"graph.slice: axis {a} is static ({dim}); its bounds must be ints, got {start}, {end}")
             start, end, step = slice(start, end, step).indices(dim)
             per_axis[a] = (start, max(end, start), step)
         order = sorted(per_axis)
@@ -462,10 +490,14 @@ class SliceOp(GraphOp):
         result = list(x)
         for a, start, end, step in zip(axes, starts, ends, steps):
             dim = x[a]
-            if isinstance(dim, str):
-                raise VerifyException(f"axis {a} is symbolic ({dim}); only static axes can be sliced")
             if step < 1:
                 raise VerifyException(f"steps must be >= 1, got {step} on axis {a}")
+            if isinstance(dim, str):
+                length = dim_arith.sub(symbolic_position(dim, end), symbolic_position(dim, start))
+                if isinstance(length, int) and length < 0:
+                    raise VerifyException(f"axis {a} ({dim}): end {end} is before start {start}")
+                result[a] = dim_arith.ceildiv(length, step)
+                continue
             if not 0 <= start <= end <= dim:
                 raise VerifyException(
                     f"axis {a}: start {start} and end {end} are not normalised, expected "

@@ -10,7 +10,7 @@ from xdsl.ir import SSAValue
 
 from ...dialects.graph.types import Dim, element_type_of, numpy_dtype
 from ...runtime.dim_expr import DimExprError
-from ...runtime.dim_expr import parse as parse_dim
+from ...runtime.dim_arith import canonical
 from ..builder import GraphBuilder
 
 TORCH_TO_NUMPY = {
@@ -51,10 +51,9 @@ def symbol_name(size: Any) -> Dim:
         return int(expr)
     text = str(expr)
     try:
-        parse_dim(text)
+        return canonical(text)
     except DimExprError as e:
         raise NotImplementedError(f"symbolic size {text}: {e}") from None
-    return text
 
 
 class ImportContext:

@@ -13,11 +13,14 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+from xdsl.dialects import func
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, NameLoc, NoneAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from ...dialects.graph.types import format_shape, shape_of
 from ...errors import UnsupportedOperatorError
+from ...signature import set_dim_ranges
 from ..builder import GraphBuilder
 from . import ops  # noqa: F401  (registers the converters)
 from .context import ImportContext, UnsupportedDtypeError, numpy_dtype_of_torch, symbol_name
@@ -198,6 +201,7 @@ class _Importer:
             result = CONVERTERS[name](self.ctx, node, *args, **kwargs)
         except (VerifyException, ValueError, NotImplementedError, TypeError, AttributeError, KeyError) as e:
             raise TorchImportError(f"cannot import node '{node.name}' ({name}){_where(node)}: {e}") from e
+        _check_shapes(node, name, result)
         self.values[node] = result
         op: Operation | None = before.next_op if before is not None else block.first_op
         while op is not None:
@@ -248,6 +252,36 @@ class _Importer:
         return self.builder.finish(*outputs)
 
 
+def _range_constraints(ep: Any, function: func.FuncOp) -> dict[str, tuple[int, int | None]]:
+    """torch.export's range of each symbol the inputs use, ``(lowest, highest or None)``:
+    export proved the program right for those values only (``x[:, 2:7]`` needs 7)."""
+    used = {d for arg in function.body.block.args for d in shape_of(arg.type) if isinstance(d, str)}
+    ranges = {}
+    for symbol, bounds in getattr(ep, "range_constraints", {}).items():
+        name = str(symbol)
+        if name in used:
+            highest = None if str(bounds.upper) in ("int_oo", "oo") else int(bounds.upper)
+            ranges[name] = (max(int(bounds.lower), 0), highest)
+    return ranges
+
+
+def _check_shapes(node: Any, name: str, result: Any) -> None:
+    """The converted values have the shapes torch.export recorded: a symbolic dim we
+    computed differently from torch (a slice torch clamped) would read out of bounds."""
+    values = result if isinstance(result, list | tuple) else [result]
+    metas = node.meta.get("val")
+    metas = metas if isinstance(metas, list | tuple) else [metas]
+    for k, (value, meta) in enumerate(zip(values, metas)):
+        if not isinstance(value, SSAValue) or not hasattr(meta, "shape") or not hasattr(value.type, "get_shape"):
+            continue
+        ours, theirs = shape_of(value.type), tuple(symbol_name(d) for d in meta.shape)
+        if tuple(ours) != theirs:
+            raise TorchImportError(
+                f"cannot import node '{node.name}' ({name}){_where(node)}: result {k} has shape "
+                f"{format_shape(ours)} here but {format_shape(theirs)} in torch.export's graph"
+            )
+
+
 def _flatten_outputs(result: Any) -> list[SSAValue]:
     """The model's returned tensors in order; None results are dropped."""
     if result is None:
@@ -288,4 +322,6 @@ def from_exported_program(
         ep = _decompose(ep)
     importer = _Importer(ep, keep_params_as_input, function_name)
     module = importer.run()
+    function = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == function_name)
+    set_dim_ranges(function, _range_constraints(ep, function))
     return (module, importer.params) if keep_params_as_input else module

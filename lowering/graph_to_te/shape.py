@@ -105,19 +105,20 @@ def broadcast_to(t: TEBuilder, op: shape.BroadcastToOp) -> SSAValue:
 @compute_rule(shape.ConcatOp)
 def concat(t: TEBuilder, op: shape.ConcatOp) -> SSAValue:
     axis = op.axis.value.data
-    sizes = [v.type.get_shape()[axis] for v in op.inputs]
 
     def element(s: Scalar, idx, ins):
         # select among the inputs by the position on the axis; each read is clamped into
-        # its input so that the unselected ones stay in bounds too
+        # its input so that the unselected ones stay in bounds too (sizes may be symbolic)
         position = idx[axis]
+        sizes = [s.dim(x, axis) for x in ins]
+        offsets = [s.index(0)]
+        for size in sizes[:-1]:
+            offsets.append(s.add(offsets[-1], size))
         value = None
-        offset = sum(sizes)
-        for x, size in reversed(list(zip(ins, sizes))):
-            offset -= size
-            local = s.clamp(s.sub(position, s.index(offset)), s.index(0), s.index(size - 1))
+        for x, size, offset in reversed(list(zip(ins, sizes, offsets))):
+            local = s.clamp(s.sub(position, offset), s.index(0), s.sub(size, s.index(1)))
             read = s.read(x, [*idx[:axis], local, *idx[axis + 1 :]])
-            value = read if value is None else s.select(s.cmp("lt", position, s.index(offset + size)), read, value)
+            value = read if value is None else s.select(s.cmp("lt", position, s.add(offset, size)), read, value)
         return value
 
     return t.compute("concat", op.result.type, list(op.inputs), element)
@@ -127,12 +128,17 @@ def concat(t: TEBuilder, op: shape.ConcatOp) -> SSAValue:
 def slice_(t: TEBuilder, op: shape.SliceOp) -> SSAValue:
     starts = dict(zip(ints(op.axes), ints(op.starts)))
     steps = dict(zip(ints(op.axes), ints(op.steps)))
+    symbolic = {a for a, d in enumerate(shape_of(op.input.type)) if isinstance(d, str) and a in starts}
+
+    def index(s: Scalar, x: SSAValue, a: int, i: SSAValue) -> SSAValue:
+        if a not in symbolic:
+            return s.add(s.index(starts[a]), s.mul(i, s.index(steps[a])))
+        # a start counted from the end (shape.SliceOp); clamped into the input, so that
+        # no read leaves it even for sizes outside the range the model was exported for
+        start = s.index(starts[a]) if starts[a] >= 0 else s.add(s.dim(x, a), s.index(starts[a]))
+        return s.clamp(s.add(start, s.mul(i, s.index(steps[a]))), s.index(0), s.sub(s.dim(x, a), s.index(1)))
 
     def element(s: Scalar, idx, ins):
-        indices = [
-            s.add(s.index(starts[a]), s.mul(i, s.index(steps[a]))) if a in starts else i
-            for a, i in enumerate(idx)
-        ]
-        return s.read(ins[0], indices)
+        return s.read(ins[0], [index(s, ins[0], a, i) if a in starts else i for a, i in enumerate(idx)])
 
     return t.compute("slice", op.result.type, [op.input], element)

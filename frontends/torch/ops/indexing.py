@@ -500,6 +500,8 @@ def _split(ctx: ImportContext, x, sizes, dim):
 
 @converter("aten.split_with_sizes.default", "aten.split_with_sizes_copy.default")
 def split_with_sizes(ctx: ImportContext, node, x, split_sizes, dim=0):
+    if any(isinstance(s, str) for s in split_sizes):
+        raise NotImplementedError(f"splitting into pieces of symbolic sizes {list(split_sizes)}")
     return _split(ctx, x, [int(s) for s in split_sizes], dim)
 
 

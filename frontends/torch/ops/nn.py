@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ....dialects.graph.types import shape_of
+from ....dialects.graph.types import format_shape, shape_of
 from ..context import ImportContext
 from ..registry import converter
 from .volumetric import conv3d, conv_transpose3d
@@ -210,6 +210,10 @@ def _scale_factors(scales):
 def _resize(ctx: ImportContext, node, x, mode: str, align_corners: bool, factors):
     rank = ctx.rank(x)
     out = ctx.shape(node)
+    if any(isinstance(d, str) for d in out[2:]):
+        raise NotImplementedError(
+            f"upsampling to a symbolic size {format_shape(out)} is not supported: export with static spatial dims"
+        )
     if rank == 4:
         if factors is not None and None in factors:  # one axis given by its size: its ratio
             factors = tuple(f if f is not None else o / i for f, o, i in zip(factors, out[2:], shape_of(x.type)[2:]))

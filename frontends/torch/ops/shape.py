@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ....dialects.graph.types import shape_of
+from ....runtime import dim_arith
 from ..context import ImportContext
 from ..registry import converter
 
@@ -55,9 +56,15 @@ def slice_(ctx: ImportContext, node, x, dim=0, start=None, end=None, step=1):
 @converter("aten.select.int")
 def select(ctx: ImportContext, node, x, dim, index):
     dim = dim % ctx.rank(x)
-    size = x.type.get_shape()[dim]
-    index = index + size if index < 0 else index
-    piece = ctx.b.slice(x, [index], [index + 1], [dim], [1])
+    size = shape_of(x.type)[dim]
+    if isinstance(size, int) and isinstance(index, int):
+        start = index + size if index < 0 else index
+        end = start + 1
+    elif isinstance(index, int):  # a symbolic axis: a negative index counts from its end
+        start, end = index, (index + 1 if index != -1 else None)
+    else:  # an index computed from sizes (x[:, x.shape[1] - 1])
+        start, end = index, dim_arith.add(index, 1)
+    piece = ctx.b.slice(x, [start], [end], [dim], [1])
     return ctx.b.reshape(piece, ctx.shape(node))
 
 

@@ -1,0 +1,233 @@
+"""Slicing, padding, concatenating and strided windows along symbolic dims: result dims
+are expressions (``s0 - 1``, ``s0 + s1``, ``((s0 - 3)//2) + 1``) in one canonical
+spelling (``runtime/dim_arith.py``); models exported with a dynamic sequence length
+(KV-cache concat, last-token select, causal padding, strided conv) compile once and
+match torch at several lengths; torch.export's symbol ranges are checked at call time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorkiln as tk
+from tensorkiln.dialects.graph.types import shape_of
+from tensorkiln.runtime import dim_arith
+from tensorkiln.runtime.dim_expr import evaluate
+
+# -- dim arithmetic ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1 + s0 - 1", "s0"),
+        ("s0*4", "4*s0"),
+        ("s1 + s0 - 3", "s0 + s1 - 3"),
+        ("((s27 - 1)//2)", "((s27 + 1)//2) - 1"),
+        ("(s0 - 2)//2 + 1", "(s0//2)"),
+        ("(2*s0 + s1 + 5)//2", "((s1 + 1)//2) + s0 + 2"),
+        ("(((s0 + 1)//2)//2 + 1)//2", "((s0 + 5)//8)"),
+        ("(4*s0 + 2)//2", "2*s0 + 1"),
+        ("s0 - s0 + 7", 7),
+        ("Max(s0, 1) + 0", "Max(1, s0)"),
+        ("5 - s0", "-s0 + 5"),
+        ("s1*s0 + s0*s1", "2*s0*s1"),
+    ],
+)
+def test_canonical_spelling(text, expected):
+    assert dim_arith.canonical(text) == expected
+
+
+def test_arithmetic_agrees_with_evaluation():
+    rng = np.random.default_rng(3)
+    dims = ["s0", "s0 - 1", "2*s0 + s1", "((s0 - 3)//2)", 5]
+    for _ in range(50):
+        a, b = rng.choice(len(dims), 2)
+        k = int(rng.integers(1, 5))
+        values = {"s0": int(rng.integers(3, 40)), "s1": int(rng.integers(0, 9))}
+        x, y = dims[a], dims[b]
+
+        def ev(d):
+            return d if isinstance(d, int) else evaluate(d, values)
+
+        assert ev(dim_arith.add(x, y)) == ev(x) + ev(y)
+        assert ev(dim_arith.sub(x, y)) == ev(x) - ev(y)
+        assert ev(dim_arith.mul(x, k)) == ev(x) * k
+        assert ev(dim_arith.floordiv(x, k)) == ev(x) // k
+        assert ev(dim_arith.ceildiv(x, k)) == -(-ev(x) // k)
+
+
+def test_solve_linear_dims():
+    assert dim_arith.solve("2*s0 + 1", 9) == {"s0": 4}
+    assert dim_arith.solve("2*s0 + 1", 8) is None
+    assert dim_arith.solve("s0*s1", 8) is None
+    assert dim_arith.linear_symbol("3*n - 2") == "n" and dim_arith.linear_symbol("(n//2)") is None
+
+
+# -- graph ops on symbolic axes -----------------------------------------------------------------
+
+
+def _build(inputs, body):
+    b = tk.GraphBuilder()
+    values = [b.input(name, shape, "float32") for name, shape in inputs]
+    module = b.finish(body(b, *values))
+    return module, tk.build(module), tk.create_executor("interpreter", module).evaluate()
+
+
+def test_slices_of_a_symbolic_axis_from_both_ends(rng):
+    module, lib, ref = _build(
+        [("x", (3, "n"))],
+        lambda b, x: b.concat(
+            [b.slice(x, [1], [None], [1]), b.slice(x, [0], [-1], [1]), b.slice(x, [-4], [-1], [1], [2])], axis=1
+        ),
+    )
+    (out_type,) = module.body.block.first_op.function_type.outputs.data
+    assert shape_of(out_type) == (3, "2*n")  # (n - 1) + (n - 1) + 2
+    for n in (4, 5, 11):
+        x = rng.standard_normal((3, n)).astype("f4")
+        want = np.concatenate([x[:, 1:], x[:, :-1], x[:, -4:-1:2]], 1)
+        assert lib(x).shape == want.shape == (3, 2 * n)
+        np.testing.assert_array_equal(lib(x), want)
+        np.testing.assert_array_equal(ref(x), want)
+
+
+def test_pad_and_crop_a_symbolic_axis(rng):
+    _, lib, ref = _build([("x", (2, "n", 3))], lambda b, x: b.pad(b.pad(x, [0, 2, 0], [0, 1, 0], 1.5), [0, -1, 0], [0, 0, 0]))
+    for n in (1, 6):
+        x = rng.standard_normal((2, n, 3)).astype("f4")
+        want = np.pad(x, ((0, 0), (2, 1), (0, 0)), constant_values=1.5)[:, 1:]
+        np.testing.assert_array_equal(lib(x), want)
+        np.testing.assert_array_equal(ref(x), want)
+
+
+def test_concat_of_two_symbolic_axes(rng):
+    _, lib, _ = _build([("k", (2, "n", 4)), ("v", (2, "m", 4))], lambda b, k, v: b.concat([k, v, k], axis=1))
+    for n, m in ((3, 1), (1, 7)):
+        k, v = rng.standard_normal((2, n, 4)).astype("f4"), rng.standard_normal((2, m, 4)).astype("f4")
+        np.testing.assert_array_equal(lib(k, v), np.concatenate([k, v, k], 1))
+
+
+def test_strided_windows_on_symbolic_axes_infer_expression_dims():
+    b = tk.GraphBuilder()
+    x = b.input("x", (1, 3, "h", "w"))
+    conv = b.conv2d(x, b.constant(np.ones((6, 3, 3, 3), "f4")), strides=2, padding=1)
+    pool = b.max_pool2d(x, kernel=2)
+    up = b.conv2d_transpose(x, b.constant(np.ones((3, 2, 3, 3), "f4")), strides=2)
+    assert shape_of(conv.type) == (1, 6, "((h + 1)//2)", "((w + 1)//2)")
+    assert shape_of(pool.type) == (1, 3, "(h//2)", "(w//2)")
+    assert shape_of(up.type) == (1, 2, "2*h + 1", "2*w + 1")
+    with pytest.raises(Exception, match=r"symbolic \(h\): with ceil_mode and stride 2"):
+        b.max_pool2d(x, kernel=2, ceil_mode=True)
+
+
+# -- torch models with a dynamic sequence length ---------------------------------------------------
+
+torch = pytest.importorskip("torch", reason="the model tests need torch")
+from torch.export import Dim  # noqa: E402
+
+from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
+
+nn, F = torch.nn, torch.nn.functional
+
+
+class CausalConvNet(nn.Module):
+    """WaveNet-style: left padding on the time axis, dilated and strided 1-d convs."""
+
+    def __init__(self):
+        super().__init__()
+        self.dilated = nn.Conv1d(3, 8, 2, dilation=2)
+        self.down = nn.Conv1d(8, 5, 3, stride=2)
+        self.up = nn.ConvTranspose1d(5, 4, 4, stride=2, padding=1)
+
+    def forward(self, x):
+        h = torch.tanh(self.dilated(F.pad(x, (2, 0))))
+        return self.up(self.down(h)), h[:, :, -1]
+
+
+class DecoderStep(nn.Module):
+    """One attention step with a KV cache: the new key/value concatenated to the cache
+    (symbolic length), the last position's logits."""
+
+    def __init__(self, d=16):
+        super().__init__()
+        self.q, self.k, self.v, self.out = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, 11)
+
+    def forward(self, x, k_cache, v_cache):
+        k = torch.cat([k_cache, self.k(x)], 1)
+        v = torch.cat([v_cache, self.v(x)], 1)
+        att = (self.q(x) @ k.transpose(1, 2)).softmax(-1)
+        h = att @ v
+        return self.out(h[:, -1]), k[:, 1:], x[:, :, 1:] - x[:, :, :-1]
+
+
+def _check_at_lengths(model, args, dynamic_shapes, lengths, grow_axes):
+    model.eval()
+    lib = tk.build(from_exported_program(torch.export.export(model, args, dynamic_shapes=dynamic_shapes)))
+    for length in lengths:
+        resized = []
+        for a, axes in zip(args, grow_axes):
+            shape = list(a.shape)
+            for axis in axes:
+                shape[axis] = length
+            resized.append(torch.randn(*shape))
+        with torch.no_grad():
+            want = model(*resized)
+        got = lib(*[a.numpy() for a in resized])
+        for g, w in zip(got if isinstance(got, list | tuple) else [got], want if isinstance(want, tuple) else [want]):
+            assert g.shape == tuple(w.shape)
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
+    return lib
+
+
+def test_causal_conv_net_at_several_lengths():
+    torch.manual_seed(0)
+    t = Dim("t", min=6, max=200)
+    _check_at_lengths(CausalConvNet(), (torch.randn(2, 3, 20),), ({2: t},), (6, 7, 31, 64), [(2,)])
+
+
+def test_decoder_step_with_a_growing_cache():
+    torch.manual_seed(1)
+    n = Dim("n", min=2, max=512)
+    args = (torch.randn(1, 1, 16), torch.randn(1, 9, 16), torch.randn(1, 9, 16))
+    lib = _check_at_lengths(DecoderStep(), args, (None, {1: n}, {1: n}), (2, 5, 33), [(), (1,), (1,)])
+    with pytest.raises(ValueError, match=r"argument 'k_cache' dim 1: 's\d+' = 1 is outside \[2, 512\]"):
+        lib(np.zeros((1, 1, 16), "f4"), np.zeros((1, 1, 16), "f4"), np.zeros((1, 1, 16), "f4"))
+
+
+def test_a_bounded_slice_is_checked_against_the_exported_range():
+    class Window(nn.Module):
+        def forward(self, x):
+            return x[:, 2:7] * 2
+
+    t = Dim("t", min=7, max=64)
+    lib = _check_at_lengths(Window(), (torch.randn(2, 10),), ({1: t},), (7, 64), [(1,)])
+    with pytest.raises(ValueError, match=r"argument 'x' dim 1: 's\d+' = 5 is outside \[7, 64\]"):
+        lib(np.zeros((2, 5), "f4"))
+
+
+def test_split_of_a_symbolic_axis_is_refused_by_name():
+    """Pieces whose bounds are neither constants nor the end minus one (``s0`` of
+    ``2*s0``) are not expressible yet: a clear error, not a wrong slice."""
+
+    class Halves(nn.Module):
+        def forward(self, x):
+            a, b = x.chunk(2, -1)
+            return a * torch.sigmoid(b)
+
+    h = Dim("h", min=1, max=64)
+    ep = torch.export.export(Halves(), (torch.randn(3, 10),), dynamic_shapes=({1: 2 * h},))
+    with pytest.raises(Exception, match=r"split_with_sizes.*pieces of symbolic sizes"):
+        from_exported_program(ep)
+
+
+def test_cnn_at_any_image_size():
+    """Strided convs and pooling on symbolic height and width (a dynamic-resolution
+    export): compiled once, matching torch at odd sizes."""
+
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 4, 3, stride=2), nn.ConvTranspose2d(4, 2, 2, stride=2),
+    )  # fmt: skip
+    torch.manual_seed(2)
+    h, w = Dim("h", min=32, max=256), Dim("w", min=32, max=256)
+    _check_at_lengths(model, (torch.randn(1, 3, 32, 40),), ({2: h, 3: w},), (33, 47), [(2, 3)])
