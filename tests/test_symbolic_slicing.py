@@ -231,3 +231,15 @@ def test_cnn_at_any_image_size():
     torch.manual_seed(2)
     h, w = Dim("h", min=32, max=256), Dim("w", min=32, max=256)
     _check_at_lengths(model, (torch.randn(1, 3, 32, 40),), ({2: h, 3: w},), (33, 47), [(2, 3)])
+
+
+def test_sizes_used_as_numbers():
+    """A SymInt in arithmetic (``x.shape[1] - 1``, torch.roll's index math on a symbolic
+    axis) is computed at run time from the input's dims."""
+
+    class SizeMath(nn.Module):
+        def forward(self, x):
+            return x.sum(1) / x.shape[1] + (x.shape[1] - 1) * x[:, 0], torch.roll(x, 2, 1)
+
+    t = Dim("t", min=2, max=99)
+    _check_at_lengths(SizeMath(), (torch.randn(2, 9),), ({1: t},), (2, 5, 31), [(1,)])

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from xdsl.ir import SSAValue
 
-from ...dialects.graph.types import Dim, element_type_of, numpy_dtype
-from ...runtime.dim_expr import DimExprError
+from ...dialects.graph.types import Dim, element_type_of, format_shape, numpy_dtype, shape_of
+from ...runtime.dim_expr import DimExprError, lower
 from ...runtime.dim_arith import canonical
 from ..builder import GraphBuilder
 
@@ -82,6 +82,37 @@ class ImportContext:
         """A 0-d constant with the element type of ``like`` (torch's scalar promotion
         for same-kind scalars)."""
         return self.b.constant(np.asarray(value, dtype=numpy_dtype(like.type.element_type)))
+
+    def dim_sources(self, shape: Sequence[Dim], candidates: Sequence[SSAValue] = ()) -> list[SSAValue]:
+        """Tensors whose dims give the symbols of ``shape``: ``candidates`` first, then the
+        function's inputs (where every symbol comes from)."""
+        needed = {d for d in shape if isinstance(d, str)}
+        found: list[SSAValue] = []
+        for value in [*candidates, *self.b._block.args]:  # noqa: SLF001  (the builder's inputs)
+            dims = {d for d in shape_of(value.type) if isinstance(d, str)}
+            if dims & needed:
+                found.append(value)
+                needed -= dims
+            if not needed:
+                return found
+        raise NotImplementedError(f"the symbolic dims {sorted(needed)} of {format_shape(shape)} are not dims of any input")
+
+    def size_value(self, dim: Dim) -> SSAValue:
+        """A 0-d int64 tensor holding ``dim`` (a size the model computes with, ``x.shape[1] - 1``):
+        each symbol is the sum of a ones vector that long, the expression graph arithmetic."""
+        b = self.b
+
+        def constant(k: int) -> SSAValue:
+            return b.constant(np.asarray(k, dtype=np.int64))
+
+        def symbol(name: str) -> SSAValue:
+            ones = b.full((name,), 1, element_type_of(np.int64), self.dim_sources((name,)))
+            return b.reduce_sum(ones, [0])
+
+        if isinstance(dim, int):
+            return constant(dim)
+        emit = {"+": b.add, "-": b.sub, "*": b.mul, "//": b.div, "%": b.fmod, "max": b.max, "min": b.min, "neg": b.neg}
+        return lower(dim, symbol, emit, constant)
 
     def cast(self, x: SSAValue, dtype: np.dtype) -> SSAValue:
         if numpy_dtype(x.type.element_type) == np.dtype(dtype):

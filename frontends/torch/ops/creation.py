@@ -14,24 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 from xdsl.ir import SSAValue
 
-from ....dialects.graph.types import Dim, element_type_of, format_shape, shape_of
+from ....dialects.graph.types import element_type_of
 from ..context import ImportContext
 from ..registry import converter
-
-
-def _sources(ctx: ImportContext, shape: Sequence[Dim], candidates: Sequence[SSAValue] = ()) -> list[SSAValue]:
-    """Tensors whose dims give the symbols of ``shape``: ``candidates`` first, then the
-    function's inputs (where every symbol comes from)."""
-    needed = {d for d in shape if isinstance(d, str)}
-    found: list[SSAValue] = []
-    for value in [*candidates, *ctx.b._block.args]:  # noqa: SLF001  (the builder's inputs)
-        dims = {d for d in shape_of(value.type) if isinstance(d, str)}
-        if dims & needed:
-            found.append(value)
-            needed -= dims
-        if not needed:
-            return found
-    raise NotImplementedError(f"the symbolic dims {sorted(needed)} of {format_shape(shape)} are not dims of any input")
 
 
 def _full(ctx: ImportContext, node, value, candidates: Sequence[SSAValue] = ()):
@@ -40,7 +25,7 @@ def _full(ctx: ImportContext, node, value, candidates: Sequence[SSAValue] = ()):
         raise NotImplementedError(f"a fill value computed in the model ({value}) is not supported")
     if all(isinstance(d, int) for d in shape):
         return ctx.constant(np.full(shape, value, dtype=dtype))
-    return ctx.b.full(shape, np.asarray(value).astype(dtype).item(), element_type_of(dtype), _sources(ctx, shape, candidates))
+    return ctx.b.full(shape, np.asarray(value).astype(dtype).item(), element_type_of(dtype), ctx.dim_sources(shape, candidates))
 
 
 @converter("aten.full.default")
@@ -108,7 +93,7 @@ def _arange(ctx: ImportContext, node, start, end, step):
         return ctx.constant((start + np.arange(length, dtype=np.float64) * step).astype(dtype))
     if isinstance(start, str) or isinstance(step, str):
         raise NotImplementedError(f"arange with a symbolic start or step ({start}, {step})")
-    return ctx.b.arange(length, start, step, element_type_of(dtype), _sources(ctx, (length,)))
+    return ctx.b.arange(length, start, step, element_type_of(dtype), ctx.dim_sources((length,)))
 
 
 @converter("aten.arange.default")

@@ -11,9 +11,12 @@ from ..registry import converter
 
 
 def _operand(ctx: ImportContext, node, value, like):
-    """A tensor operand as is; a Python scalar as a constant of the result's dtype."""
+    """A tensor operand as is; a Python scalar as a constant of the result's dtype; a
+    size (a SymInt: its expression) computed at run time."""
     if isinstance(value, bool | int | float):
         return ctx.b.constant(np.asarray(value, dtype=ctx.dtype(node)))
+    if isinstance(value, str):
+        return ctx.cast(ctx.size_value(value), ctx.dtype(node))
     return ctx.cast(value, ctx.dtype(node))
 
 
