@@ -243,3 +243,23 @@ def test_sizes_used_as_numbers():
 
     t = Dim("t", min=2, max=99)
     _check_at_lengths(SizeMath(), (torch.randn(2, 9),), ({1: t},), (2, 5, 31), [(1,)])
+
+
+def test_decoder_step_on_the_emulated_gpu_and_every_executor():
+    """The same kernels on the GPU path (emulated on the CPU: every block and thread)
+    and in the interpreter, graph executor and VM, at a cache length not exported."""
+    from tensorkiln.backends.cuda.pipeline import build_emulated
+
+    torch.manual_seed(3)
+    model = DecoderStep().eval()
+    n = Dim("n", min=2, max=512)
+    args = (torch.randn(1, 1, 16), torch.randn(1, 9, 16), torch.randn(1, 9, 16))
+    module = from_exported_program(torch.export.export(model, args, dynamic_shapes=(None, {1: n}, {1: n})))
+    x = (torch.randn(1, 1, 16), torch.randn(1, 13, 16), torch.randn(1, 13, 16))
+    with torch.no_grad():
+        want = [w.numpy() for w in model(*x)]
+    runs = {kind: tk.create_executor(kind, module).evaluate() for kind in ("interpreter", "graph", "vm")}
+    runs["emulated gpu"] = build_emulated(module)
+    for kind, run in runs.items():
+        for got, expected in zip(run(*[a.numpy() for a in x]), want):
+            np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-4, atol=1e-5, err_msg=kind)
