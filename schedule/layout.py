@@ -7,19 +7,22 @@ must then pass the argument in the new layout: the permutations applied are reco
 in the kernel's ``tk.layouts`` attribute (argument index -> permutation of the original
 dimensions), and :func:`tensorkiln.schedule.strategies.pack_constant_arguments`
 rewrites the calls whose argument is a constant weight, transposing the weight once,
-at compile time (TVM's weight pre-packing / alter-op-layout).
+at compile time (TVM's weight pre-packing / alter-op-layout). A blocked layout (one dim
+split into blocks first, recorded in ``tk.layout_blocks``) stores a weight as the
+contiguous panels a register tile reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr, MemRefType, i64
+from xdsl.builder import InsertPoint
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, IndexType, IntegerAttr, MemRefType, i64
 from xdsl.ir import Attribute
 
 from ..dialects import loop
-from .nest import ScheduleError, transformation
+from .nest import IndexBuilder, ScheduleError, transformation
 
 LAYOUTS_ATTR = "tk.layouts"
 
@@ -38,10 +41,25 @@ def _record(kernel: func.FuncOp, layouts: dict[int, list[int]]) -> None:
     )
 
 
+def blocked_shape(shape: Sequence[int], block: Sequence[int] | None) -> list[int]:
+    """``shape`` with dim ``block[0]`` split into ``(dim / block[1], block[1])``."""
+    if block is None:
+        return list(shape)
+    axis, size = block
+    return [*shape[:axis], shape[axis] // size, size, *shape[axis + 1 :]]
+
+
 @transformation("transform_layout")
-def transform_layout(kernel: func.FuncOp, buffer: int, permutation: Sequence[int]) -> None:
+def transform_layout(
+    kernel: func.FuncOp, buffer: int, permutation: Sequence[int], block: Sequence[int] | None = None
+) -> None:
     """Permute the dims of kernel argument ``buffer``: new dim ``d`` is old dim
-    ``permutation[d]``; every load, store and ``loop.dim`` of it is rewritten."""
+    ``permutation[d]``; every load, store and ``loop.dim`` of it is rewritten.
+    ``block = (axis, size)`` first splits static dim ``axis`` into blocks of ``size``
+    (``(axis / size, size)``, the permutation then over one dim more): a dense weight
+    ``W[n, k]`` with ``block=(0, 24)`` and ``permutation=[0, 2, 1]`` is stored as panels
+    ``P[n/24, k, 24]``, each a contiguous k x 24 panel of the transposed weight (what
+    BLAS packs at run time), and ``W[j, k]`` reads ``P[j / 24, k, j % 24]``."""
     P = "transform_layout"
     args = kernel.body.block.args
     if isinstance(buffer, bool) or not isinstance(buffer, int) or not 0 <= buffer < len(args):
@@ -50,20 +68,29 @@ def transform_layout(kernel: func.FuncOp, buffer: int, permutation: Sequence[int
     if not isinstance(arg.type, MemRefType):
         raise ScheduleError(P, f"argument {buffer} of '{kernel.sym_name.data}' is {arg.type}, not a buffer")
     shape = list(arg.type.get_shape())
+    if block is not None:
+        block = list(block)
+        if len(block) != 2 or not 0 <= block[0] < len(shape) or block[1] < 1 or shape[block[0]] < 0 or shape[block[0]] % block[1]:
+            raise ScheduleError(P, f"block {block!r}: expected (axis, size) with size dividing static dim axis of {shape}")
+        if buffer in recorded_layouts(kernel):
+            raise ScheduleError(P, f"argument {buffer} is re-laid out already; a blocked layout must come first")
+    split = blocked_shape(shape, block)
     perm = list(permutation)
-    if sorted(perm) != list(range(len(shape))) or not all(isinstance(d, int) for d in perm):
-        raise ScheduleError(P, f"{perm!r} is not a permutation of the {len(shape)} dims of argument {buffer}")
-    new_type = MemRefType(arg.type.element_type, [shape[d] for d in perm])
+    if sorted(perm) != list(range(len(split))) or not all(isinstance(d, int) for d in perm):
+        raise ScheduleError(P, f"{perm!r} is not a permutation of the {len(split)} dims of argument {buffer}")
+    new_type = MemRefType(arg.type.element_type, [split[d] for d in perm])
     new_arg = kernel.body.block.insert_arg(new_type, buffer)
     old_arg = kernel.body.block.args[buffer + 1]
     for use in list(old_arg.uses):
         op = use.operation
-        if isinstance(op, loop.LoadOp):
-            new = loop.LoadOp(new_arg, [op.indices[d] for d in perm])
-        elif isinstance(op, loop.StoreOp):
-            new = loop.StoreOp(op.value, new_arg, [op.indices[d] for d in perm])
-        elif isinstance(op, loop.DimOp):
+        if isinstance(op, loop.LoadOp | loop.StoreOp):
+            indices = _blocked_indices(kernel, op, list(op.indices), block)
+            indices = [indices[d] for d in perm]
+            new = loop.LoadOp(new_arg, indices) if isinstance(op, loop.LoadOp) else loop.StoreOp(op.value, new_arg, indices)
+        elif isinstance(op, loop.DimOp) and block is None:
             new = loop.DimOp(new_arg, perm.index(op.axis.value.data))
+        elif isinstance(op, loop.DimOp):  # static, the original dim's size
+            new = arith.ConstantOp(IntegerAttr(shape[op.axis.value.data], IndexType()))
         else:
             raise ScheduleError(P, f"argument {buffer} is used by {op.name}; only loads, stores and loop.dim can follow")
         op.parent_block().insert_op_before(new, op)
@@ -75,9 +102,37 @@ def transform_layout(kernel: func.FuncOp, buffer: int, permutation: Sequence[int
     inputs: list[Attribute] = [a.type for a in kernel.body.block.args]
     kernel.function_type = FunctionType.from_lists(inputs, list(kernel.function_type.outputs.data))
     layouts = recorded_layouts(kernel)
-    before = layouts.get(buffer, list(range(len(shape))))
+    before = layouts.get(buffer, list(range(len(split))))
     layouts[buffer] = [before[d] for d in perm]
     _record(kernel, layouts)
+    if block is not None:
+        blocks = recorded_blocks(kernel)
+        blocks[buffer] = block
+        kernel.attributes[BLOCKS_ATTR] = DictionaryAttr(
+            {str(k): ArrayAttr([IntegerAttr(d, i64) for d in v]) for k, v in sorted(blocks.items())}
+        )
 
 
-__all__ = ["LAYOUTS_ATTR", "recorded_layouts", "transform_layout"]
+def _blocked_indices(kernel: func.FuncOp, op, indices: list, block: Sequence[int] | None) -> list:
+    """``indices`` into the split shape: index ``i`` on the blocked axis becomes
+    ``(i / size, i % size)`` (simplify_indices folds them against the loop bounds)."""
+    if block is None:
+        return indices
+    axis, size = block
+    b = IndexBuilder(kernel, InsertPoint.before(op))
+    i = indices[axis]
+    return [*indices[:axis], b.divui(i, b.const(size)), b.remui(i, b.const(size)), *indices[axis + 1 :]]
+
+
+BLOCKS_ATTR = "tk.layout_blocks"
+
+
+def recorded_blocks(kernel: func.FuncOp) -> dict[int, list[int]]:
+    """Argument index -> ``[axis, size]`` of a blocked layout (applied before its permutation)."""
+    attr = kernel.attributes.get(BLOCKS_ATTR)
+    if not isinstance(attr, DictionaryAttr):
+        return {}
+    return {int(k): [d.value.data for d in v.data] for k, v in attr.data.items()}
+
+
+__all__ = ["BLOCKS_ATTR", "LAYOUTS_ATTR", "blocked_shape", "recorded_blocks", "recorded_layouts", "transform_layout"]

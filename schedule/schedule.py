@@ -208,10 +208,13 @@ class Schedule:
         """Remove a cache_read stage (reads go back to the buffer)."""
         return self.apply("compute_inline", {"stage": stage})
 
-    def transform_layout(self, buffer: int, permutation: Sequence[int]) -> None:
-        """Permute the dims of kernel argument ``buffer`` (its callers pass it permuted;
-        see ``layout.py``)."""
-        return self.apply("transform_layout", {"buffer": buffer, "permutation": list(permutation)})
+    def transform_layout(self, buffer: int, permutation: Sequence[int], block: Sequence[int] | None = None) -> None:
+        """Permute the dims of kernel argument ``buffer``, after splitting dim ``block[0]``
+        into blocks of ``block[1]`` if given (its callers pass it re-laid out; see ``layout.py``)."""
+        args: dict[str, Any] = {"buffer": buffer, "permutation": list(permutation)}
+        if block is not None:
+            args["block"] = list(block)
+        return self.apply("transform_layout", args)
 
     def simplify_indices(self) -> int:
         """Fold index divisions/remainders the loop bounds make trivial (see ``simplify.py``)."""

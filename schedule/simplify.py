@@ -7,7 +7,9 @@ the remainder of the vectorized loop's variable is not linear in it, so every lo
 becomes a per-lane gather. Each index value is read as an affine sum
 ``c0 + sum(c_k * atom_k)`` (atoms: loop variables and opaque values, each with a range
 from the loop bounds); ``rem(A, C)`` / ``div(A, C)`` with ``A = C*M + R``, ``M >= 0`` and
-``0 <= R < C`` become ``R`` and ``M``. Every value keeps its value: a pure rewrite.
+``0 <= R < C`` become ``R`` and ``M``; a loop variable stepping by a multiple of ``C``
+from a multiple of it (a split loop: ``co = 0, 24, 48...``) goes to ``M`` divided
+(``(co + ci) / 24 = co / 24``). Every value keeps its value: a pure rewrite.
 """
 
 from __future__ import annotations
@@ -117,15 +119,29 @@ def _build(builder: IndexBuilder, form: Affine) -> SSAValue:
     return total
 
 
-def _split(analysis: _Analysis, form: Affine, divisor: int) -> tuple[Affine, Affine] | None:
-    """(quotient, remainder) forms of ``form`` by ``divisor`` when the bounds prove them."""
+def _multiple_of(atom: SSAValue, divisor: int) -> bool:
+    """``atom`` is a loop's induction variable that only takes non-negative multiples
+    of ``divisor`` (a split loop stepping by the tile: ``co = 0, 24, 48, ...``)."""
+    owner = atom.owner
+    if not isinstance(owner, Block) or not isinstance(parent := owner.parent_op(), loop.ForOp):
+        return False
+    lb, step = static_value(parent.lb), static_value(parent.step)
+    return atom is parent.induction_var and lb is not None and step is not None and lb >= 0 and lb % divisor == 0 and step % divisor == 0
+
+
+def _split(analysis: _Analysis, form: Affine, divisor: int) -> tuple[Affine, Affine, Affine] | None:
+    """(quotient, divided, remainder) forms of ``form`` by ``divisor`` when the bounds
+    prove them; ``divided``: atoms that are multiples of the divisor, each to divide."""
     quotient: Affine = {}
+    divided: Affine = {}
     rest: Affine = {}
     for atom, coef in form.items():
         if atom is None:
             quotient[None], rest[None] = coef // divisor, coef % divisor
         elif coef % divisor == 0:
             quotient[atom] = coef // divisor
+        elif coef > 0 and _multiple_of(atom, divisor):
+            divided[atom] = coef
         else:
             rest[atom] = coef
     rest_bounds, quotient_bounds = analysis.bounds(rest), analysis.bounds(quotient)
@@ -133,7 +149,7 @@ def _split(analysis: _Analysis, form: Affine, divisor: int) -> tuple[Affine, Aff
         return None
     if rest_bounds[0] < 0 or rest_bounds[1] >= divisor or quotient_bounds[0] < 0:
         return None
-    return quotient, rest
+    return quotient, divided, rest
 
 
 @transformation("simplify_indices")
@@ -151,9 +167,14 @@ def simplify_indices(kernel: func.FuncOp) -> int:
         parts = _split(analysis, analysis.affine(op.lhs), divisor)
         if parts is None:
             continue
-        quotient, rest = parts
+        quotient, divided, rest = parts
         builder = IndexBuilder(kernel, InsertPoint.before(op))
-        value = _build(builder, quotient if isinstance(op, _DIVISIONS) else rest)
+        if isinstance(op, _DIVISIONS):
+            value = _build(builder, quotient)
+            for atom, coef in divided.items():
+                value = builder.add(value, builder.mul(builder.divui(atom, builder.const(divisor)), builder.const(coef)))
+        else:
+            value = _build(builder, rest)
         op.result.replace_all_uses_with(value)
         analysis.ranges.clear()
         folded += 1

@@ -68,8 +68,9 @@ def _dense(rows: int, weight: np.ndarray):
 
 
 def test_dense_packs_panels_read_by_several_row_blocks(rng: np.random.Generator) -> None:
-    """A constant weight, transposed at compile time, still lies its width apart per
-    row: row blocks that share a column panel get it copied contiguous first."""
+    """A constant weight whose width the column tile does not divide is transposed at
+    compile time, and still lies its width apart per row: row blocks that share a
+    column panel get it copied contiguous first."""
     weight = rng.standard_normal((600, 520)).astype(np.float32)
     module = _dense(37, weight)
     assert _panel_stages(module), "expected a packed panel of the weight"
@@ -108,3 +109,23 @@ def test_avx2_register_tile_fits_sixteen_registers(columns: int) -> None:
     assert rows * vectors + vectors + 1 <= 16 and rows * vectors >= 8, (rows, width)
     if columns == 1024:
         assert _register_tiles(module, 512) == [(4, 64)]
+
+
+@pytest.mark.parametrize("rows", [37, "n"])
+def test_dense_weight_is_packed_into_panels_at_compile_time(rows, rng: np.random.Generator) -> None:
+    """When the column tile divides the features, the constant weight is stored as its
+    panels (``P[n / tile, k, tile]``, transform_layout with a block): no run-time copy,
+    and a symbolic row count reads contiguous panels too."""
+    from tensorkiln.schedule.layout import recorded_blocks
+
+    weight = rng.standard_normal((576, 520)).astype(np.float32)
+    module = _dense(rows, weight)
+    (kernel,) = kernels(scheduled_loops(module))
+    assert _panel_stages(module) == []
+    ((axis, tile),) = recorded_blocks(kernel).values()
+    assert axis == 0 and 576 % tile == 0
+    assert kernel.body.block.args[1].type.get_shape() == (576 // tile, 520, tile)
+    lib = tk.build(module)
+    for m in ([37] if rows == 37 else [1, 5, 37]):
+        x = rng.standard_normal((m, 520)).astype(np.float32)
+        np.testing.assert_allclose(lib(x), x @ weight.T, rtol=1e-4, atol=1e-3)

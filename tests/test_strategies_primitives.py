@@ -104,6 +104,26 @@ def test_transform_layout_packs_a_constant_weight(rng):
     np.testing.assert_allclose(lib(x), x @ w.T, rtol=1e-5, atol=1e-5)
 
 
+def test_blocked_layout_stores_the_weight_as_panels(rng):
+    """``block=(0, 8)`` then ``[0, 2, 1]``: W[24, 7] is stored as 3 panels P[3, 7, 8]; after splitting the column loop by 8, simplify_indices turns the reads
+    P[(co + ci) / 8, k, (co + ci) % 8] into P[co / 8, k, ci] (no division per lane)."""
+    w = f32(rng, 24, 7)
+    b = tk.GraphBuilder()
+    module = b.finish(b.dense(b.input("x", ("n", 7)), w))
+
+    def schedule(s):
+        s.transform_layout(1, [0, 2, 1], block=(0, 8))
+        s.split("i1", 8)
+        assert s.simplify_indices() == 2
+        text = str(s.kernel)
+        assert "memref<3x7x8xf32>" in text and "arith.remui" not in text, text
+
+    lib = compiled(module, schedule)
+    for n in (1, 6):
+        x = f32(rng, n, 7)
+        np.testing.assert_allclose(lib(x), x @ w.T, rtol=1e-5, atol=1e-5)
+
+
 def test_transform_layout_errors():
     (kernel,) = kernels(lower_to_loops(matmul(3, 4, 5)))
     s = Schedule(kernel)
@@ -111,6 +131,8 @@ def test_transform_layout_errors():
         s.transform_layout(1, [0, 0])
     with pytest.raises(ScheduleError, match="has no argument 7"):
         s.transform_layout(7, [1, 0])
+    with pytest.raises(ScheduleError, match=r"block \[0, 3\]: expected \(axis, size\) with size dividing"):
+        s.transform_layout(1, [0, 2, 1], block=(0, 3))
     assert s.trace == []
 
 

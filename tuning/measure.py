@@ -136,8 +136,8 @@ def run_kernel(
     on the same buffers."""
     function, _ = compile_kernel(module_text, target)
     arrays = random_arguments(args, seed, placement)
-    for index, permutation in argument_layouts(module_text).items():
-        arrays[index] = _relaid(arrays[index], permutation)
+    for index, (permutation, block) in argument_layouts(module_text).items():
+        arrays[index] = _relaid(arrays[index], permutation, block)
     pointers = [a.ctypes.data for a in arrays]
 
     def call(arrays: list[np.ndarray] = arrays) -> None:  # holds the buffers: the pointers stay valid
@@ -147,26 +147,29 @@ def run_kernel(
     return [arrays[k] for k in outputs], call
 
 
-def argument_layouts(module_text: str) -> dict[int, list[int]]:
-    """The arguments the scheduled kernel takes re-laid out (``transform_layout``:
-    in a model, a constant weight packed at compile time) and their permutations."""
-    from ..schedule.layout import recorded_layouts
+def argument_layouts(module_text: str) -> dict[int, tuple[list[int], list[int] | None]]:
+    """The arguments the scheduled kernel takes re-laid out (``transform_layout``: in a
+    model, a constant weight packed at compile time): permutation and block of each."""
+    from ..schedule.layout import recorded_blocks, recorded_layouts
     from .task import parse_kernel_module
 
     if "tk.layouts" not in module_text:
         return {}
-    return recorded_layouts(parse_kernel_module(module_text)[1])
+    kernel = parse_kernel_module(module_text)[1]
+    blocks = recorded_blocks(kernel)
+    return {k: (perm, blocks.get(k)) for k, perm in recorded_layouts(kernel).items()}
 
 
-def _relaid(array: np.ndarray, permutation: Sequence[int]) -> np.ndarray:
-    """``array`` with its dims permuted, contiguous and cache-line aligned (what the
+def _relaid(array: np.ndarray, permutation: Sequence[int], block: Sequence[int] | None = None) -> np.ndarray:
+    """``array`` re-laid out as the kernel takes it, cache-line aligned (what the
     compiled model's packed weight is): the same values, so the outputs still match
     the unscheduled kernel's."""
     from ..runtime.graph_executor import aligned_bytes
+    from ..schedule.strategies.packing import relaid
 
-    permuted = np.transpose(array, permutation)
-    out = aligned_bytes(array.nbytes)[: array.nbytes].view(array.dtype).reshape(permuted.shape)
-    out[...] = permuted
+    packed = relaid(array, permutation, block)
+    out = aligned_bytes(packed.nbytes)[: packed.nbytes].view(array.dtype).reshape(packed.shape)
+    out[...] = packed
     return out
 
 

@@ -10,14 +10,14 @@ a constant weight is an error: a strategy re-lays out constant arguments only.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, FunctionType, MemRefType, ModuleOp
 from xdsl.utils.exceptions import PassFailedException
 
-from ..layout import recorded_layouts
+from ..layout import blocked_shape, recorded_blocks, recorded_layouts
 from .analysis import WEIGHTS_ATTR
 
 
@@ -40,7 +40,15 @@ def _set_signature(host: func.FuncOp) -> None:
     )
 
 
-def _pack_call(host: func.FuncOp, call: func.CallOp, layouts: dict[int, list[int]]) -> None:
+def relaid(array: np.ndarray, permutation: Sequence[int], block: Sequence[int] | None = None) -> np.ndarray:
+    """``array`` as a kernel that re-laid it out takes it (C order): dim ``block[0]``
+    split into blocks of ``block[1]`` if given, then the dims permuted."""
+    if block is not None:
+        array = array.reshape(blocked_shape(array.shape, block))
+    return np.asarray(np.transpose(array, permutation), order="C")
+
+
+def _pack_call(host: func.FuncOp, call: func.CallOp, layouts: dict[int, list[int]], blocks: dict[int, list[int]]) -> None:
     from ...dialects.graph.types import WeightAttr
 
     for index, perm in layouts.items():
@@ -55,10 +63,9 @@ def _pack_call(host: func.FuncOp, call: func.CallOp, layouts: dict[int, list[int
                 f"is not a constant weight of @{host.sym_name.data}, but its kernel wants it re-laid out {perm}"
             )
         data = weights[args.index(operand) - first]
-        packed = np.asarray(np.transpose(_array(data), perm), order="C")
+        packed = relaid(_array(data), perm, blocks.get(index))
         attr = WeightAttr.from_array(f"{_name(data)}.packed", packed)
-        old_type = operand.type
-        new_type = MemRefType(old_type.element_type, [old_type.get_shape()[d] for d in perm])
+        new_type = MemRefType(operand.type.element_type, packed.shape)
         new_arg = block.insert_arg(new_type, len(block.args))
         new_arg.name_hint = operand.name_hint
         call.operands[index] = new_arg
@@ -81,11 +88,12 @@ def pack_constant_arguments(module: ModuleOp, only: Collection[str] | None = Non
     }
     if not kernels:
         return
+    blocks = {f.sym_name.data: recorded_blocks(f) for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data in kernels}
     for host in [f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data not in kernels]:
         for call in [op for op in host.walk() if isinstance(op, func.CallOp)]:
             layouts = kernels.get(call.callee.string_value())
             if layouts:
-                _pack_call(host, call, layouts)
+                _pack_call(host, call, layouts, blocks[call.callee.string_value()])
 
 
-__all__ = ["pack_constant_arguments"]
+__all__ = ["pack_constant_arguments", "relaid"]
