@@ -3,7 +3,7 @@
 Computation (te) says what a kernel computes; a schedule transforms its loop nest:
 ``split``, ``reorder``, ``fuse``, ``tile``, ``parallel``, ``vectorize``, ``unroll``,
 ``bind``, ``cache_write``, ``cache_read``, ``compute_at``, ``compute_inline``,
-``tensorize``, ``transform_layout``, ``simplify_indices``. :class:`Schedule` applies them by loop name and records a JSON trace
+``tensorize``, ``transform_layout``, ``overcompute``, ``simplify_indices``. :class:`Schedule` applies them by loop name and records a JSON trace
 that :meth:`Schedule.replay` re-applies (what a tuner searches over and stores)::
 
     from tensorkiln.build import lower_to_loops
@@ -24,6 +24,7 @@ unchanged when a loop is missing or the transformation is illegal.
 from .cache import cache_read, cache_write, compute_at, compute_inline
 from .loops import bind, fuse, parallel, reorder, split, tile, unroll, vectorize
 from .layout import transform_layout
+from .overcompute import overcompute
 from .nest import ScheduleError
 from .schedule import PRIMITIVES, Schedule, kernels, trace_from_json, trace_to_json
 from .simplify import simplify_indices
@@ -49,6 +50,7 @@ __all__ = [
     "trace_from_json",
     "trace_to_json",
     "transform_layout",
+    "overcompute",
     "unroll",
     "vectorize",
 ]

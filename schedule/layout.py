@@ -25,20 +25,30 @@ from ..dialects import loop
 from .nest import IndexBuilder, ScheduleError, transformation
 
 LAYOUTS_ATTR = "tk.layouts"
+BLOCKS_ATTR = "tk.layout_blocks"
 
 
-def recorded_layouts(kernel: func.FuncOp) -> dict[int, list[int]]:
-    """Argument index -> permutation of its original dims, as recorded by transform_layout."""
-    attr = kernel.attributes.get(LAYOUTS_ATTR)
+def _recorded(kernel: func.FuncOp, name: str) -> dict[int, list[int]]:
+    attr = kernel.attributes.get(name)
     if not isinstance(attr, DictionaryAttr):
         return {}
     return {int(k): [d.value.data for d in v.data] for k, v in attr.data.items()}
 
 
-def _record(kernel: func.FuncOp, layouts: dict[int, list[int]]) -> None:
-    kernel.attributes[LAYOUTS_ATTR] = DictionaryAttr(
-        {str(k): ArrayAttr([IntegerAttr(d, i64) for d in perm]) for k, perm in sorted(layouts.items())}
+def _record(kernel: func.FuncOp, name: str, values: dict[int, list[int]]) -> None:
+    kernel.attributes[name] = DictionaryAttr(
+        {str(k): ArrayAttr([IntegerAttr(d, i64) for d in v]) for k, v in sorted(values.items())}
     )
+
+
+def recorded_layouts(kernel: func.FuncOp) -> dict[int, list[int]]:
+    """Argument index -> permutation of its original dims, as recorded by transform_layout."""
+    return _recorded(kernel, LAYOUTS_ATTR)
+
+
+def recorded_blocks(kernel: func.FuncOp) -> dict[int, list[int]]:
+    """Argument index -> ``[axis, size]`` of a blocked layout (applied before its permutation)."""
+    return _recorded(kernel, BLOCKS_ATTR)
 
 
 def blocked_shape(shape: Sequence[int], block: Sequence[int] | None) -> list[int]:
@@ -104,13 +114,9 @@ def transform_layout(
     layouts = recorded_layouts(kernel)
     before = layouts.get(buffer, list(range(len(split))))
     layouts[buffer] = [before[d] for d in perm]
-    _record(kernel, layouts)
+    _record(kernel, LAYOUTS_ATTR, layouts)
     if block is not None:
-        blocks = recorded_blocks(kernel)
-        blocks[buffer] = block
-        kernel.attributes[BLOCKS_ATTR] = DictionaryAttr(
-            {str(k): ArrayAttr([IntegerAttr(d, i64) for d in v]) for k, v in sorted(blocks.items())}
-        )
+        _record(kernel, BLOCKS_ATTR, {**recorded_blocks(kernel), buffer: block})
 
 
 def _blocked_indices(kernel: func.FuncOp, op, indices: list, block: Sequence[int] | None) -> list:
@@ -122,17 +128,6 @@ def _blocked_indices(kernel: func.FuncOp, op, indices: list, block: Sequence[int
     b = IndexBuilder(kernel, InsertPoint.before(op))
     i = indices[axis]
     return [*indices[:axis], b.divui(i, b.const(size)), b.remui(i, b.const(size)), *indices[axis + 1 :]]
-
-
-BLOCKS_ATTR = "tk.layout_blocks"
-
-
-def recorded_blocks(kernel: func.FuncOp) -> dict[int, list[int]]:
-    """Argument index -> ``[axis, size]`` of a blocked layout (applied before its permutation)."""
-    attr = kernel.attributes.get(BLOCKS_ATTR)
-    if not isinstance(attr, DictionaryAttr):
-        return {}
-    return {int(k): [d.value.data for d in v.data] for k, v in attr.data.items()}
 
 
 __all__ = ["BLOCKS_ATTR", "LAYOUTS_ATTR", "blocked_shape", "recorded_blocks", "recorded_layouts", "transform_layout"]

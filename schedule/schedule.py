@@ -32,6 +32,7 @@ from .cache import cache_read, cache_write, compute_at, compute_inline
 from .loops import bind, fuse, parallel, reorder, split, tile, unroll, vectorize
 from .nest import ScheduleError, all_loops, deferred_verification, find_loop, normalize, static_trip_bound
 from .layout import transform_layout
+from .overcompute import overcompute
 from .simplify import simplify_indices
 from .tensorize import tensorize
 
@@ -53,6 +54,7 @@ PRIMITIVES: dict[str, Callable[..., Any]] = {
         compute_inline,
         tensorize,
         transform_layout,
+        overcompute,
         simplify_indices,
     )
 }
@@ -215,6 +217,11 @@ class Schedule:
         if block is not None:
             args["block"] = list(block)
         return self.apply("transform_layout", args)
+
+    def overcompute(self, loop: str) -> None:
+        """Run a split's guarded inner loop for its whole tile (it must only write a
+        local tile; see ``overcompute.py``)."""
+        return self.apply("overcompute", {"loop": loop})
 
     def simplify_indices(self) -> int:
         """Fold index divisions/remainders the loop bounds make trivial (see ``simplify.py``)."""

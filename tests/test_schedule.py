@@ -334,6 +334,7 @@ FULL_TRACE = [
     ("simplify_indices", {}),
     ("tile", {"x": "i0", "y": "i1", "x_factor": 4, "y_factor": 16}),
     ("cache_write", {"at_loop": "i1.outer"}),
+    ("overcompute", {"loop": "i0.inner.init"}),
     ("split", {"loop": "k0", "factor": 4}),
     ("reorder", {"loops": ["i0.inner", "k0.inner"]}),
     ("cache_read", {"buffer": 1, "at_loop": "i1.outer"}),

@@ -10,10 +10,12 @@ import pytest
 import tensorkiln as tk
 from tensorkiln.backends.llvm.jit import CPUTarget, jit_compile
 from tensorkiln.build import lower_to_llvm_dialect, lower_to_loops, weight_array
+from tensorkiln.dialects import loop
 from tensorkiln.interpreter import find_function
 from tensorkiln.lowering.te_to_loop import entry_layout
 from tensorkiln.runtime.module import CompiledModule
 from tensorkiln.schedule import Schedule, ScheduleError, kernels
+from tensorkiln.schedule.nest import static_value
 from tensorkiln.schedule.strategies import pack_constant_arguments
 from tensorkiln.signature import signature_of
 
@@ -143,3 +145,39 @@ def test_packing_a_non_constant_argument_is_an_error():
     Schedule(kernels(loops)[0]).transform_layout(1, [1, 0])
     with pytest.raises(PassFailedException, match="is not a constant weight"):
         pack_constant_arguments(loops)
+
+
+def test_overcompute_runs_full_tiles_of_a_symbolic_row_count(rng):
+    """Rows split by 4 at a symbolic count: the k nest and the tile's init run all 4
+    rows (reads of x clamped to its last row), the write-back keeps its guard: right
+    at counts that leave 1-3 rows in the last tile, and no guard left on the row loop."""
+    w = f32(rng, 16, 7)
+    b = tk.GraphBuilder()
+    module = b.finish(b.dense(b.input("x", ("n", 7)), w))
+
+    def schedule(s):
+        outer, inner = s.split("i0", 4)
+        s.reorder(outer, "i1", inner)
+        s.cache_write("i1")
+        s.overcompute(inner)
+        s.overcompute(f"{inner}.init")
+        s.unroll(inner)
+        loops = {f.loop_name.data: f for f in s.kernel.walk() if isinstance(f, loop.ForOp)}
+        assert static_value(loops[inner].ub) == 4 and static_value(loops[f"{inner}.write"].ub) is None
+
+    lib = compiled(module, schedule)
+    for n in (1, 3, 6, 9):
+        x = f32(rng, n, 7)
+        np.testing.assert_allclose(lib(x), x @ w.T, rtol=1e-5, atol=1e-5)
+
+
+def test_overcompute_refuses_a_loop_that_writes_a_kernel_buffer():
+    b = tk.GraphBuilder()
+    module = b.finish(b.relu(b.input("x", ("n", 8))))
+    (kernel,) = kernels(lower_to_loops(module))
+    s = Schedule(kernel)
+    outer, inner = s.split("i0", 4)
+    with pytest.raises(ScheduleError, match=f"loop '{inner}' writes a kernel buffer"):
+        s.overcompute(inner)
+    with pytest.raises(ScheduleError, match="no constant bound"):
+        s.overcompute(outer)

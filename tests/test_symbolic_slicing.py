@@ -263,3 +263,20 @@ def test_decoder_step_on_the_emulated_gpu_and_every_executor():
     for kind, run in runs.items():
         for got, expected in zip(run(*[a.numpy() for a in x]), want):
             np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-4, atol=1e-5, err_msg=kind)
+
+
+def test_sliding_windows_of_tensor_unfold():
+    """``Tensor.unfold`` (audio framing): windows along a static axis of a 4-d tensor,
+    and along a symbolic axis (the window count an expression of it)."""
+
+    class Frames(nn.Module):
+        def forward(self, x):
+            return x.unfold(1, 4, 2).sum(-1), x.unfold(-1, 5, 3)
+
+    class Patches(nn.Module):
+        def forward(self, x):
+            return x.unfold(2, 3, 1)
+
+    t = Dim("t", min=8, max=99)
+    _check_at_lengths(Frames(), (torch.randn(2, 20),), ({1: t},), (8, 21, 40), [(1,)])
+    _check_at_lengths(Patches(), (torch.randn(2, 5, 7, 3),), None, (7,), [()])

@@ -58,6 +58,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from ...runtime import dim_arith
+from ...runtime.dim_expr import evaluate, free_symbols
 from .base import (
     GraphOp,
     OpPatternKind,
@@ -779,16 +780,18 @@ class _ShapedSourceOp(GraphOp):
         shape = self.target_shape()
         known = {d for v in self.sources for d in operand_shape(v) if isinstance(d, str)}
         for d in shape:
-            if isinstance(d, str) and d not in known:
+            if isinstance(d, str) and d not in known and not free_symbols(d) <= known:
                 raise VerifyException(
                     f"symbolic dim '{d}' of the result {format_shape(shape)} is a dim of no operand "
-                    "(operands give the sizes of the symbolic dims)"
+                    "(operands give the sizes of the symbolic dims, or of the symbols of an expression)"
                 )
         return tensor_type(shape, self.element())
 
     def _sizes(self, sources: Sequence[np.ndarray]) -> tuple[int, ...]:
         known = _symbol_sizes(list(self.sources), sources)
-        return tuple(known[d] if isinstance(d, str) else d for d in self.target_shape())
+        return tuple(
+            (known[d] if d in known else evaluate(d, known)) if isinstance(d, str) else d for d in self.target_shape()
+        )
 
 
 @irdl_op_definition

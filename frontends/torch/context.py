@@ -9,7 +9,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from ...dialects.graph.types import Dim, element_type_of, format_shape, numpy_dtype, shape_of
-from ...runtime.dim_expr import DimExprError, lower
+from ...runtime.dim_expr import DimExprError, free_symbols, lower
 from ...runtime.dim_arith import canonical
 from ..builder import GraphBuilder
 
@@ -86,7 +86,7 @@ class ImportContext:
     def dim_sources(self, shape: Sequence[Dim], candidates: Sequence[SSAValue] = ()) -> list[SSAValue]:
         """Tensors whose dims give the symbols of ``shape``: ``candidates`` first, then the
         function's inputs (where every symbol comes from)."""
-        needed = {d for d in shape if isinstance(d, str)}
+        needed = {symbol for d in shape if isinstance(d, str) for symbol in free_symbols(d)}
         found: list[SSAValue] = []
         for value in [*candidates, *self.b._block.args]:  # noqa: SLF001  (the builder's inputs)
             dims = {d for d in shape_of(value.type) if isinstance(d, str)}

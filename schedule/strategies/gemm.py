@@ -142,6 +142,9 @@ def gemm(
     outer = [co, ro] if panel_first else [ro, co]
     s.reorder(*batch, *outer, ri, ci)
     s.cache_write(outer[-1])
+    if m is None:  # a symbolic row count: full register tiles, the last one's extra rows dropped
+        s.overcompute(ri)
+        s.overcompute(f"{ri}.init")
     s.unroll(ri)
     for name in (ci, f"{ci}.init", f"{ci}.write"):
         s.vectorize(name)

@@ -1,8 +1,10 @@
-"""Data movement: view/reshape, permute, expand, squeeze/unsqueeze, cat, slice, select, diagonal."""
+"""Data movement: view/reshape, permute, expand, squeeze/unsqueeze, cat, slice, select, diagonal, unfold."""
 
 from __future__ import annotations
 
-from ....dialects.graph.types import shape_of
+import numpy as np
+
+from ....dialects.graph.types import element_type_of, shape_of
 from ....runtime import dim_arith
 from ..context import ImportContext
 from ..registry import converter
@@ -116,3 +118,21 @@ def copy(ctx: ImportContext, node, dst, src, non_blocking=False):
     if value.type.get_shape() != dst.type.get_shape():
         value = ctx.b.broadcast_to(value, ctx.shape(node))
     return value
+
+
+@converter("aten.unfold.default")
+def unfold(ctx: ImportContext, node, x, dimension, size, step):
+    """Sliding windows (``Tensor.unfold``): window ``w``'s element ``j`` is
+    ``x[..., w*step + j, ...]``: a take along the axis by a (windows, size) index table,
+    the window elements moved last."""
+    rank = ctx.rank(x)
+    dim = dimension % rank if rank else 0
+    windows = ctx.shape(node)[dim]
+    if isinstance(windows, int):
+        table = ctx.constant(np.arange(windows)[:, None] * step + np.arange(size)[None, :])
+    else:
+        starts = ctx.b.arange(windows, 0, step, element_type_of(np.int64), ctx.dim_sources((windows,), [x]))
+        table = ctx.b.add(ctx.b.reshape(starts, (windows, 1)), ctx.constant(np.arange(size).reshape(1, size)))
+    picked = ctx.b.take(x, table, dim)  # (..., windows, size, ...)
+    order = [*range(dim + 1), *range(dim + 2, rank + 1), dim + 1]
+    return ctx.b.transpose(picked, order)
