@@ -411,6 +411,7 @@ SHAPE = [
          (f32(3, 1, 7), f32(3, 2, 7), ints(3, 2, 7), ints(3, 2, 7, dtype=torch.int32), bools(3, 2, 7)),
          "expand.default", "cat.default"),
     case("slice-select", _slices, (f32(3, 5, 7),), "slice.Tensor", "select.int"),
+    case("unfold", lambda x: (x.unfold(2, 3, 2), x.unfold(0, 2, 1), x.unfold(-1, 7, 1)), (f32(3, 5, 7),), "unfold.default"),
     case("views-not-decomposed", _views_not_decomposed, (f32(3, 5, 7),),
          "reshape.default", "_unsafe_view.default", "squeeze.default", "squeeze.dim", "t.default", "transpose.int",
          decompose=False),

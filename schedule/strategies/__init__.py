@@ -12,8 +12,9 @@ Registered here (plevel in brackets):
 
 * ``dense_matvec`` [25]: dense with a constant weight on at most 4 static rows: dot
   products along the weight's rows, features in parallel (``gemm.py``);
-* ``dense_packed`` [20]: dense with a constant weight, the weight transposed at
-  compile time, then the GEMM register tile (``gemm.py``);
+* ``dense_packed`` [20]: dense with a constant weight, the weight packed at compile
+  time into the tile's column panels (or transposed), then the GEMM register tile
+  (``gemm.py``);
 * ``gemm_register_tile`` [15]: matmul / batch_matmul with elementwise epilogues;
 * ``conv2d_register_tile`` [10]: NHWC conv2d as an implicit GEMM (``conv.py``);
 * ``reduce_rows`` [10] / ``reduce_columns`` [5]: reductions along / across the
