@@ -280,3 +280,30 @@ def test_sliding_windows_of_tensor_unfold():
     t = Dim("t", min=8, max=99)
     _check_at_lengths(Frames(), (torch.randn(2, 20),), ({1: t},), (8, 21, 40), [(1,)])
     _check_at_lengths(Patches(), (torch.randn(2, 5, 7, 3),), None, (7,), [()])
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [(("n", 6, 4), ("n", 24)), ((1, "n", 12), ("n", 3, 4)), (("n", 2, 6), (1, "n", 3, 4)), ((2, "n", 3, 4), (2, "n", 12))],
+)
+def test_reshapes_keeping_a_symbolic_dim_divide_by_no_symbol(source, target, rng):
+    """The dims a reshape keeps at either end (a symbolic batch or sequence, size-1
+    dims) index the input directly: no per-element division by a run-time size (a
+    BERT-size encoder at a symbolic sequence: 74 -> 47 ms of kernels per 2 layers)."""
+    from xdsl.dialects import arith
+
+    from tensorkiln.build import lower_to_loops
+    from tensorkiln.schedule import kernels
+    from tensorkiln.schedule.nest import static_value
+
+    b = tk.GraphBuilder()
+    module = b.finish(b.reshape(b.input("x", source, "float32"), target))
+    for kernel in kernels(lower_to_loops(module)):
+        for op in kernel.walk():
+            if isinstance(op, arith.DivUIOp | arith.FloorDivSIOp | arith.DivSIOp | arith.RemSIOp | arith.RemUIOp):
+                assert static_value(op.rhs) is not None, str(kernel)
+    lib = tk.build(module)
+    for n in (1, 5):
+        shape = tuple(n if d == "n" else d for d in source)
+        x = rng.standard_normal(shape).astype("f4")
+        np.testing.assert_array_equal(lib(x), x.reshape(tuple(n if d == "n" else d for d in target)))

@@ -58,23 +58,58 @@ def _reshaped_sizes(s: Scalar, tensor: SSAValue, dims: Sequence[int | str]) -> l
     return sizes
 
 
+def _matched_ends(source: Sequence[int | str], target: Sequence[int | str]) -> tuple[dict[int, int | None], range, range]:
+    """Input axis -> result axis (None: size 1, index 0) for the dims a reshape keeps at
+    either end (equal dims, size-1 dims on either side skipped), and the input's and
+    result's axes between them."""
+    kept: dict[int, int | None] = {}
+    i = j = 0
+    while i < len(source) and j < len(target):
+        if source[i] == target[j]:
+            kept[i] = j
+            i, j = i + 1, j + 1
+        elif source[i] == 1:
+            kept[i], i = None, i + 1
+        elif target[j] == 1:
+            j += 1
+        else:
+            break
+    end_i, end_j = len(source), len(target)
+    while end_i > i and end_j > j:
+        if source[end_i - 1] == target[end_j - 1]:
+            kept[end_i - 1] = end_j - 1
+            end_i, end_j = end_i - 1, end_j - 1
+        elif source[end_i - 1] == 1:
+            kept[end_i - 1], end_i = None, end_i - 1
+        elif target[end_j - 1] == 1:
+            end_j -= 1
+        else:
+            break
+    return kept, range(i, end_i), range(j, end_j)
+
+
 @compute_rule(shape.ReshapeOp)
 def reshape(t: TEBuilder, op: shape.ReshapeOp) -> SSAValue:
     target = op.target_shape()
 
+    source = shape_of(op.input.type)
+    kept, source_middle, target_middle = _matched_ends(source, target)
+
     def element(s: Scalar, idx, ins):
         (x,) = ins
-        # row-major: linear offset in the result, then the input's multi-index
+        # dims the reshape keeps at either end index the input directly; between them,
+        # row-major: the linear offset in the result's middle dims, then the input's
+        # (a symbolic batch or sequence kept in front: no division by its size)
         out_sizes = _reshaped_sizes(s, x, target)
         linear = s.index(0)
-        for i, size in zip(idx, out_sizes):
-            linear = s.add(s.mul(linear, size), i)
-        in_sizes = [s.dim(x, axis) for axis in range(len(x.type.get_shape()))]
-        indices = []
-        for size in reversed(in_sizes):
-            indices.append(s.rem(linear, size))
+        for axis in target_middle:
+            linear = s.add(s.mul(linear, out_sizes[axis]), idx[axis])
+        indices = {a: (s.index(0) if b is None else idx[b]) for a, b in kept.items()}
+        for axis in reversed(source_middle):
+            size = s.dim(x, axis)
+            indices[axis] = s.rem(linear, size)
             linear = s.floordiv(linear, size)
-        return s.read(x, indices[::-1])
+        return s.read(x, [indices[a] for a in range(len(source))])
 
     return t.compute("reshape", op.result.type, [op.input], element)
 
