@@ -194,7 +194,7 @@ def test_decoder_step_with_a_growing_cache():
         lib(np.zeros((1, 1, 16), "f4"), np.zeros((1, 1, 16), "f4"), np.zeros((1, 1, 16), "f4"))
 
 
-def test_a_bounded_slice_is_checked_against_the_exported_range():
+def test_a_bounded_slice_is_checked_against_the_exported_range(tmp_path):
     class Window(nn.Module):
         def forward(self, x):
             return x[:, 2:7] * 2
@@ -203,6 +203,15 @@ def test_a_bounded_slice_is_checked_against_the_exported_range():
     lib = _check_at_lengths(Window(), (torch.randn(2, 10),), ({1: t},), (7, 64), [(1,)])
     with pytest.raises(ValueError, match=r"argument 'x' dim 1: 's\d+' = 5 is outside \[7, 64\]"):
         lib(np.zeros((2, 5), "f4"))
+    # a deployed artifact keeps the range
+    from tensorkiln.runtime.artifact import load_module
+
+    lib.export_library(tmp_path / "window.tk")
+    deployed = load_module(tmp_path / "window.tk")
+    x = np.random.default_rng(0).standard_normal((2, 9)).astype("f4")
+    np.testing.assert_array_equal(deployed(x), x[:, 2:7] * 2)
+    with pytest.raises(ValueError, match=r"= 65 is outside \[7, 64\]"):
+        deployed(np.zeros((2, 65), "f4"))
 
 
 def test_split_of_a_symbolic_axis_is_refused_by_name():

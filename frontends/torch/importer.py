@@ -20,6 +20,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ...dialects.graph.types import format_shape, shape_of
 from ...errors import UnsupportedOperatorError
+from ...runtime.dim_expr import free_symbols
 from ...signature import set_dim_ranges
 from ..builder import GraphBuilder
 from . import ops  # noqa: F401  (registers the converters)
@@ -255,7 +256,7 @@ class _Importer:
 def _range_constraints(ep: Any, function: func.FuncOp) -> dict[str, tuple[int, int | None]]:
     """torch.export's range of each symbol the inputs use, ``(lowest, highest or None)``:
     export proved the program right for those values only (``x[:, 2:7]`` needs 7)."""
-    used = {d for arg in function.body.block.args for d in shape_of(arg.type) if isinstance(d, str)}
+    used = {s for arg in function.body.block.args for d in shape_of(arg.type) if isinstance(d, str) for s in free_symbols(d)}
     ranges = {}
     for symbol, bounds in getattr(ep, "range_constraints", {}).items():
         name = str(symbol)
