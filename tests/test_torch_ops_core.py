@@ -280,6 +280,9 @@ SELECTION = [
          "bitwise_and.Scalar", "bitwise_xor.Scalar"),
     case("bitwise-or-tensor", lambda a, b: (a | b, torch.bitwise_or(a, b[0])), (bools(3, 5), bools(3, 5)),
          "bitwise_or.Tensor"),
+    case("bit-shifts", lambda a, b: ((a << 3) + (a >> 2), torch.bitwise_left_shift(b, 29), torch.bitwise_right_shift(b, 5)),
+         (ints(3, 5, low=-1000, high=1000), ints(5, low=-2**31, high=2**31 - 1, dtype=torch.int32)),
+         "__lshift__.Scalar", "__rshift__.Scalar", "bitwise_left_shift.Tensor_Scalar", "bitwise_right_shift.Tensor_Scalar"),
     case("masked-fill-not-decomposed", _masked_fill, (f32(3, 5), bools(3, 5), f32()),
          "masked_fill.Scalar", "masked_fill.Tensor", decompose=False),
 ]  # fmt: skip

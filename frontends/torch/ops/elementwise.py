@@ -238,6 +238,27 @@ def bitwise_not(ctx: ImportContext, node, x):
     raise NotImplementedError(f"bitwise_not on {dtype} tensors")
 
 
+def _shift_amount(ctx: ImportContext, node, amount) -> int:
+    bits = np.dtype(ctx.dtype(node)).itemsize * 8
+    if not np.issubdtype(ctx.dtype(node), np.integer) or not isinstance(amount, int) or not 0 <= amount < bits - 1:
+        raise NotImplementedError(
+            f"bit shifts of {ctx.dtype(node)} tensors by {amount!r}: only integer tensors by a constant in [0, {bits - 1})"
+        )
+    return amount
+
+
+@converter("aten.__lshift__.Scalar", "aten.bitwise_left_shift.Tensor_Scalar")
+def left_shift(ctx: ImportContext, node, x, amount):
+    # two's complement: x << k wraps exactly as x * 2**k does
+    return ctx.b.mul(x, ctx.scalar(1 << _shift_amount(ctx, node, amount), x))
+
+
+@converter("aten.__rshift__.Scalar", "aten.bitwise_right_shift.Tensor_Scalar")
+def right_shift(ctx: ImportContext, node, x, amount):
+    # arithmetic shift: x >> k is floor(x / 2**k), also for negative x
+    return div_mode(ctx, node, x, 1 << _shift_amount(ctx, node, amount), rounding_mode="floor")
+
+
 @converter("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
 def masked_fill(ctx: ImportContext, node, x, mask, value):
     x = ctx.cast(x, ctx.dtype(node))
