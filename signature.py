@@ -32,7 +32,17 @@ def signature_of(function: func.FuncOp) -> Signature:
         unbound = [d for d in spec.shape if isinstance(d, str) and not free_symbols(d) <= bound]
         if unbound:
             raise ValueError(f"{spec.name}: symbolic dims {unbound} do not appear in any input")
-    return Signature(inputs, outputs, dim_ranges(function))
+    computed = sorted(
+        {
+            d
+            for op in function.walk()
+            for result in op.results
+            if hasattr(result.type, "get_shape")
+            for d in shape_of(result.type)
+            if isinstance(d, str) and not is_symbol(d)
+        }
+    )
+    return Signature(inputs, outputs, dim_ranges(function), tuple(computed))
 
 
 def dim_ranges(function: func.FuncOp) -> tuple[tuple[str, int, int | None], ...]:

@@ -47,6 +47,8 @@ class Signature:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     ranges: tuple[tuple[str, int, int | None], ...] = ()
+    #: dims computed in the function (``n - 2`` after a slice), which must not be negative
+    computed_dims: tuple[str, ...] = ()
 
     def check_inputs(self, args: Sequence[Any]) -> list[np.ndarray]:
         """Contiguous numpy arrays for ``args``, or a ValueError naming the bad argument."""
@@ -100,6 +102,13 @@ class Signature:
             value = evaluate(want, symbols)
             if value != got:
                 raise ValueError(f"argument '{spec.name}': dim {axis} is '{want}' = {value}, got {got}")
+        for dim in self.computed_dims:
+            if free_symbols(dim) <= symbols.keys() and evaluate(dim, symbols) < 0:
+                values = ", ".join(f"{k}={v}" for k, v in sorted(symbols.items()) if k in free_symbols(dim))
+                raise ValueError(
+                    f"the inputs are too small for the model: its dim '{dim}' is {evaluate(dim, symbols)} at {values} "
+                    f"(a slice, crop or window needs more elements)"
+                )
         for symbol, lowest, highest in self.ranges:
             value = symbols.get(symbol)
             if value is not None and (value < lowest or (highest is not None and value > highest)):
@@ -122,6 +131,7 @@ class Signature:
             "inputs": [s.to_json() for s in self.inputs],
             "outputs": [s.to_json() for s in self.outputs],
             "ranges": [list(r) for r in self.ranges],
+            "computed_dims": list(self.computed_dims),
         }
 
     @staticmethod
@@ -130,6 +140,7 @@ class Signature:
             tuple(TensorSpec.from_json(s) for s in d["inputs"]),
             tuple(TensorSpec.from_json(s) for s in d["outputs"]),
             tuple((name, lowest, highest) for name, lowest, highest in d.get("ranges", [])),
+            tuple(d.get("computed_dims", [])),
         )
 
 

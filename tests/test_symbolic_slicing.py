@@ -91,6 +91,19 @@ def test_slices_of_a_symbolic_axis_from_both_ends(rng):
         np.testing.assert_array_equal(ref(x), want)
 
 
+@pytest.mark.parametrize("executor", ["aot", "graph", "vm", "interpreter"])
+def test_a_size_too_small_for_a_slice_is_a_clear_error(executor):
+    """Without torch.export's ranges (a model built by hand), a call whose size makes
+    a computed dim negative is refused by every executor, naming the dim."""
+    b = tk.GraphBuilder()
+    x = b.input("x", (2, "n"))
+    module = b.finish(b.relu(b.slice(x, [2], [None], [1])))
+    run = tk.create_executor(executor, module).evaluate()
+    assert run(np.ones((2, 2), "f4")).shape == (2, 0)
+    with pytest.raises(ValueError, match=r"too small for the model: its dim 'n - 2' is -1 at n=1"):
+        run(np.ones((2, 1), "f4"))
+
+
 def test_pad_and_crop_a_symbolic_axis(rng):
     _, lib, ref = _build([("x", (2, "n", 3))], lambda b, x: b.pad(b.pad(x, [0, 2, 0], [0, 1, 0], 1.5), [0, -1, 0], [0, 0, 0]))
     for n in (1, 6):
