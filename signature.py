@@ -32,6 +32,8 @@ def signature_of(function: func.FuncOp) -> Signature:
         unbound = [d for d in spec.shape if isinstance(d, str) and not free_symbols(d) <= bound]
         if unbound:
             raise ValueError(f"{spec.name}: symbolic dims {unbound} do not appear in any input")
+    # computed dims that can be negative (a subtraction in them: symbols are never negative),
+    # checked at every call
     computed = sorted(
         {
             d
@@ -39,7 +41,7 @@ def signature_of(function: func.FuncOp) -> Signature:
             for result in op.results
             if hasattr(result.type, "get_shape")
             for d in shape_of(result.type)
-            if isinstance(d, str) and not is_symbol(d)
+            if isinstance(d, str) and not is_symbol(d) and "-" in d
         }
     )
     return Signature(inputs, outputs, dim_ranges(function), tuple(computed))

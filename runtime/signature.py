@@ -47,7 +47,7 @@ class Signature:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     ranges: tuple[tuple[str, int, int | None], ...] = ()
-    #: dims computed in the function (``n - 2`` after a slice), which must not be negative
+    #: dims computed in the function that a small size can make negative (``n - 2`` after a slice)
     computed_dims: tuple[str, ...] = ()
 
     def check_inputs(self, args: Sequence[Any]) -> list[np.ndarray]:
