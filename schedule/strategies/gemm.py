@@ -230,15 +230,17 @@ def _dense_applies(info: KernelInfo) -> bool:
 def dense_packed(
     s: Schedule, info: KernelInfo, rows: int | None = None, vectors: int | None = None, pack_panel: bool | None = None
 ) -> None:
-    """Transpose the constant weight to [k, n] (at compile time), then the GEMM tile.
-    Its column panels are packed (at run time) when several row blocks read each one
-    (a row count known at compile time):
-    the weight's rows lie n floats apart, and 768 or 3072 floats apart they alias in
-    the L1 cache (dense 128x768->3072 at one thread on a znver2: 47 -> 88 GFLOP/s)."""
-    vectors = vectors or column_vectors(s.extent(info.output_loops[-1]), info)
+    """The constant weight re-laid out at compile time, then the GEMM tile. When the
+    column tile divides the features, as the tile's contiguous column panels (any row
+    count, no run-time copy). Else transposed to [k, n], its column panels copied at
+    run time when several row blocks read each one (a row count known at compile
+    time): the weight's rows lie n floats apart, and 768 or 3072 floats apart they
+    alias in the L1 cache (dense 128x768->3072 at one thread on a znver2: 47 -> 88
+    GFLOP/s)."""
+    n = s.extent(info.output_loops[-1])
+    vectors = vectors or column_vectors(n, info)
     rows = rows or tile_rows(info, vectors)
-    weight = packable_weight(info)
-    n, width = s.extent(info.output_loops[-1]), vectors * info.lanes
+    weight, width = packable_weight(info), vectors * info.lanes
     if pack_panel is None and n is not None and n % width == 0:
         # the panels packed once, at compile time: P[n / width, k, width]
         s.transform_layout(weight, [0, 2, 1], block=(0, width))
