@@ -34,16 +34,9 @@ def signature_of(function: func.FuncOp) -> Signature:
             raise ValueError(f"{spec.name}: symbolic dims {unbound} do not appear in any input")
     # computed dims that can be negative (a subtraction in them: symbols are never negative),
     # checked at every call
-    computed = sorted(
-        {
-            d
-            for op in function.walk()
-            for result in op.results
-            if hasattr(result.type, "get_shape")
-            for d in shape_of(result.type)
-            if isinstance(d, str) and not is_symbol(d) and "-" in d
-        }
-    )
+    dims = [d for op in function.walk() for r in op.results if hasattr(r.type, "get_shape") for d in shape_of(r.type)]
+    dims += [d for op in function.walk() if hasattr(op, "size_requirements") for d in op.size_requirements()]
+    computed = sorted({d for d in dims if isinstance(d, str) and not is_symbol(d) and "-" in d})
     return Signature(inputs, outputs, dim_ranges(function), tuple(computed))
 
 

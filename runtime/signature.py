@@ -102,13 +102,6 @@ class Signature:
             value = evaluate(want, symbols)
             if value != got:
                 raise ValueError(f"argument '{spec.name}': dim {axis} is '{want}' = {value}, got {got}")
-        for dim in self.computed_dims:
-            if free_symbols(dim) <= symbols.keys() and evaluate(dim, symbols) < 0:
-                values = ", ".join(f"{k}={v}" for k, v in sorted(symbols.items()) if k in free_symbols(dim))
-                raise ValueError(
-                    f"the inputs are too small for the model: its dim '{dim}' is {evaluate(dim, symbols)} at {values} "
-                    f"(a slice, crop or window needs more elements)"
-                )
         for symbol, lowest, highest in self.ranges:
             value = symbols.get(symbol)
             if value is not None and (value < lowest or (highest is not None and value > highest)):
@@ -116,6 +109,13 @@ class Signature:
                 source = f"argument {where[symbol]}" if symbol in where else "the input dims"
                 raise ValueError(
                     f"{source}: '{symbol}' = {value} is outside {span}, the range the model was exported for"
+                )
+        for dim in self.computed_dims:
+            if free_symbols(dim) <= symbols.keys() and evaluate(dim, symbols) < 0:
+                values = ", ".join(f"{k}={v}" for k, v in sorted(symbols.items()) if k in free_symbols(dim))
+                raise ValueError(
+                    f"the inputs are too small for the model: its dim '{dim}' is {evaluate(dim, symbols)} at {values} "
+                    f"(a slice, crop or window needs more elements)"
                 )
         return arrays, symbols
 

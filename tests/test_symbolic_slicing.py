@@ -102,6 +102,14 @@ def test_a_size_too_small_for_a_slice_is_a_clear_error(executor):
     assert run(np.ones((2, 2), "f4")).shape == (2, 0)
     with pytest.raises(ValueError, match=r"too small for the model: its dim 'n - 2' is -1 at n=1"):
         run(np.ones((2, 1), "f4"))
+    # a window of static length on the symbolic axis: its end must lie inside
+    b = tk.GraphBuilder()
+    module = b.finish(b.slice(b.input("x", (2, "n")), [2], [7], [1]))
+    run = tk.create_executor(executor, module).evaluate()
+    x = np.arange(14, dtype="f4").reshape(2, 7)
+    np.testing.assert_array_equal(run(x), x[:, 2:7])
+    with pytest.raises(ValueError, match=r"its dim 'n - 7' is -3 at n=4"):
+        run(np.ones((2, 4), "f4"))
 
 
 def test_pad_and_crop_a_symbolic_axis(rng):

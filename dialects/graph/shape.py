@@ -506,6 +506,18 @@ class SliceOp(GraphOp):
             result[a] = -(-(end - start) // step)
         return tensor_type(result, operand_element(self.input))
 
+    def size_requirements(self) -> list[Dim]:
+        """Dims that must not be negative for the slice to lie inside a symbolic axis
+        (``x[:, 2:7]`` of ``(2, n)``: ``n - 7``); checked at every call, with the other
+        computed dims (``signature.py``)."""
+        shape = operand_shape(self.input)
+        needed: list[Dim] = []
+        for a, start, end in zip(ints(self.axes), ints(self.starts), ints(self.ends)):
+            if isinstance(shape[a], str):
+                first, last = symbolic_position(shape[a], start), symbolic_position(shape[a], end)
+                needed += [first, dim_arith.sub(last, first), dim_arith.sub(shape[a], last)]
+        return needed
+
     def reference(self, x: np.ndarray) -> np.ndarray:
         index = [slice(None)] * x.ndim
         for a, start, end, step in zip(
