@@ -34,8 +34,10 @@ def signature_of(function: func.FuncOp) -> Signature:
             raise ValueError(f"{spec.name}: symbolic dims {unbound} do not appear in any input")
     # computed dims that can be negative (a subtraction in them: symbols are never negative),
     # checked at every call
-    dims = [d for op in function.walk() for r in op.results if hasattr(r.type, "get_shape") for d in shape_of(r.type)]
-    dims += [d for op in function.walk() if hasattr(op, "size_requirements") for d in op.size_requirements()]
+    dims: list = []
+    for op in function.walk():  # one pass: result dims, and bounds ops require (slices)
+        dims += [d for r in op.results if hasattr(r.type, "get_shape") for d in shape_of(r.type)]
+        dims += op.size_requirements() if hasattr(op, "size_requirements") else []
     computed = sorted({d for d in dims if isinstance(d, str) and not is_symbol(d) and "-" in d})
     return Signature(inputs, outputs, dim_ranges(function), tuple(computed))
 

@@ -165,11 +165,11 @@ def _relaid(array: np.ndarray, permutation: Sequence[int], block: Sequence[int] 
     compiled model's packed weight is): the same values, so the outputs still match
     the unscheduled kernel's."""
     from ..runtime.graph_executor import aligned_bytes
-    from ..schedule.strategies.packing import relaid
+    from ..schedule.strategies.packing import relaid_view
 
-    packed = relaid(array, permutation, block)
-    out = aligned_bytes(packed.nbytes)[: packed.nbytes].view(array.dtype).reshape(packed.shape)
-    out[...] = packed
+    packed = relaid_view(array, permutation, block)
+    out = aligned_bytes(array.nbytes)[: array.nbytes].view(array.dtype).reshape(packed.shape)
+    out[...] = packed  # the one copy, straight into the aligned buffer
     return out
 
 

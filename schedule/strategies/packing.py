@@ -40,12 +40,17 @@ def _set_signature(host: func.FuncOp) -> None:
     )
 
 
-def relaid(array: np.ndarray, permutation: Sequence[int], block: Sequence[int] | None = None) -> np.ndarray:
-    """``array`` as a kernel that re-laid it out takes it (C order): dim ``block[0]``
-    split into blocks of ``block[1]`` if given, then the dims permuted."""
+def relaid_view(array: np.ndarray, permutation: Sequence[int], block: Sequence[int] | None = None) -> np.ndarray:
+    """``array`` as a kernel that re-laid it out indexes it, as a view (no copy): dim
+    ``block[0]`` split into blocks of ``block[1]`` if given, then the dims permuted."""
     if block is not None:
         array = array.reshape(blocked_shape(array.shape, block))
-    return np.asarray(np.transpose(array, permutation), order="C")
+    return np.transpose(array, permutation)
+
+
+def relaid(array: np.ndarray, permutation: Sequence[int], block: Sequence[int] | None = None) -> np.ndarray:
+    """:func:`relaid_view`, contiguous (C order): what the kernel takes."""
+    return np.asarray(relaid_view(array, permutation, block), order="C")
 
 
 def _pack_call(host: func.FuncOp, call: func.CallOp, layouts: dict[int, list[int]], blocks: dict[int, list[int]]) -> None:
@@ -96,4 +101,4 @@ def pack_constant_arguments(module: ModuleOp, only: Collection[str] | None = Non
                 _pack_call(host, call, layouts, blocks[call.callee.string_value()])
 
 
-__all__ = ["pack_constant_arguments", "relaid"]
+__all__ = ["pack_constant_arguments", "relaid", "relaid_view"]
