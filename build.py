@@ -37,7 +37,9 @@ def check_supported(module: ModuleOp) -> None:
 
 
 #: lowering pipelines after the graph-level optimization (``passes/pipeline.py``)
-TO_LOOPS = ("graph-to-te", "te-to-loop")
+#: graph -> loops; ``legalize-16bit-floats`` again for the paths that skip the graph pipeline
+#: (a no-op after it: graph-to-te lowers no bfloat16 arithmetic)
+TO_LOOPS = ("legalize-16bit-floats", "graph-to-te", "te-to-loop")
 
 
 def schedule_pipeline(target: CPUTarget) -> tuple[str, ...]:
@@ -47,7 +49,7 @@ def schedule_pipeline(target: CPUTarget) -> tuple[str, ...]:
 
 def to_llvm(target: CPUTarget) -> tuple[str, ...]:
     """The loop -> llvm pipeline for ``target`` (vectorized loops use its SIMD width)."""
-    return ("expand-math", f"loop-to-llvm{{vector_bits={target.vector_bits}}}")
+    return ("bf16-storage", "expand-math", f"loop-to-llvm{{vector_bits={target.vector_bits}}}")
 
 
 def lower_to_loops(module: ModuleOp, ctx: PassContext | None = None) -> ModuleOp:

@@ -13,6 +13,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
 from .dialects.graph import FusedOp, GraphOp
+from .passes.legalize_16bit_floats import legalize_16bit_floats, uses_16bit_floats
 from .signature import signature_of
 
 
@@ -57,6 +58,10 @@ def interpret(module: ModuleOp, function: str = "main") -> Callable[..., np.ndar
     """
     fn = find_function(module, function)
     signature = signature_of(fn)
+    if uses_16bit_floats(fn):  # 16-bit float ops compute in float32, as compiled code does
+        module = module.clone()
+        legalize_16bit_floats(module)
+        fn = find_function(module, function)
 
     def run(*args: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
         arrays = signature.check_inputs(args)

@@ -61,6 +61,7 @@ PASSES = {
     "convert-layout": ("passes.convert_layout", "ConvertLayoutPass"),
     "conv-transpose-to-conv": ("passes.conv_transpose_to_conv", "ConvTransposeToConvPass"),
     "split-reductions": ("passes.split_reductions", "SplitReductionsPass"),
+    "legalize-16bit-floats": ("passes.legalize_16bit_floats", "Legalize16BitFloatsPass"),
     # graph pipelines of each optimization level (passes/pipeline.py)
     "graph-opt": ("passes.pipeline", "GraphOptPass"),
     "graph-opt-O0": ("passes.pipeline", "GraphOptO0Pass"),
@@ -71,6 +72,7 @@ PASSES = {
     "graph-to-te": ("lowering.graph_to_te", "GraphToTEPass"),
     "te-to-loop": ("lowering.te_to_loop", "TEToLoopPass"),
     "expand-math": ("lowering.expand_math", "ExpandMathPass"),
+    "bf16-storage": ("lowering.bf16_storage", "Bf16StoragePass"),
     "loop-to-llvm": ("lowering.loop_to_llvm", "LoopToLLVMPass"),
     "fuse-ops": ("passes.fuse_ops", "FuseOpsPass"),
     "default-schedule": ("schedule.strategies", "DefaultSchedulePass"),

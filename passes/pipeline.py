@@ -51,6 +51,11 @@ FUSE_OPS = "fuse-ops"
 #: passes a pipeline skips without error when they are not registered
 OPTIONAL_PASSES: frozenset[str] = frozenset({FUSE_OPS})
 
+#: runs first at every level, O0 too: float16/bfloat16 ops computed in float32
+#: (passes/legalize_16bit_floats.py), before fold-constants (which then folds the casts
+#: of 16-bit weights) and fusion (which fuses the casts into the kernels)
+LEGALIZE_16BIT_FLOATS = "legalize-16bit-floats"
+
 #: the layout pass; its ``layout`` option is the target's (:func:`graph_pipeline`)
 CONVERT_LAYOUT = "convert-layout"
 
@@ -373,11 +378,12 @@ def _xdsl_context() -> Context:
 
 
 def graph_pipeline(opt_level: int, layout: str | None = None) -> tuple[str, ...]:
-    """The graph-level passes of an optimization level; ``layout`` is the data layout
+    """The graph-level passes of an optimization level (after ``legalize-16bit-floats``, which
+    every level runs); ``layout`` is the data layout
     the target wants convolutions in (None: the pass's default, NHWC; ``"NCHW"``: keep
     the model's own, no ``convert-layout``)."""
     try:
-        passes = GRAPH_PIPELINES[opt_level]
+        passes = (LEGALIZE_16BIT_FLOATS, *GRAPH_PIPELINES[opt_level])
     except KeyError:
         raise ValueError(f"opt_level must be one of {sorted(GRAPH_PIPELINES)}, got {opt_level!r}") from None
     if layout is None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .dim_arith import solve
@@ -148,6 +149,10 @@ def _as_array(arg: Any, spec: TensorSpec) -> np.ndarray:
     if isinstance(arg, np.ndarray):
         return arg
     if hasattr(arg, "__dlpack__") and hasattr(arg, "device") and "cpu" in str(arg.device):
+        if str(getattr(arg, "dtype", "")) == "torch.bfloat16":  # DLPack to numpy has no bfloat16
+            import torch
+
+            return np.from_dlpack(arg.detach().view(torch.int16)).view(ml_dtypes.bfloat16)
         return np.from_dlpack(arg.detach() if hasattr(arg, "detach") else arg)
     if isinstance(arg, np.generic | int | float | bool):
         return np.asarray(arg)

@@ -49,6 +49,12 @@ class GraphOp(IRDLOperation):
 
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
 
+    #: True when the op only moves, selects or fills elements, never computing on their
+    #: values: it runs on any element type as it is. The others compute float16 and
+    #: bfloat16 in float32 and round their result (``passes/legalize_16bit_floats.py``),
+    #: as torch does.
+    MOVES_DATA: ClassVar[bool] = False
+
     def infer_result_type(self) -> TensorType:
         """The result type implied by the operands and properties (raise VerifyException if invalid)."""
         raise NotImplementedError(f"{self.name} does not infer its result type")
@@ -56,6 +62,18 @@ class GraphOp(IRDLOperation):
     def reference(self, *inputs: np.ndarray) -> np.ndarray:
         """Numpy reference semantics: the result for these input arrays."""
         raise NotImplementedError(f"{self.name} has no reference semantics")
+
+    def in_float32(self, operands: Sequence[SSAValue]) -> GraphOp:
+        """A new (uninserted) op computing this one on ``operands``: its own operands
+        with the 16-bit float ones cast to float32. Its result type is inferred again, so a
+        16-bit float result becomes float32 (``passes/legalize_16bit_floats.py``). Ops whose element
+        type is a property override this."""
+        new = self.clone()
+        for k, value in enumerate(operands):
+            new.operands[k] = value
+        # Safe: the clone is not in a block yet and its result has no uses.
+        new.results[0]._type = new.infer_result_type()  # pyright: ignore[reportPrivateUsage]
+        return new
 
     # -- construction -------------------------------------------------------------
 

@@ -31,6 +31,7 @@ class ConstantOp(GraphOp):
     result = result_def(TensorType)
     traits = traits_def(Pure(), ConstantLike())
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+    MOVES_DATA: ClassVar[bool] = True
 
     def __init__(self, value: WeightAttr | DenseIntOrFPElementsAttr):
         self._build([], {"value": value})

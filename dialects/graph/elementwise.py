@@ -626,6 +626,7 @@ class WhereOp(GraphOp):
         "type($on_true) `,` type($on_false) `->` type($result)"
     )
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.BROADCAST
+    MOVES_DATA: ClassVar[bool] = True
 
     def __init__(self, condition: SSAValue | Operation, on_true: SSAValue | Operation, on_false: SSAValue | Operation):
         self._build([condition, on_true, on_false])

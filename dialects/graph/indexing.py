@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     TensorType,
+    f32,
     i1,
     i64,
 )
@@ -178,6 +179,7 @@ class _IndexedOp(GraphOp):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($result)"
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+    MOVES_DATA: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -667,6 +669,7 @@ class FlipOp(GraphOp):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input)"
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+    MOVES_DATA: ClassVar[bool] = True
 
     def __init__(self, input: SSAValue | Operation, axes: int | Sequence[int]):
         axes = [axes] if isinstance(axes, int) else list(axes)
@@ -709,6 +712,7 @@ class PadOp(GraphOp):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+    MOVES_DATA: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -805,6 +809,7 @@ class FullOp(_ShapedSourceOp):
 
     name = "graph.full"
     value = prop_def(FloatAttr | IntegerAttr)
+    MOVES_DATA: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -852,6 +857,10 @@ class ArangeOp(_ShapedSourceOp):
 
     def element(self) -> Attribute:
         return self.start.type
+
+    def in_float32(self, operands: Sequence[SSAValue]) -> ArangeOp:
+        (length,) = self.target_shape()
+        return ArangeOp(length, scalar_value(self.start), scalar_value(self.step), f32, operands)
 
     def infer_result_type(self) -> TensorType:
         element = self.start.type

@@ -118,6 +118,7 @@ class ReshapeOp(GraphOp):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+    MOVES_DATA: ClassVar[bool] = True
 
     def __init__(self, input: SSAValue | Operation, shape: Sequence[int | str]):
         x = operand_shape(SSAValue.get(input))
@@ -202,6 +203,7 @@ class TransposeOp(GraphOp):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+    MOVES_DATA: ClassVar[bool] = True
 
     def __init__(self, input: SSAValue | Operation, perm: Sequence[int] | None = None):
         rank = len(operand_shape(SSAValue.get(input)))
@@ -250,6 +252,7 @@ class BroadcastToOp(GraphOp):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.BROADCAST
+    MOVES_DATA: ClassVar[bool] = True
 
     def __init__(self, input: SSAValue | Operation, shape: Sequence[int | str]):
         x = operand_shape(SSAValue.get(input))
@@ -327,6 +330,7 @@ class ConcatOp(GraphOp):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$inputs attr-dict `:` type($inputs) `->` type($result)"
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+    MOVES_DATA: ClassVar[bool] = True
 
     def __init__(self, inputs: Sequence[SSAValue | Operation], axis: int = 0):
         values = [SSAValue.get(v) for v in inputs]
@@ -424,6 +428,7 @@ class SliceOp(GraphOp):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+    MOVES_DATA: ClassVar[bool] = True
 
     def __init__(
         self,

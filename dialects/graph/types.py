@@ -17,16 +17,19 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 
+import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
+    BFloat16Type,
     Float16Type,
     Float32Type,
     Float64Type,
     IntegerType,
     StringAttr,
     TensorType,
+    bf16,
     f16,
     f32,
     f64,
@@ -149,7 +152,10 @@ class WeightAttr(Data[WeightRef]):
 # ---------------------------------------------------------------------------
 # element types
 
+# bfloat16 arrays are ml_dtypes' numpy dtype (numpy has none); the compiled code stores
+# them as 16-bit integers and computes in float32 (passes/legalize_16bit_floats.py)
 _NUMPY_OF_ELEMENT = {
+    bf16: ml_dtypes.bfloat16,
     f16: np.float16,
     f32: np.float32,
     f64: np.float64,
@@ -182,7 +188,7 @@ def element_type_of(dtype: np.dtype | type | str) -> Attribute:
 
 
 def is_float(element_type: Attribute) -> bool:
-    return isinstance(element_type, Float16Type | Float32Type | Float64Type)
+    return isinstance(element_type, BFloat16Type | Float16Type | Float32Type | Float64Type)
 
 
 def is_int(element_type: Attribute) -> bool:

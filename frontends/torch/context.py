@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from xdsl.ir import SSAValue
 
@@ -17,6 +18,7 @@ TORCH_TO_NUMPY = {
     "torch.float32": np.float32,
     "torch.float64": np.float64,
     "torch.float16": np.float16,
+    "torch.bfloat16": ml_dtypes.bfloat16,
     "torch.int64": np.int64,
     "torch.int32": np.int32,
     "torch.int8": np.int8,
@@ -37,6 +39,23 @@ def numpy_dtype_of_torch(dtype: Any, where: str = "") -> np.dtype:
         raise UnsupportedDtypeError(
             f"{where}dtype {dtype} is not supported yet (supported: {supported})"
         ) from None
+
+
+def opmath_dtype(dtype: np.dtype) -> np.dtype:
+    """The type torch's kernels compute a floating dtype in: float32 for the 16-bit ones."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype in (np.float16, ml_dtypes.bfloat16) else dtype
+
+
+def tensor_to_numpy(tensor: Any) -> np.ndarray:
+    """A CPU torch tensor's data as a numpy array sharing its memory (bfloat16 as
+    ml_dtypes' bfloat16, which torch's ``.numpy()`` refuses)."""
+    tensor = tensor.detach().contiguous()
+    if str(tensor.dtype) == "torch.bfloat16":
+        import torch
+
+        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return tensor.numpy()
 
 
 def symbol_name(size: Any) -> Dim:

@@ -24,7 +24,7 @@ from ...runtime.dim_expr import free_symbols
 from ...signature import set_dim_ranges
 from ..builder import GraphBuilder
 from . import ops  # noqa: F401  (registers the converters)
-from .context import ImportContext, UnsupportedDtypeError, numpy_dtype_of_torch, symbol_name
+from .context import ImportContext, UnsupportedDtypeError, numpy_dtype_of_torch, symbol_name, tensor_to_numpy
 from .registry import CONVERTERS, target_name
 
 #: ATen ops kept whole instead of decomposed: each maps onto one graph op, or a short pattern
@@ -152,8 +152,7 @@ class _Importer:
         if tensor is None:
             tensor = self.ep.constants[spec.target]
         numpy_dtype_of_torch(tensor.dtype, f"{spec.target}: ")
-        # detach().numpy() shares memory with the torch tensor: no copy of the weights
-        return tensor.detach().contiguous().numpy()
+        return tensor_to_numpy(tensor)  # shares memory with the torch tensor: no copy of the weights
 
     def _dtype(self, node: Any) -> np.dtype:
         try:

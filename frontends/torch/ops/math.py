@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import ImportContext
+from ..context import ImportContext, opmath_dtype
 from ..registry import converter
 from .elementwise import _operand
 
@@ -176,10 +176,10 @@ def signbit(ctx: ImportContext, node, x):
 def round_decimals(ctx: ImportContext, node, x, *, decimals=0):
     """torch's kernel, bit for bit: ``rint(x * 10**d) / 10**d`` (``rint(x / 10**-d) * 10**-d``
     for negative ``d``), ties to even after scaling, with ``10**d`` and the arithmetic in the
-    "opmath" type (float32 for float16)."""
+    "opmath" type (float32 for float16 and bfloat16)."""
     g = ctx.b
     dtype = ctx.dtype(node)
-    opmath = np.float32 if dtype == np.float16 else dtype
+    opmath = opmath_dtype(dtype)
     wide = ctx.cast(x, opmath)
     with np.errstate(over="ignore"):  # 10**400: inf, as C's pow (then NaN or 0, as torch)
         scale = ctx.scalar(np.power(10.0, abs(decimals)), wide)
@@ -221,7 +221,7 @@ def erfinv(ctx: ImportContext, node, y):
     points (a third near +-1, a third tiny): within 1.5 ulp in float32, 3 ulp in float64."""
     g = ctx.b
     dtype = ctx.dtype(node)
-    opmath = np.dtype(np.float64 if dtype == np.float64 else np.float32)  # float16 in float32, as torch
+    opmath = np.dtype(np.float64 if dtype == np.float64 else np.float32)  # 16-bit floats in float32, as torch
     y = ctx.cast(y, opmath)
     a = g.abs(y)
     one = ctx.scalar(1.0, y)
