@@ -38,6 +38,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..runtime.npz import load_arrays, save_arrays
+
 MAGIC = b"TKEXT1\n"
 
 #: kind -> class, for :func:`deserialize`
@@ -167,7 +169,7 @@ class ExternalModule:
             sort_keys=True,
         ).encode()
         buffer = io.BytesIO()
-        np.savez(buffer, **self.weights)
+        save_arrays(buffer, self.weights)
         return MAGIC + struct.pack("<Q", len(header)) + header + buffer.getvalue()
 
 
@@ -184,8 +186,7 @@ def deserialize(data: bytes) -> ExternalModule:
         importlib.import_module(BUILTIN_KINDS[kind])
     if kind not in EXTERNAL_KINDS:
         raise ValueError(f"external module kind '{kind}' is not registered (known: {', '.join(sorted(EXTERNAL_KINDS))})")
-    with np.load(io.BytesIO(data[start + n :]), allow_pickle=False) as archive:
-        weights = {k: archive[k] for k in archive.files}
+    weights = load_arrays(io.BytesIO(data[start + n :]))
     module = EXTERNAL_KINDS[kind].from_payload(
         header["symbol"],
         header["backend"],

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..byoc.deploy import trampoline_source
 from ..runtime.artifact import ARTIFACT_FORMAT, EXTERNALS, LIBRARY, META, PROGRAM, WEIGHTS
+from ..runtime.npz import save_arrays
 from .native_build import NativeBuild
 
 #: what loads a deployed model's external modules and binds them to its library
@@ -92,7 +93,7 @@ def export_library(
     link_shared_library(native, library, trampoline_source(external_modules) if external_modules else "")
     arrays = {f"w{k}": np.asarray(w, order="C") for k, w in enumerate(weights)}
     with open(root / WEIGHTS, "wb") as f:
-        np.savez(f, **arrays)
+        save_arrays(f, arrays)
     (root / PROGRAM).write_text(native.program.dumps())
     meta = {
         "format": ARTIFACT_FORMAT,

@@ -34,6 +34,7 @@ from ..interpreter import find_function
 from ..runtime.artifact import META, VM_ARTIFACT_FORMAT, VM_CONSTANTS, VM_PROGRAM
 from ..runtime.module import CompiledModule
 from ..runtime.profiler import BenchmarkResult, KernelStat, ProfileReport
+from ..runtime.npz import save_arrays
 from ..runtime.vm import VirtualMachine, VMProgram
 from ..signature import signature_of
 from .export import ExportError
@@ -238,7 +239,7 @@ class VMModule(VirtualMachine):
             fn.export_library(root / "functions" / str(k))
             names.append(f"functions/{k}")
         with open(root / VM_CONSTANTS, "wb") as f:
-            np.savez(f, **{f"c{k}": c for k, c in enumerate(self.program.constants)})
+            save_arrays(f, {f"c{k}": c for k, c in enumerate(self.program.constants)})
         (root / VM_PROGRAM).write_text(json.dumps(self.program.to_json(), indent=1))
         meta = {"format": VM_ARTIFACT_FORMAT, "program": VM_PROGRAM, "constants": VM_CONSTANTS, "functions": names}
         (root / META).write_text(json.dumps(meta, indent=1))

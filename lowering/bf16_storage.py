@@ -36,7 +36,7 @@ import ml_dtypes
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, MemRefType, ModuleOp, bf16, f32, i16, i32
+from xdsl.dialects.builtin import FunctionType, IntegerAttr, MemRefType, ModuleOp, bf16, f32, i16, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter

@@ -33,6 +33,7 @@ from . import threads
 from .elf_check import elf_problem
 from .graph_program import GraphProgram, ProgramFormatError
 from .module import CompiledModule
+from .npz import load_arrays
 from .signature import Signature
 from .vm import VirtualMachine, VMProgram
 
@@ -143,8 +144,7 @@ def _read_meta(root: Path) -> dict[str, Any]:
 
 def _read_weights(path: Path, specs: list[dict[str, Any]]) -> list[np.ndarray]:
     try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
+        arrays = load_arrays(path)
     except FileNotFoundError:
         raise ArtifactError(f"{path}: weights file missing") from None
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
@@ -171,8 +171,8 @@ class DeployedVM(VirtualMachine):
 
 def _load_vm(root: Path, meta: dict[str, Any]) -> DeployedVM:
     try:
-        with np.load(root / meta["constants"], allow_pickle=False) as data:
-            constants = [data[f"c{k}"] for k in range(len(data.files))]
+        arrays = load_arrays(root / meta["constants"])
+        constants = [arrays[f"c{k}"] for k in range(len(arrays))]
     except FileNotFoundError:
         raise ArtifactError(f"{root / meta['constants']}: constants file missing") from None
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:

@@ -76,3 +76,25 @@ def test_tf32_build_needs_tensor_cores(monkeypatch):
         else:
             lib = tk.build(module, target="cuda -tf32")
             assert "mma.sync.aligned.m16n8k8" in lib.source and not log
+
+
+def test_bfloat16_lives_on_the_device_as_int16_bits(launches):
+    """cupy has no bfloat16: inputs (ml_dtypes or torch bfloat16) go to the device as
+    int16 views of the same bits, outputs are int16 there and bfloat16 with output="numpy"."""
+    import ml_dtypes
+
+    b = tk.GraphBuilder()
+    module = b.finish(b.relu(b.input("x", ("n", 5), ml_dtypes.bfloat16)))
+    lib = tk.build(module, target="cuda")
+    x = np.random.default_rng(1).standard_normal((3, 5)).astype(ml_dtypes.bfloat16)
+    out = lib(x)
+    assert isinstance(out, FakeArray) and out.dtype == np.int16 and out.shape == (3, 5)
+    ((_, _, _, args),) = launches
+    np.testing.assert_array_equal(args[0], x.view(np.int16))  # the input's bits, as int16
+    host = lib(x, output="numpy")
+    assert host.dtype == ml_dtypes.bfloat16 and host.shape == (3, 5)
+    with pytest.raises(ValueError, match=r"argument 'x': expected dtype bfloat16 \(bfloat16's bits as int16 in a cupy array\), got float32"):
+        lib(x.astype(np.float32))
+    torch = pytest.importorskip("torch")
+    lib(torch.from_numpy(x.astype(np.float32)).bfloat16())  # a CPU torch bfloat16 tensor: copied as its bits
+    np.testing.assert_array_equal(launches[-1][3][0], x.view(np.int16))

@@ -44,7 +44,11 @@ def _remsi(a, b):
 
 """
 
-_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i32": "int32", "i64": "int64", "i8": "int8", "i1": "bool"}
+# i16: also bfloat16's bits (lowering/bf16_storage.py)
+_DTYPES = {
+    "f32": "float32", "f64": "float64", "f16": "float16", "i32": "int32", "i64": "int64", "i16": "int16", "i8": "int8",
+    "i1": "bool",
+}  # fmt: skip
 
 
 class HostPrintError(ValueError):

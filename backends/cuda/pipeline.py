@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import ModuleOp
 from ...passes.pipeline import PassContext, optimize_graph, run_pipeline
 
 #: loop-level kernels -> gpu dialect
-GPU_LOWERING = ("gpu-default-schedule", "loop-to-gpu")
+GPU_LOWERING = ("gpu-default-schedule", "bf16-storage", "loop-to-gpu")
 #: graph rewrites for the GPU's shape of parallelism, before the graph pipeline
 GPU_GRAPH_PASSES = ("split-reductions",)
 

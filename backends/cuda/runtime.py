@@ -6,7 +6,9 @@ returns. Imports neither xDSL nor torch; cupy is imported only when a module is 
     y = lib(x, output="numpy")    # copied back to the host
 
 Inputs on the GPU are used in place (DLPack, zero copy); numpy inputs are copied to the
-device. Weights are copied once, when the module is made. External modules (BYOC
+device. cupy has no bfloat16: a bfloat16 tensor is an int16 cupy array of its bits
+(torch bfloat16 tensors and ml_dtypes arrays are taken as such; ``output="numpy"``
+gives bfloat16 arrays back). Weights are copied once, when the module is made. External modules (BYOC
 regions, e.g. ``tk.byoc.partition_for(mod, "cublas")``) are called by the host program
 between the launches, on the same device buffers and the same stream.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ...runtime.dim_expr import evaluate, is_symbol
@@ -70,9 +73,27 @@ def require_cupy() -> Any:
     return cupy
 
 
+def device_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype of a tensor's device array: cupy has no bfloat16, so a bfloat16 tensor
+    lives on the device as an int16 array of its bits (as the kernels see it)."""
+    return np.dtype(np.int16) if dtype == ml_dtypes.bfloat16 else dtype
+
+
+def _bits_if_bfloat16(arg: Any) -> Any:
+    """A torch or numpy bfloat16 array as int16 (the same memory), others as they are."""
+    if str(getattr(arg, "dtype", "")) == "torch.bfloat16":
+        import torch
+
+        return arg.detach().view(torch.int16)
+    if isinstance(arg, np.ndarray) and arg.dtype == ml_dtypes.bfloat16:
+        return arg.view(np.int16)
+    return arg
+
+
 def _to_device(cp: Any, arg: Any, name: str) -> Any:
     if isinstance(arg, cp.ndarray):
         return arg
+    arg = _bits_if_bfloat16(arg)
     if hasattr(arg, "__dlpack__") and hasattr(arg, "device") and "cuda" in str(arg.device):
         return cp.from_dlpack(arg.detach() if hasattr(arg, "detach") else arg)
     if hasattr(arg, "__dlpack__") and not isinstance(arg, np.ndarray):
@@ -143,7 +164,7 @@ class CudaModule:
         exec(compile(host_source, f"<tensorkiln host {function}>", "exec"), namespace)
         self._host = namespace[function]
         self._cp = cp
-        self._weights = [cp.asarray(np.asarray(w, order="C")) for w in weights]
+        self._weights = [cp.asarray(_bits_if_bfloat16(np.asarray(w, order="C"))) for w in weights]
         self.compile_seconds: float | None = None
         self.pass_timings: list[tuple[str, float]] = []
 
@@ -153,10 +174,11 @@ class CudaModule:
         cp = self._cp
         inputs, symbols = self._bind(args)
         shapes = self.signature.output_shapes(symbols)
-        outputs = [cp.empty(shape, spec.dtype) for shape, spec in zip(shapes, self.signature.outputs)]
+        specs = self.signature.outputs
+        outputs = [cp.empty(shape, device_dtype(spec.dtype)) for shape, spec in zip(shapes, specs)]
         self._host(self._rt, *inputs, *outputs, *self._weights)
         if output == "numpy":
-            outputs = [cp.asnumpy(o) for o in outputs]
+            outputs = [cp.asnumpy(o).view(spec.dtype) for o, spec in zip(outputs, specs)]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _bind(self, args: Sequence[Any]) -> tuple[list[Any], dict[str, int]]:
@@ -168,8 +190,9 @@ class CudaModule:
         arrays, symbols, computed = [], {}, []
         for spec, arg in zip(specs, args):
             a = _to_device(self._cp, arg, spec.name)
-            if a.dtype != spec.dtype:
-                raise ValueError(f"argument '{spec.name}': expected dtype {spec.dtype}, got {a.dtype}")
+            if a.dtype != device_dtype(spec.dtype):
+                bits = " (bfloat16's bits as int16 in a cupy array)" if spec.dtype == ml_dtypes.bfloat16 else ""
+                raise ValueError(f"argument '{spec.name}': expected dtype {spec.dtype}{bits}, got {a.dtype}")
             if a.ndim != len(spec.shape):
                 raise ValueError(f"argument '{spec.name}': expected shape {spec.describe()}, got {list(a.shape)}")
             for axis, (want, got) in enumerate(zip(spec.shape, a.shape)):

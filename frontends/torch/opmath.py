@@ -1,0 +1,96 @@
+"""One ATen op on float16/bfloat16 computes in float32 and rounds once, as torch's.
+
+torch's CPU kernels compute 16-bit floats in their "opmath" type, float32, and round
+the op's result. ``legalize-16bit-floats`` does the same per *graph* op; but a
+converter may build one ATen op from several graph ops (``layer_norm``: a mean, a
+variance, an rsqrt, ...), which would then round between them. So when a converter
+built more than one computing op on 16-bit floats, the importer converts the node
+again on its 16-bit float operands cast to float32, and casts the float32 results to
+the dtypes torch.export recorded. A converter that does not accept float32 operands
+for a 16-bit node keeps its first conversion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType, bf16, f16, f32
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import VerifyException
+
+from ...dialects.graph.base import GraphOp
+from ...dialects.graph.elementwise import CastOp
+from .context import ImportContext, numpy_dtype_of_torch
+
+_16BIT_FLOATS = (bf16, f16)
+
+
+def _is_16bit_float(value: Any) -> bool:
+    return isinstance(value, SSAValue) and isinstance(value.type, TensorType) and value.type.element_type in _16BIT_FLOATS
+
+
+def _computing_ops(ops: list[Operation]) -> int:
+    return sum(1 for op in ops if isinstance(op, GraphOp) and not op.MOVES_DATA and not isinstance(op, CastOp))
+
+
+def _widened(ctx: ImportContext, arg: Any) -> Any:
+    if _is_16bit_float(arg):
+        return ctx.cast(arg, np.float32)
+    if isinstance(arg, list | tuple):
+        return type(arg)(_widened(ctx, a) for a in arg)
+    return arg
+
+
+def _rounded(ctx: ImportContext, result: Any, meta: Any) -> Any:
+    """Float32 results cast to the dtypes torch recorded (``meta``: the node's value)."""
+    if isinstance(result, list | tuple):
+        metas = meta if isinstance(meta, list | tuple) else [meta] * len(result)
+        return type(result)(_rounded(ctx, r, m) for r, m in zip(result, metas))
+    if isinstance(result, SSAValue) and isinstance(result.type, TensorType) and result.type.element_type == f32:
+        dtype = getattr(meta, "dtype", None)
+        if dtype is not None and str(dtype) in ("torch.float16", "torch.bfloat16"):
+            return ctx.cast(result, numpy_dtype_of_torch(dtype))
+    return result
+
+
+def _erase(ops: list[Operation]) -> None:
+    for op in reversed(ops):
+        Rewriter.erase_op(op)
+
+
+def convert_in_opmath(
+    ctx: ImportContext, node: Any, convert: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], result: Any, emitted: list[Operation]
+) -> Any:
+    """``result`` (``emitted``: the ops it took), or the node converted again in
+    float32 when that converted one 16-bit float op into several computing ops."""
+    if _computing_ops(emitted) < 2 or not any(_is_16bit_float(a) for a in _flat(args, kwargs)):
+        return result
+    block = ctx.b._block
+    _erase(emitted)
+    before = block.last_op
+    try:
+        return _rounded(ctx, convert(ctx, node, *_widened(ctx, args), **{k: _widened(ctx, v) for k, v in kwargs.items()}), node.meta.get("val"))
+    except (VerifyException, ValueError, NotImplementedError, TypeError, AttributeError, KeyError):
+        # a converter that wants its own dtype: convert it as it was
+        _erase(ops_after(block, before))
+        return convert(ctx, node, *args, **kwargs)
+
+
+def _flat(args: list[Any], kwargs: dict[str, Any]) -> list[Any]:
+    out: list[Any] = []
+    for a in [*args, *kwargs.values()]:
+        out.extend(a if isinstance(a, list | tuple) else [a])
+    return out
+
+
+def ops_after(block: Any, before: Operation | None) -> list[Operation]:
+    """The ops of ``block`` after ``before`` (all of them when it is None)."""
+    ops = []
+    op = before.next_op if before is not None else block.first_op
+    while op is not None:
+        ops.append(op)
+        op = op.next_op
+    return ops
