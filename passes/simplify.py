@@ -50,7 +50,7 @@ from xdsl.pattern_rewriter import (
 from ..dialects.graph.base import ints
 from ..dialects.graph.elementwise import AddOp, CastOp, DivOp, MulOp, NegOp, SubOp
 from ..dialects.graph.shape import BroadcastToOp, ReshapeOp, SliceOp, TransposeOp
-from ..dialects.graph.types import is_float, shape_of
+from ..dialects.graph.types import is_float, is_float_dtype, shape_of
 from .fold_constants import constant_array
 
 # ---------------------------------------------------------------------------
@@ -67,7 +67,7 @@ def splat_value(value: SSAValue) -> np.generic | None:
     first = flat[0]
     if not np.all(flat == first):
         return None
-    if np.issubdtype(array.dtype, np.floating) and not np.all(np.signbit(flat) == np.signbit(first)):
+    if is_float_dtype(array.dtype) and not np.all(np.signbit(flat) == np.signbit(first)):
         return None  # +0.0 and -0.0 compare equal but are different splats
     return first
 

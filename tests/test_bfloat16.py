@@ -234,3 +234,18 @@ def test_bfloat16_cuda_source_compiles(tmp_path):
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert job.returncode == 0, job.stderr[-3000:]
+
+
+def test_mixed_dtypes_within_one_op():
+    """torch's kernels take a bfloat16 input with float32 parameters (a float32 LayerNorm
+    on bfloat16 activations): converted in float32, rounded once to the output's dtype."""
+    torch.manual_seed(2)
+    norm = nn.LayerNorm(16).eval()
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5), norm.bias.uniform_(-1, 1)
+    x = torch.randn(3, 5, 16).bfloat16()
+    with torch.no_grad():
+        want = norm(x)
+    got = tk.build(from_exported_program(torch.export.export(norm, (x,))))(x)
+    assert got.dtype == BF16 and want.dtype == torch.bfloat16
+    np.testing.assert_array_equal(got.astype(np.float32), want.float().numpy())

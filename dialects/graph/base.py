@@ -94,6 +94,8 @@ class GraphOp(IRDLOperation):
         try:
             inferred = self.infer_result_type()
         except VerifyException as e:
+            # a failed op is never inserted: its operands must not keep it as a user
+            self.drop_all_references()
             raise VerifyException(f"{self.name}: {e}") from None
         # Safe: the op was just created and its result has no uses yet.
         self.results[0]._type = inferred  # pyright: ignore[reportPrivateUsage]

@@ -34,7 +34,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from .base import GraphOp, OpPatternKind, expect_same_element, operand_element, operand_shape
-from .types import broadcast_shapes, is_bool, is_float, numpy_dtype, tensor_type
+from .types import broadcast_shapes, is_bool, is_float, is_float_dtype, numpy_dtype, tensor_type
 
 # ---------------------------------------------------------------------------
 # unary
@@ -421,7 +421,7 @@ class BinaryOp(GraphOp):
 
 def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """True division for floats; for integers, rounds toward zero and x/0 = 0."""
-    if np.issubdtype(a.dtype, np.floating):
+    if is_float_dtype(a.dtype):
         return a / b
     safe = np.where(b == 0, 1, b)
     q = np.abs(a) // np.abs(safe)
@@ -515,7 +515,7 @@ class PowOp(BinaryOp):
 
 def _fmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """C's fmod; for integers the truncated remainder, and x fmod 0 = 0 (as numpy)."""
-    if np.issubdtype(a.dtype, np.floating):
+    if is_float_dtype(a.dtype):
         return np.fmod(a, b)
     unsafe = (b == 0) | (b == -1)  # x % -1 is 0, and MIN % -1 overflows the division
     return np.where(unsafe, 0, np.fmod(a, np.where(unsafe, 1, b)))
@@ -670,7 +670,7 @@ class CastOp(GraphOp):
 
     def reference(self, x: np.ndarray) -> np.ndarray:
         to = numpy_dtype(self.result.type.element_type)
-        if np.issubdtype(to, np.integer) and np.issubdtype(x.dtype, np.floating):
+        if np.issubdtype(to, np.integer) and is_float_dtype(x.dtype):
             return _saturating_float_to_int(x, to)
         return x.astype(to)
 

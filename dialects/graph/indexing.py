@@ -72,6 +72,7 @@ from .base import (
     target_shape,
 )
 from .types import (
+    is_float_dtype,
     DimNamesAttr,
     Shape,
     format_shape,
@@ -367,11 +368,11 @@ class ScatterOp(GraphOp):
 
 
 def _lowest(dtype: np.dtype):
-    return -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
+    return -np.inf if is_float_dtype(dtype) else np.iinfo(dtype).min
 
 
 def _highest(dtype: np.dtype):
-    return np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).max
+    return np.inf if is_float_dtype(dtype) else np.iinfo(dtype).max
 
 
 # ---------------------------------------------------------------------------

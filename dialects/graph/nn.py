@@ -56,7 +56,7 @@ from .base import (
     operand_shape,
 )
 from .layout import check_layout, spatial_axes, to_layout, to_nchw, weight_to_oihw
-from .types import Dim, Shape, format_shape, is_bool, is_float, tensor_type
+from .types import Dim, Shape, format_shape, is_bool, is_float, is_float_dtype, tensor_type
 
 # ---------------------------------------------------------------------------
 # helpers
@@ -466,7 +466,7 @@ class MaxPool2dOp(_Pool2dOp):
 
     def _nchw_reference(self, x: np.ndarray) -> np.ndarray:
         kernel, strides, padding, dilation = self.window()
-        if np.issubdtype(x.dtype, np.floating):
+        if is_float_dtype(x.dtype):
             fill = -np.inf
         else:
             fill = np.iinfo(x.dtype).min
@@ -752,7 +752,7 @@ class Conv2dTransposeOp(_ConvBase):
         oh, ow = self.result.type.get_shape()[2:]
         if oh < 0 or ow < 0:  # symbolic spatial dims ("same" size): take them from x
             oh, ow = h, width
-        acc = np.float64 if np.issubdtype(x.dtype, np.floating) else np.int64
+        acc = np.float64 if is_float_dtype(x.dtype) else np.int64
         # the whole scattered image, then the [top, top + oh) x [left, left + ow) crop
         full_h = max((h - 1) * sh + dh * (kh - 1) + 1, top + oh)
         full_w = max((width - 1) * sw + dw * (kw - 1) + 1, left + ow)

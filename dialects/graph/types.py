@@ -191,6 +191,13 @@ def is_float(element_type: Attribute) -> bool:
     return isinstance(element_type, BFloat16Type | Float16Type | Float32Type | Float64Type)
 
 
+def is_float_dtype(dtype: np.dtype | type | str) -> bool:
+    """Whether a numpy dtype is a floating type, bfloat16 included (numpy files ml_dtypes'
+    types under ``np.generic``, so ``np.issubdtype(bfloat16, np.floating)`` is False)."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or dtype == ml_dtypes.bfloat16
+
+
 def is_int(element_type: Attribute) -> bool:
     return isinstance(element_type, IntegerType) and element_type != i1
 

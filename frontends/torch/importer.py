@@ -16,7 +16,6 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, NameLoc, NoneAttr, StringAttr
 from xdsl.ir import SSAValue
-from xdsl.utils.exceptions import VerifyException
 
 from ...dialects.graph.types import format_shape, shape_of
 from ...errors import UnsupportedOperatorError
@@ -25,7 +24,7 @@ from ...signature import set_dim_ranges
 from ..builder import GraphBuilder
 from . import ops  # noqa: F401  (registers the converters)
 from .context import ImportContext, UnsupportedDtypeError, numpy_dtype_of_torch, symbol_name, tensor_to_numpy
-from .opmath import convert_in_opmath, ops_after
+from .opmath import CONVERSION_ERRORS, convert_node, ops_after
 from .registry import CONVERTERS, target_name
 
 #: ATen ops kept whole instead of decomposed: each maps onto one graph op, or a short pattern
@@ -198,11 +197,9 @@ class _Importer:
             return
         block = self.builder._block
         before = block.last_op
-        convert = CONVERTERS[name]
         try:
-            result = convert(self.ctx, node, *args, **kwargs)
-            result = convert_in_opmath(self.ctx, node, convert, args, kwargs, result, ops_after(block, before))
-        except (VerifyException, ValueError, NotImplementedError, TypeError, AttributeError, KeyError) as e:
+            result = convert_node(self.ctx, node, CONVERTERS[name], args, kwargs)
+        except CONVERSION_ERRORS as e:
             raise TorchImportError(f"cannot import node '{node.name}' ({name}){_where(node)}: {e}") from e
         _check_shapes(node, name, result)
         self.values[node] = result

@@ -61,22 +61,38 @@ def _erase(ops: list[Operation]) -> None:
         Rewriter.erase_op(op)
 
 
-def convert_in_opmath(
-    ctx: ImportContext, node: Any, convert: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], result: Any, emitted: list[Operation]
-) -> Any:
-    """``result`` (``emitted``: the ops it took), or the node converted again in
-    float32 when that converted one 16-bit float op into several computing ops."""
-    if _computing_ops(emitted) < 2 or not any(_is_16bit_float(a) for a in _flat(args, kwargs)):
-        return result
+#: what a converter raises for a node it cannot convert
+CONVERSION_ERRORS = (VerifyException, ValueError, NotImplementedError, TypeError, AttributeError, KeyError)
+
+
+def convert_node(ctx: ImportContext, node: Any, convert: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """``convert(ctx, node, *args, **kwargs)``; for a node on 16-bit floats, again in
+    float32 when that built several computing ops, or when it failed (torch's kernels
+    take mixed 16-bit and float32 operands, e.g. a float32 input and bfloat16 weights)."""
     block = ctx.b._block
-    _erase(emitted)
     before = block.last_op
+    widened = any(_is_16bit_float(a) for a in _flat(args, kwargs))
     try:
-        return _rounded(ctx, convert(ctx, node, *_widened(ctx, args), **{k: _widened(ctx, v) for k, v in kwargs.items()}), node.meta.get("val"))
-    except (VerifyException, ValueError, NotImplementedError, TypeError, AttributeError, KeyError):
-        # a converter that wants its own dtype: convert it as it was
+        result = convert(ctx, node, *args, **kwargs)
+    except CONVERSION_ERRORS:
+        if not widened:
+            raise
+        _erase(ops_after(block, before))
+        return _in_float32(ctx, node, convert, args, kwargs)
+    emitted = ops_after(block, before)
+    if not widened or _computing_ops(emitted) < 2:
+        return result
+    _erase(emitted)
+    try:
+        return _in_float32(ctx, node, convert, args, kwargs)
+    except CONVERSION_ERRORS:  # a converter that wants its own dtype: convert it as it was
         _erase(ops_after(block, before))
         return convert(ctx, node, *args, **kwargs)
+
+
+def _in_float32(ctx: ImportContext, node: Any, convert: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+    result = convert(ctx, node, *_widened(ctx, args), **{k: _widened(ctx, v) for k, v in kwargs.items()})
+    return _rounded(ctx, result, node.meta.get("val"))
 
 
 def _flat(args: list[Any], kwargs: dict[str, Any]) -> list[Any]:

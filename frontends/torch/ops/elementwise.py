@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ....dialects.graph.types import is_float_dtype
 from ..context import ImportContext, numpy_dtype_of_torch
 from ..registry import converter
 
@@ -46,9 +47,9 @@ def div(ctx: ImportContext, node, a, b):
 def div_mode(ctx: ImportContext, node, a, b, rounding_mode=None):
     a, b = _operand(ctx, node, a, b), _operand(ctx, node, b, a)
     q = ctx.b.div(a, b)
-    if rounding_mode == "floor" and np.issubdtype(ctx.dtype(node), np.floating):
+    if rounding_mode == "floor" and is_float_dtype(ctx.dtype(node)):
         return ctx.b.floor(q)
-    if rounding_mode == "trunc" and np.issubdtype(ctx.dtype(node), np.floating):
+    if rounding_mode == "trunc" and is_float_dtype(ctx.dtype(node)):
         negative = ctx.b.compare(q, ctx.scalar(0, q), "lt")
         return ctx.b.where(negative, ctx.b.neg(ctx.b.floor(ctx.b.neg(q))), ctx.b.floor(q))
     if rounding_mode == "floor":
@@ -166,7 +167,7 @@ def where(ctx: ImportContext, node, condition, a, b):
     return ctx.b.where(condition, _operand(ctx, node, a, b), _operand(ctx, node, b, a))
 
 
-@converter("aten._to_copy.default", "aten.to.dtype")
+@converter("aten._to_copy.default", "aten.to.dtype", "prims.convert_element_type.default")
 def to_copy(ctx: ImportContext, node, x, *args, dtype=None, **kwargs):
     return ctx.cast(x, ctx.dtype(node))
 

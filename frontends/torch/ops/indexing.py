@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects.builtin import i1
 
-from ....dialects.graph.types import broadcast_shapes, format_shape, numpy_dtype, shape_of
+from ....dialects.graph.types import broadcast_shapes, format_shape, is_float_dtype, numpy_dtype, shape_of
 from ..context import ImportContext, numpy_dtype_of_torch
 from ..registry import converter
 
@@ -249,7 +249,7 @@ def scatter_reduce(ctx: ImportContext, node, x, dim, index, src, reduce, *, incl
     the count of values each element received (plus one for itself when included)."""
     if reduce in _SCATTER_REDUCE_MODES:
         return _scatter_values(ctx, node, x, dim, index, src, _SCATTER_REDUCE_MODES[reduce], include_self)
-    if reduce != "mean" or not np.issubdtype(ctx.dtype(node), np.floating):
+    if reduce != "mean" or not is_float_dtype(ctx.dtype(node)):
         raise NotImplementedError(
             f"scatter_reduce with reduce={reduce!r} on {ctx.dtype(node)} (supported: sum, amax, amin; mean on floats)"
         )
@@ -392,7 +392,7 @@ def _var_parts(ctx: ImportContext, node, x, dim, correction, keepdim):
     val = node.meta["val"]
     val = val[0] if isinstance(val, tuple | list) else val  # var_mean: (var, mean)
     dtype = numpy_dtype_of_torch(val.dtype, f"{node.name}: ")
-    if not np.issubdtype(dtype, np.floating):
+    if not is_float_dtype(dtype):
         raise NotImplementedError(f"var/std of a {dtype} tensor (float only, as torch)")
     x = ctx.cast(x, dtype)
     axes = ctx.axes(dim, ctx.rank(x))

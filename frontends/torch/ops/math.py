@@ -15,15 +15,17 @@ torch raises for an integer divisor of 0, where these give 0.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
+from ....dialects.graph.types import is_float_dtype
 from ..context import ImportContext, opmath_dtype
 from ..registry import converter
 from .elementwise import _operand
 
 
 def _floating(ctx: ImportContext, node) -> bool:
-    return bool(np.issubdtype(ctx.dtype(node), np.floating))
+    return is_float_dtype(ctx.dtype(node))
 
 
 # ---------------------------------------------------------------------------
@@ -136,9 +138,9 @@ def nan_to_num(ctx: ImportContext, node, x, nan=0.0, posinf=None, neginf=None):
     """NaN, +inf and -inf replaced (by default with 0 and the dtype's largest and smallest
     finite values); integer tensors unchanged."""
     dtype = ctx.dtype(node)
-    if not np.issubdtype(dtype, np.floating):
+    if not is_float_dtype(dtype):
         return x
-    info = np.finfo(dtype)
+    info = ml_dtypes.finfo(dtype)
     g = ctx.b
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf

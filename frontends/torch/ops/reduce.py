@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 from xdsl.ir import SSAValue
 
-from ....dialects.graph.types import shape_of
+from ....dialects.graph.types import is_float_dtype, shape_of
 from ..context import ImportContext
 from ..registry import converter
 
@@ -76,7 +76,7 @@ def linalg_vector_norm(ctx: ImportContext, node, x, ord=2, dim=None, keepdim=Fal
     """``F.normalize``, ``x.norm(p, dim)``, ``torch.linalg.vector_norm``: ``x`` is taken in
     the result's dtype (``dtype`` when given) before the norm, as torch does."""
     dtype = ctx.dtype(node)
-    if dtype.kind != "f":
+    if not is_float_dtype(dtype):
         raise NotImplementedError(f"vector norm with result dtype {dtype} is not supported (float only)")
     x = ctx.cast(x, dtype)
     return vector_norm(ctx, x, ord, ctx.axes(dim, ctx.rank(x)), keepdim)
