@@ -7,6 +7,7 @@ appears in the inputs, and output shapes follow from the values bound.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -145,14 +146,22 @@ class Signature:
         )
 
 
+def is_torch_bfloat16(tensor: Any) -> bool:
+    return str(getattr(tensor, "dtype", "")) == "torch.bfloat16"
+
+
+def torch_bfloat16_bits(tensor: Any) -> Any:
+    """A torch bfloat16 tensor viewed as int16, the same memory (DLPack carries no
+    bfloat16 to numpy or cupy). torch is not imported here: the tensor's module is loaded."""
+    return tensor.detach().view(sys.modules["torch"].int16)
+
+
 def _as_array(arg: Any, spec: TensorSpec) -> np.ndarray:
     if isinstance(arg, np.ndarray):
         return arg
     if hasattr(arg, "__dlpack__") and hasattr(arg, "device") and "cpu" in str(arg.device):
-        if str(getattr(arg, "dtype", "")) == "torch.bfloat16":  # DLPack to numpy has no bfloat16
-            import torch
-
-            return np.from_dlpack(arg.detach().view(torch.int16)).view(ml_dtypes.bfloat16)
+        if is_torch_bfloat16(arg):  # DLPack to numpy has no bfloat16
+            return np.from_dlpack(torch_bfloat16_bits(arg)).view(ml_dtypes.bfloat16)
         return np.from_dlpack(arg.detach() if hasattr(arg, "detach") else arg)
     if isinstance(arg, np.generic | int | float | bool):
         return np.asarray(arg)

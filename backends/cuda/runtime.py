@@ -22,7 +22,7 @@ import ml_dtypes
 import numpy as np
 
 from ...runtime.dim_expr import evaluate, is_symbol
-from ...runtime.signature import Signature
+from ...runtime.signature import Signature, is_torch_bfloat16, torch_bfloat16_bits
 
 #: CUDA's limits on grid sizes per axis
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
@@ -81,10 +81,8 @@ def device_dtype(dtype: np.dtype) -> np.dtype:
 
 def _bits_if_bfloat16(arg: Any) -> Any:
     """A torch or numpy bfloat16 array as int16 (the same memory), others as they are."""
-    if str(getattr(arg, "dtype", "")) == "torch.bfloat16":
-        import torch
-
-        return arg.detach().view(torch.int16)
+    if is_torch_bfloat16(arg):
+        return torch_bfloat16_bits(arg)
     if isinstance(arg, np.ndarray) and arg.dtype == ml_dtypes.bfloat16:
         return arg.view(np.int16)
     return arg
