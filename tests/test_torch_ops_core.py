@@ -283,6 +283,13 @@ SELECTION = [
     case("bit-shifts", lambda a, b: ((a << 3) + (a >> 2), torch.bitwise_left_shift(b, 29), torch.bitwise_right_shift(b, 5)),
          (ints(3, 5, low=-1000, high=1000), ints(5, low=-2**31, high=2**31 - 1, dtype=torch.int32)),
          "__lshift__.Scalar", "__rshift__.Scalar", "bitwise_left_shift.Tensor_Scalar", "bitwise_right_shift.Tensor_Scalar"),
+    # integers bit by bit (two's complement: negative values, int64 beyond 32 bits, int8/int32)
+    case("bitwise-integers",
+         lambda a, b, c: ((a & b) | (a ^ 0x5A5A5A5A5A), a & 255, b ^ b[0], c & 0x3C, c | -8, ~(c ^ 1)),
+         (ints(3, 5, low=-2**40, high=2**40), ints(5, low=-2**31, high=2**31 - 1, dtype=torch.int32),
+          ints(4, 6, low=-128, high=128, dtype=torch.int8)),
+         "bitwise_and.Tensor", "bitwise_or.Tensor", "bitwise_xor.Tensor", "bitwise_and.Scalar",
+         "bitwise_or.Scalar", "bitwise_xor.Scalar"),
     case("masked-fill-not-decomposed", _masked_fill, (f32(3, 5), bools(3, 5), f32()),
          "masked_fill.Scalar", "masked_fill.Tensor", decompose=False),
 ]  # fmt: skip

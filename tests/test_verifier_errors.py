@@ -214,6 +214,12 @@ CASES = {
         "tensor<4xi1>",
         "graph.div: operands must be numeric, got i1",
     ),
+    "bitwise-on-floats": (
+        "%x: tensor<4xf32>",
+        "%r = graph.bitwise_and %x, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>",
+        "tensor<4xf32>",
+        "graph.bitwise_and: operands must be integer or boolean tensors, got f32",
+    ),
     "cast-to-unsupported": (
         "%x: tensor<4xf32>",
         "%r = graph.cast %x : tensor<4xf32> -> tensor<4xi16>",

@@ -399,6 +399,8 @@ class BinaryOp(GraphOp):
     FLOAT_ONLY: ClassVar[bool] = False
     #: the op is undefined on booleans (numpy raises for bool - bool)
     NUMERIC_ONLY: ClassVar[bool] = False
+    #: the op is defined on integers and booleans only (bitwise ops)
+    INTEGRAL_ONLY: ClassVar[bool] = False
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
         self._build([lhs, rhs])
@@ -412,6 +414,8 @@ class BinaryOp(GraphOp):
             raise VerifyException(f"operands must be float tensors, got {element}")
         if self.NUMERIC_ONLY and is_bool(element):
             raise VerifyException(f"operands must be numeric, got {element}")
+        if self.INTEGRAL_ONLY and is_float(element):
+            raise VerifyException(f"operands must be integer or boolean tensors, got {element}")
         shape = broadcast_shapes(operand_shape(self.lhs), operand_shape(self.rhs))
         return tensor_type(shape, self.result_element(element))
 
@@ -575,6 +579,42 @@ COMPARE_PREDICATES: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = 
     "gt": np.greater,
     "ge": np.greater_equal,
 }
+
+
+@irdl_op_definition
+class BitwiseAndOp(BinaryOp):
+    """Bitwise and of integers (two's complement), logical and of booleans.
+
+    Example: ``%z = graph.bitwise_and %x, %y : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>``
+    """
+
+    name = "graph.bitwise_and"
+    NUMPY_FN = staticmethod(np.bitwise_and)
+    INTEGRAL_ONLY: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class BitwiseOrOp(BinaryOp):
+    """Bitwise or of integers, logical or of booleans.
+
+    Example: ``%z = graph.bitwise_or %x, %y : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>``
+    """
+
+    name = "graph.bitwise_or"
+    NUMPY_FN = staticmethod(np.bitwise_or)
+    INTEGRAL_ONLY: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class BitwiseXorOp(BinaryOp):
+    """Bitwise exclusive or of integers, logical xor of booleans.
+
+    Example: ``%z = graph.bitwise_xor %x, %y : tensor<4xi8>, tensor<4xi8> -> tensor<4xi8>``
+    """
+
+    name = "graph.bitwise_xor"
+    NUMPY_FN = staticmethod(np.bitwise_xor)
+    INTEGRAL_ONLY: ClassVar[bool] = True
 
 
 @irdl_op_definition

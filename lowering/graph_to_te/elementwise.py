@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects import math
+from xdsl.dialects import arith, math
 from xdsl.ir import SSAValue
 
 from ...dialects import scalar
@@ -72,6 +72,9 @@ BINARY: dict[type[ew.BinaryOp], Callable[[Scalar, SSAValue, SSAValue], SSAValue]
     ew.FmodOp: Scalar.fmod,
     ew.Atan2Op: lambda s, a, b: s.math(math.Atan2Op, a, b),
     ew.CopysignOp: lambda s, a, b: s.math(math.CopySignOp, a, b),
+    ew.BitwiseAndOp: lambda s, a, b: s.math(arith.AndIOp, a, b),
+    ew.BitwiseOrOp: lambda s, a, b: s.math(arith.OrIOp, a, b),
+    ew.BitwiseXorOp: lambda s, a, b: s.math(arith.XOrIOp, a, b),
 }
 
 

@@ -216,17 +216,9 @@ def logical_not(ctx: ImportContext, node, x):
     return ctx.b.compare(_as_bool(ctx, x), _true(ctx, False), "eq")
 
 
-def _bitwise(name: str, logical):
-    def convert(ctx: ImportContext, node, a, b):
-        if ctx.dtype(node) != np.bool_:
-            raise NotImplementedError(f"bitwise_{name} on {ctx.dtype(node)} tensors (bool only)")
-        return logical(ctx, node, a, b)
-
-    return convert
-
-
-for _name, _logical in (("and", logical_and), ("or", logical_or), ("xor", logical_xor)):
-    converter(f"aten.bitwise_{_name}.Tensor", f"aten.bitwise_{_name}.Scalar")(_bitwise(_name, _logical))
+# integers bit by bit, booleans logically: one graph op each
+for _name in ("and", "or", "xor"):
+    converter(f"aten.bitwise_{_name}.Tensor", f"aten.bitwise_{_name}.Scalar")(_binary(f"bitwise_{_name}"))
 
 
 @converter("aten.bitwise_not.default")
