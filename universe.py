@@ -60,6 +60,7 @@ PASSES = {
     "fold-batch-norm": ("passes.fold_batch_norm", "FoldBatchNormPass"),
     "convert-layout": ("passes.convert_layout", "ConvertLayoutPass"),
     "conv-transpose-to-conv": ("passes.conv_transpose_to_conv", "ConvTransposeToConvPass"),
+    "conv1x1-to-dense": ("passes.conv1x1_to_dense", "Conv1x1ToDensePass"),
     "split-reductions": ("passes.split_reductions", "SplitReductionsPass"),
     "legalize-16bit-floats": ("passes.legalize_16bit_floats", "Legalize16BitFloatsPass"),
     # graph pipelines of each optimization level (passes/pipeline.py)

@@ -30,7 +30,7 @@ from ..nest import ScheduleError, find_loop, static_trip_bound
 from ..padding import padded_arguments
 from ..schedule import Schedule
 from .analysis import KernelInfo
-from .gemm import MAX_ROWS, column_vectors, gemm, is_gemm, tile_accumulators
+from .gemm import MAX_ROWS, _argument_read_as, column_vectors, gemm, is_gemm, tile_accumulators
 from .registry import register_strategy
 
 def conv_rows(info: KernelInfo, vectors: int, width: int | None = None) -> int:
@@ -43,6 +43,14 @@ def conv_rows(info: KernelInfo, vectors: int, width: int | None = None) -> int:
     if width is None or most <= 2:
         return most
     return min((most, most - 1), key=lambda rows: -(-width // rows) * rows)
+
+
+def constant_hwio_weight(info: KernelInfo) -> int | None:
+    """The constant argument a conv kernel reads as ``W[ky, kx, i, o]`` (o the column
+    loop: an HWIO weight), or None."""
+    return _argument_read_as(
+        info, lambda arg, indices, j, k: arg in info.constant_args and len(indices) == 4 and indices[-1] == j
+    )
 
 
 def _pixel_loops_fused(s: Schedule, info: KernelInfo, rows: int, fuse_pixels: bool | None) -> KernelInfo:
@@ -92,7 +100,15 @@ def conv2d_register_tile(
     vectors = vectors or column_vectors(columns, info)
     width = s.extent(info.output_loops[-2]) if len(info.output_loops) >= 3 else None
     rows = rows or conv_rows(info, vectors, width)
-    gemm(s, _pixel_loops_fused(s, info, rows, fuse_pixels), rows=rows, vectors=vectors, pack_panel=pack_panel)
+    info = _pixel_loops_fused(s, info, rows, fuse_pixels)
+    weight, panel = constant_hwio_weight(info), vectors * info.lanes
+    if pack_panel and weight is not None and columns is not None and columns % panel == 0:
+        # the panels packed once, at compile time: P[o / panel, kh, kw, i, panel]
+        s.transform_layout(weight, [3, 0, 1, 2, 4], block=(3, panel))
+        gemm(s, info, rows=rows, vectors=vectors, pack_panel=False)
+        s.simplify_indices()
+    else:
+        gemm(s, info, rows=rows, vectors=vectors, pack_panel=pack_panel)
     if pad:
         pad_input(s, info, vectors)
 
