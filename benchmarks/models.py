@@ -168,7 +168,7 @@ def render(rows: list[dict], repeat: int) -> str:
 
 def headline_models() -> list[tuple[str, torch.nn.Module, tuple[torch.Tensor, ...]]]:
     """The models the issue names, at batch 1: fusion.py's MLP / ResNet basic block /
-    encoder layer, and the zoo's CNNs."""
+    encoder layer, the zoo's CNNs, a BERT-base-size encoder and a full ResNet-50 at 224x224."""
     from fusion import MODELS
 
     found = []
@@ -180,6 +180,8 @@ def headline_models() -> list[tuple[str, torch.nn.Module, tuple[torch.Tensor, ..
         inputs = tuple(a[:1] for a in random_inputs(entry, seed=0))
         found.append((f"zoo {zoo_name} batch 1", entry.build(), inputs))
     found.append(("BERT-base-size encoder (12 layers, d=768, 12 heads, seq 128)", *bert_base_encoder()))
+    full = resnet50_full()
+    found.append(("ResNet-50 (full size, random weights) 1x3x224x224", full.build(), (torch.randn(1, 3, 224, 224),)))
     return found
 
 

@@ -66,7 +66,7 @@ def _retype(value: SSAValue) -> None:
 
 
 class _Emitter:
-    """Inserts integer ops before one op; :meth:`value` returns each result."""
+    """Inserts ops before one op: ``e(op)`` inserts ``op`` and returns its result."""
 
     def __init__(self, before: Operation):
         self.point = InsertPoint.before(before)

@@ -249,3 +249,20 @@ def test_mixed_dtypes_within_one_op():
     got = tk.build(from_exported_program(torch.export.export(norm, (x,))))(x)
     assert got.dtype == BF16 and want.dtype == torch.bfloat16
     np.testing.assert_array_equal(got.astype(np.float32), want.float().numpy())
+
+
+def test_bfloat16_sources_and_data_movement(rng):
+    """arange/full in bfloat16 (computed in float32, rounded once), pads with a value,
+    flips, concats and slices (which stay in bfloat16), against torch bit for bit."""
+
+    class Sources(nn.Module):
+        def forward(self, x):
+            ramp = torch.arange(x.shape[1], dtype=torch.bfloat16) * 0.3 + torch.full_like(x, 1.7)
+            moved = torch.cat([F.pad(x, (1, 2), value=-1.5), x.flip(1)[:, :3]], 1)
+            return x + ramp, moved
+
+    x = torch.from_numpy(rng.standard_normal((3, 11)).astype(np.float32)).bfloat16()
+    got = tk.build(from_exported_program(torch.export.export(Sources(), (x,))))(x)
+    for g, w in zip(got, Sources()(x)):
+        assert g.dtype == BF16
+        np.testing.assert_array_equal(_bits(g), _bits(_numpy_bf16(w)))

@@ -7,7 +7,9 @@ variance, an rsqrt, ...), which would then round between them. So when a convert
 built more than one computing op on 16-bit floats, the importer converts the node
 again on its 16-bit float operands cast to float32, and casts the float32 results to
 the dtypes torch.export recorded. A converter that does not accept float32 operands
-for a 16-bit node keeps its first conversion.
+for a 16-bit node keeps its first conversion. A node whose conversion fails on mixed
+16-bit and float32 operands (torch's layer_norm takes a bfloat16 input with float32
+weights) is converted in float32 too; if that fails as well, the first error stands.
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ def _rounded(ctx: ImportContext, result: Any, meta: Any) -> Any:
 
 
 def _erase(ops: list[Operation]) -> None:
+    # unsafe: a converter that failed may have left an uninserted op using these
     for op in reversed(ops):
-        Rewriter.erase_op(op)
+        Rewriter.erase_op(op, safe_erase=False)
 
 
 #: what a converter raises for a node it cannot convert
@@ -74,11 +77,15 @@ def convert_node(ctx: ImportContext, node: Any, convert: Callable[..., Any], arg
     widened = any(_is_16bit_float(a) for a in _flat(args, kwargs))
     try:
         result = convert(ctx, node, *args, **kwargs)
-    except CONVERSION_ERRORS:
+    except CONVERSION_ERRORS as error:
         if not widened:
             raise
         _erase(ops_after(block, before))
-        return _in_float32(ctx, node, convert, args, kwargs)
+        try:
+            return _in_float32(ctx, node, convert, args, kwargs)
+        except CONVERSION_ERRORS:
+            _erase(ops_after(block, before))
+            raise error from None
     emitted = ops_after(block, before)
     if not widened or _computing_ops(emitted) < 2:
         return result
