@@ -71,12 +71,14 @@ CONVERSION_ERRORS = (VerifyException, ValueError, NotImplementedError, TypeError
 def convert_node(ctx: ImportContext, node: Any, convert: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
     """``convert(ctx, node, *args, **kwargs)``; for a node on 16-bit floats, again in
     float32 when that built several computing ops, or when it failed (torch's kernels
-    take mixed 16-bit and float32 operands, e.g. a float32 input and bfloat16 weights)."""
+    take mixed 16-bit and float32 operands, e.g. a float32 input and bfloat16 weights).
+    A float32 result of a node torch records as 16-bit is rounded to that dtype (a
+    converter may compute in float32, as ``_operand`` makes elementwise ops do)."""
     block = ctx.b._block
     before = block.last_op
     widened = any(_is_16bit_float(a) for a in _flat(args, kwargs))
     try:
-        result = convert(ctx, node, *args, **kwargs)
+        result = _rounded(ctx, convert(ctx, node, *args, **kwargs), node.meta.get("val"))
     except CONVERSION_ERRORS as error:
         if not widened:
             raise
@@ -94,7 +96,7 @@ def convert_node(ctx: ImportContext, node: Any, convert: Callable[..., Any], arg
         return _in_float32(ctx, node, convert, args, kwargs)
     except CONVERSION_ERRORS:  # a converter that wants its own dtype: convert it as it was
         _erase(ops_after(block, before))
-        return convert(ctx, node, *args, **kwargs)
+        return _rounded(ctx, convert(ctx, node, *args, **kwargs), node.meta.get("val"))
 
 
 def _in_float32(ctx: ImportContext, node: Any, convert: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:

@@ -7,18 +7,22 @@ import math
 import numpy as np
 
 from ....dialects.graph.types import is_float_dtype
-from ..context import ImportContext, numpy_dtype_of_torch
+from ..context import ImportContext, numpy_dtype_of_torch, opmath_dtype
 from ..registry import converter
 
 
 def _operand(ctx: ImportContext, node, value, like):
-    """A tensor operand as is; a Python scalar as a constant of the result's dtype; a
-    size (a SymInt: its expression) computed at run time."""
+    """A tensor operand in the type the op computes in: the result's dtype, float32 for
+    a 16-bit float result (torch's opmath; the importer rounds the result); a Python
+    scalar as a constant of that type (``x * 0.3`` on bfloat16 multiplies by 0.3, not by
+    0.3 rounded to bfloat16, as torch); a size (a SymInt: its expression) computed at
+    run time."""
+    dtype = opmath_dtype(ctx.dtype(node))
     if isinstance(value, bool | int | float):
-        return ctx.b.constant(np.asarray(value, dtype=ctx.dtype(node)))
+        return ctx.b.constant(np.asarray(value, dtype=dtype))
     if isinstance(value, str):
-        return ctx.cast(ctx.size_value(value), ctx.dtype(node))
-    return ctx.cast(value, ctx.dtype(node))
+        return ctx.cast(ctx.size_value(value), dtype)
+    return ctx.cast(value, dtype)
 
 
 def _binary(method: str):
@@ -131,7 +135,7 @@ def silu(ctx: ImportContext, node, x):
 
 @converter("aten.hardtanh.default", "aten.clamp.default")
 def clamp(ctx: ImportContext, node, x, low=None, high=None):
-    x = ctx.cast(x, ctx.dtype(node))  # an integer tensor clamped to float bounds gives floats
+    x = ctx.cast(x, opmath_dtype(ctx.dtype(node)))  # an integer tensor clamped to float bounds gives floats
     if low is not None:
         x = ctx.b.max(x, _operand(ctx, node, low, x))
     if high is not None:
@@ -254,7 +258,7 @@ def right_shift(ctx: ImportContext, node, x, amount):
 
 @converter("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
 def masked_fill(ctx: ImportContext, node, x, mask, value):
-    x = ctx.cast(x, ctx.dtype(node))
+    x = ctx.cast(x, opmath_dtype(ctx.dtype(node)))
     return ctx.b.where(mask, _operand(ctx, node, value, x), x)
 
 
