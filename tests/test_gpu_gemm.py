@@ -112,9 +112,12 @@ def test_conv2d_is_an_implicit_gemm(x_shape, out_channels, kernel, strides, padd
         tx, pads = F.pad(tx, (left, right, top, bottom)), 0
     expected = F.relu(F.conv2d(tx, torch.from_numpy(w), torch.from_numpy(bias), stride=strides, padding=pads, dilation=dilation))
     disabled = () if layout == "NHWC" else ("convert-layout",)
+    # a channels-last 1x1 conv is a dense layer over its pixels (conv1x1-to-dense)
+    pointwise = layout == "NHWC" and kernel == (1, 1) and padding == 0
     with PassContext(disabled_passes=disabled):
         few_rows = layout == "NCHW" and out_channels < MIN_ROWS
-        assert _gemm_kernel(_strategies(module), "conv2d") == ("gemm" if few_rows else "gemm_shared")
+        tag = "dense" if pointwise else "conv2d"
+        assert _gemm_kernel(_strategies(module), tag) == ("gemm" if few_rows else "gemm_shared")
         _run(module, (x,), expected.numpy())
 
 
