@@ -61,6 +61,7 @@ PASSES = {
     "convert-layout": ("passes.convert_layout", "ConvertLayoutPass"),
     "conv-transpose-to-conv": ("passes.conv_transpose_to_conv", "ConvTransposeToConvPass"),
     "conv1x1-to-dense": ("passes.conv1x1_to_dense", "Conv1x1ToDensePass"),
+    "explicit-conv-padding": ("passes.explicit_conv_padding", "ExplicitConvPaddingPass"),
     "split-reductions": ("passes.split_reductions", "SplitReductionsPass"),
     "legalize-16bit-floats": ("passes.legalize_16bit_floats", "Legalize16BitFloatsPass"),
     # graph pipelines of each optimization level (passes/pipeline.py)

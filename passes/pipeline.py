@@ -66,10 +66,10 @@ CONVERT_LAYOUT = "convert-layout"
 #: before ``convert-layout`` (and ``conv-transpose-to-conv``, which makes transposed
 #: convolutions plain ones), whose weight transposes ``fold-constants`` then folds and
 #: whose transposes of 1-sized axes ``simplify`` turns into reshapes; ``conv1x1-to-dense``
-#: needs the channels-last layout ``convert-layout`` makes.
+#: and ``explicit-conv-padding`` need the channels-last layout ``convert-layout`` makes.
 _O2 = (
     "cse", "fold-constants", "simplify", "cse", "fold-batch-norm", "conv-transpose-to-conv",
-    CONVERT_LAYOUT, "conv1x1-to-dense", "fold-constants", "simplify", "dce", FUSE_OPS,
+    CONVERT_LAYOUT, "conv1x1-to-dense", "explicit-conv-padding", "fold-constants", "simplify", "dce", FUSE_OPS,
 )  # fmt: skip
 GRAPH_PIPELINES: dict[int, tuple[str, ...]] = {
     0: (),
