@@ -40,11 +40,13 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from ..dialects.graph.base import GraphOp
 from ..dialects.graph.elementwise import CastOp
 
-_16BIT_FLOATS = (bf16, f16)
+#: the element types stored in 16 bits and computed in float32
+SIXTEEN_BIT_FLOATS = (bf16, f16)
 
 
-def _is_16bit_float(t: Attribute) -> bool:
-    return isinstance(t, TensorType) and t.element_type in _16BIT_FLOATS
+def is_16bit_float(t: Attribute) -> bool:
+    """Whether ``t`` is a float16 or bfloat16 tensor type."""
+    return isinstance(t, TensorType) and t.element_type in SIXTEEN_BIT_FLOATS
 
 
 def _to_f32(value: SSAValue, before: Operation) -> SSAValue:
@@ -61,13 +63,13 @@ def _route_cast(op: CastOp) -> None:
 
 
 def _compute_in_f32(op: GraphOp) -> None:
-    operands = [_to_f32(v, op) if _is_16bit_float(v.type) else v for v in op.operands]
+    operands = [_to_f32(v, op) if is_16bit_float(v.type) else v for v in op.operands]
     promoted = op.in_float32(operands)
-    if _is_16bit_float(promoted.results[0].type):
+    if is_16bit_float(promoted.results[0].type):
         raise NotImplementedError(f"legalize-16bit-floats: '{op.name}' has no float32 form")
     Rewriter.insert_op(promoted, InsertPoint.before(op))
     result = promoted.results[0]
-    if _is_16bit_float(op.results[0].type):
+    if is_16bit_float(op.results[0].type):
         back = CastOp(result, op.results[0].type.element_type)
         Rewriter.insert_op(back, InsertPoint.before(op))
         result = back.result
@@ -77,7 +79,7 @@ def _compute_in_f32(op: GraphOp) -> None:
 
 def uses_16bit_floats(op: Operation) -> bool:
     """Whether ``op`` or an op inside it has a float16 or bfloat16 tensor operand or result."""
-    return any(_is_16bit_float(v.type) for o in op.walk() for v in (*o.operands, *o.results))
+    return any(is_16bit_float(v.type) for o in op.walk() for v in (*o.operands, *o.results))
 
 
 def legalize_16bit_floats(module: ModuleOp) -> None:
@@ -86,7 +88,7 @@ def legalize_16bit_floats(module: ModuleOp) -> None:
         if isinstance(op, CastOp):
             _route_cast(op)
         elif isinstance(op, GraphOp) and not op.MOVES_DATA:
-            if any(_is_16bit_float(v.type) for v in (*op.operands, *op.results)):
+            if any(is_16bit_float(v.type) for v in (*op.operands, *op.results)):
                 _compute_in_f32(op)
 
 

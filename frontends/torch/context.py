@@ -12,6 +12,7 @@ from xdsl.ir import SSAValue
 from ...dialects.graph.types import Dim, element_type_of, format_shape, numpy_dtype, shape_of
 from ...runtime.dim_expr import DimExprError, free_symbols, lower
 from ...runtime.dim_arith import canonical
+from ...runtime.signature import is_torch_bfloat16, torch_bfloat16_bits
 from ..builder import GraphBuilder
 
 TORCH_TO_NUMPY = {
@@ -51,10 +52,8 @@ def tensor_to_numpy(tensor: Any) -> np.ndarray:
     """A CPU torch tensor's data as a numpy array sharing its memory (bfloat16 as
     ml_dtypes' bfloat16, which torch's ``.numpy()`` refuses)."""
     tensor = tensor.detach().contiguous()
-    if str(tensor.dtype) == "torch.bfloat16":
-        import torch
-
-        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    if is_torch_bfloat16(tensor):
+        return torch_bfloat16_bits(tensor).numpy().view(ml_dtypes.bfloat16)
     return tensor.numpy()
 
 

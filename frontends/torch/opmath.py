@@ -18,20 +18,19 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType, bf16, f16, f32
+from xdsl.dialects.builtin import TensorType, f32
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from ...dialects.graph.base import GraphOp
 from ...dialects.graph.elementwise import CastOp
-from .context import ImportContext, numpy_dtype_of_torch
-
-_16BIT_FLOATS = (bf16, f16)
+from ...passes.legalize_16bit_floats import is_16bit_float
+from .context import TORCH_TO_NUMPY, ImportContext, opmath_dtype
 
 
 def _is_16bit_float(value: Any) -> bool:
-    return isinstance(value, SSAValue) and isinstance(value.type, TensorType) and value.type.element_type in _16BIT_FLOATS
+    return isinstance(value, SSAValue) and is_16bit_float(value.type)
 
 
 def _computing_ops(ops: list[Operation]) -> int:
@@ -52,9 +51,9 @@ def _rounded(ctx: ImportContext, result: Any, meta: Any) -> Any:
         metas = meta if isinstance(meta, list | tuple) else [meta] * len(result)
         return type(result)(_rounded(ctx, r, m) for r, m in zip(result, metas))
     if isinstance(result, SSAValue) and isinstance(result.type, TensorType) and result.type.element_type == f32:
-        dtype = getattr(meta, "dtype", None)
-        if dtype is not None and str(dtype) in ("torch.float16", "torch.bfloat16"):
-            return ctx.cast(result, numpy_dtype_of_torch(dtype))
+        recorded = TORCH_TO_NUMPY.get(str(getattr(meta, "dtype", None)))
+        if recorded is not None and opmath_dtype(recorded) != recorded:  # a 16-bit float
+            return ctx.cast(result, recorded)
     return result
 
 

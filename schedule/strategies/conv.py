@@ -30,7 +30,15 @@ from ..nest import ScheduleError, find_loop, static_trip_bound
 from ..padding import padded_arguments
 from ..schedule import Schedule
 from .analysis import KernelInfo
-from .gemm import MAX_ROWS, _argument_read_as, column_vectors, gemm, is_gemm, tile_accumulators
+from .gemm import (
+    MAX_ROWS,
+    argument_read_as,
+    column_vectors,
+    gemm,
+    gemm_on_packed_panels,
+    is_gemm,
+    tile_accumulators,
+)
 from .registry import register_strategy
 
 def conv_rows(info: KernelInfo, vectors: int, width: int | None = None) -> int:
@@ -48,7 +56,7 @@ def conv_rows(info: KernelInfo, vectors: int, width: int | None = None) -> int:
 def constant_hwio_weight(info: KernelInfo) -> int | None:
     """The constant argument a conv kernel reads as ``W[ky, kx, i, o]`` (o the column
     loop: an HWIO weight), or None."""
-    return _argument_read_as(
+    return argument_read_as(
         info, lambda arg, indices, j, k: arg in info.constant_args and len(indices) == 4 and indices[-1] == j
     )
 
@@ -101,12 +109,10 @@ def conv2d_register_tile(
     width = s.extent(info.output_loops[-2]) if len(info.output_loops) >= 3 else None
     rows = rows or conv_rows(info, vectors, width)
     info = _pixel_loops_fused(s, info, rows, fuse_pixels)
-    weight, panel = constant_hwio_weight(info), vectors * info.lanes
-    if pack_panel and weight is not None and columns is not None and columns % panel == 0:
-        # the panels packed once, at compile time: P[o / panel, kh, kw, i, panel]
-        s.transform_layout(weight, [3, 0, 1, 2, 4], block=(3, panel))
-        gemm(s, info, rows=rows, vectors=vectors, pack_panel=False)
-        s.simplify_indices()
+    weight = constant_hwio_weight(info)
+    if pack_panel and weight is not None and columns is not None and columns % (vectors * info.lanes) == 0:
+        # the panels packed once, at compile time: P[o / width, kh, kw, i, width]
+        gemm_on_packed_panels(s, info, weight, [3, 0, 1, 2, 4], 3, rows, vectors)
     else:
         gemm(s, info, rows=rows, vectors=vectors, pack_panel=pack_panel)
     if pad:

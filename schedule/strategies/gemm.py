@@ -174,7 +174,7 @@ def row_loop(s: Schedule, info: KernelInfo) -> str:
 def column_operand(info: KernelInfo) -> int | None:
     """The kernel argument read as ``B[..., k, j]`` (j the column loop, k the innermost
     reduction loop) in the unscheduled nest, or None."""
-    return _argument_read_as(info, lambda arg, indices, j, k: indices[-2:] == (k, j))
+    return argument_read_as(info, lambda arg, indices, j, k: indices[-2:] == (k, j))
 
 
 def _panel_first(info: KernelInfo, m: int | None, n: int | None) -> bool:
@@ -194,10 +194,10 @@ def _panel_first(info: KernelInfo, m: int | None, n: int | None) -> bool:
 def packable_weight(info: KernelInfo) -> int | None:
     """The constant argument a dense kernel reads as ``W[j, k]`` (j the column loop, k
     the innermost reduction loop), or None."""
-    return _argument_read_as(info, lambda arg, indices, j, k: arg in info.constant_args and indices == (j, k))
+    return argument_read_as(info, lambda arg, indices, j, k: arg in info.constant_args and indices == (j, k))
 
 
-def _argument_read_as(info: KernelInfo, matches) -> int | None:
+def argument_read_as(info: KernelInfo, matches) -> int | None:
     """The first kernel argument that the innermost reduction loop reads with
     ``matches(argument number, indices, j, k)`` true (j: the column loop's variable,
     k: the innermost reduction loop's), or None."""
@@ -243,9 +243,7 @@ def dense_packed(
     weight, width = packable_weight(info), vectors * info.lanes
     if pack_panel is None and n is not None and n % width == 0:
         # the panels packed once, at compile time: P[n / width, k, width]
-        s.transform_layout(weight, [0, 2, 1], block=(0, width))
-        gemm(s, info, rows=rows, vectors=vectors, pack_panel=False)
-        s.simplify_indices()  # P[(co*width + ci) / width, k, (co*width + ci) % width] = P[co, k, ci]
+        gemm_on_packed_panels(s, info, weight, [0, 2, 1], 0, rows, vectors)
         return
     if pack_panel is None:
         # not for a symbolic row count: run at batch 1, the copy of every panel costs
@@ -254,6 +252,17 @@ def dense_packed(
         pack_panel = m is not None and m > rows
     s.transform_layout(weight, [1, 0])
     gemm(s, info, rows=rows, vectors=vectors, pack_panel=pack_panel)
+
+
+def gemm_on_packed_panels(
+    s: Schedule, info: KernelInfo, weight: int, permutation: list[int], axis: int, rows: int, vectors: int
+) -> None:
+    """The GEMM tile on a constant ``weight`` re-laid out at compile time into the tile's
+    contiguous column panels: its column axis ``axis`` split into blocks of the tile's
+    width, then ``permutation`` (block index first, width last); no run-time copy."""
+    s.transform_layout(weight, permutation, block=(axis, vectors * info.lanes))
+    gemm(s, info, rows=rows, vectors=vectors, pack_panel=False)
+    s.simplify_indices()  # P[(co*width + ci) / width, ..., (co*width + ci) % width] = P[co, ..., ci]
 
 
 #: rows (tokens) up to which a dense layer is a few matrix-vector products
