@@ -72,12 +72,12 @@ from .base import (
     target_shape,
 )
 from .types import (
-    is_float_dtype,
     DimNamesAttr,
     Shape,
     format_shape,
     is_bool,
     is_float,
+    is_float_dtype,
     is_int,
     numpy_dtype,
     tensor_type,
