@@ -4,7 +4,11 @@ code in this process.
 One machine-code generation serves three uses: the in-process JIT (MCJIT loads the
 object with ``add_object_file``), the compile cache (the object bytes are what it
 stores), and ``export_library`` (the object is linked into a shared library). Objects
-are position independent so that the system linker can make a ``.so`` of them.
+are position independent so that the system linker can make a ``.so`` of them, and use
+the large code model: MCJIT's loader places an object's code, constant pools and unwind
+tables in separate mappings, which can land more than 2 GiB apart in a crowded address
+space (seen with torch's CUDA build loaded: the small model's 32-bit PC-relative
+relocations overflowed and LLVM aborted the process).
 """
 
 from __future__ import annotations
@@ -50,10 +54,11 @@ class ObjectCode:
 
 @lru_cache(maxsize=8)
 def pic_target_machine(target: CPUTarget) -> llvm.TargetMachine:
-    """A target machine emitting position-independent objects (for shared libraries)."""
+    """A target machine emitting position-independent objects (for shared libraries) whose
+    references all have 64 bits (the large code model: see the module docstring)."""
     _initialize()
     return llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
-        cpu=target.cpu, features=target.features, opt=target.opt_level, reloc="pic", codemodel="default"
+        cpu=target.cpu, features=target.features, opt=target.opt_level, reloc="pic", codemodel="large"
     )
 
 
