@@ -326,6 +326,8 @@ AVG_REF_CASES = [
     ((1, 4, 10, 11), dict(kernel=(4, 3), strides=(3, 2), padding=(2, 1), ceil_mode=True)),
     ((1, 4, 10, 11), dict(kernel=(4, 3), strides=(3, 2), padding=(2, 1), ceil_mode=True, count_include_pad=False)),
     ((1, 5, 5, 5), dict(kernel=2, strides=2, padding=1, ceil_mode=True, count_include_pad=False)),
+    ((2, 3, 7, 9), dict(kernel=3, strides=2, padding=1, ceil_mode=True, divisor_override=4)),
+    ((1, 4, 10, 11), dict(kernel=(4, 3), strides=(3, 2), padding=(2, 1), count_include_pad=False, divisor_override=7)),
 ]
 
 
@@ -379,6 +381,12 @@ def test_pool_reference_asymmetric_padding():
     np.testing.assert_allclose(
         AvgPool2dOp(xv, **kw, count_include_pad=False).reference(x), sums / counts, rtol=1e-5, atol=1e-6
     )
+
+
+def test_avg_pool_divisor_override_must_be_positive():
+    (x,) = args(t((1, 2, 6, 6)))
+    with pytest.raises(VerifyException, match="divisor_override must be positive"):
+        AvgPool2dOp(x, 2, divisor_override=0)
 
 
 def test_max_pool_reference_int_and_symbolic():

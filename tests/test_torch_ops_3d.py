@@ -78,6 +78,8 @@ class Pools3d(nn.Module):
                 F.avg_pool3d(x, 3, stride=(2, 1, 2), padding=1).flatten(1),
                 F.adaptive_avg_pool3d(x, (2, 3, 1)).flatten(1),
                 F.adaptive_avg_pool3d(x, 1).flatten(1),
+                F.avg_pool3d(x, 3, stride=2, padding=1, ceil_mode=True, divisor_override=5).flatten(1),
+                F.avg_pool3d(x, 2, divisor_override=3).flatten(1),
             ],
             1,
         )

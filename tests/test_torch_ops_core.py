@@ -365,6 +365,14 @@ LINALG = [
     case("mm-addmm-f64", _mm, (f64(3, 4), f64(4, 5), f64(5), f64(3, 5))),
     case("bmm-matmul", _matmul, (f32(2, 3, 4), f32(2, 4, 5), f32(4), f32(4, 5)), "bmm.default", "mm.default"),
     case("linear", Linears(), (f32(2, 3, 7), f32(5, 7), f32(5)), "linear.default"),
+    case("addmv", lambda c, a, v: (torch.addmv(c, a, v), torch.addmv(c, a, v, beta=0.5, alpha=-2), torch.addmv(c[:1], a, v, beta=0)),
+         (f32(5), f32(5, 7), f32(7)), "addmv.default"),
+    case("addbmm", lambda c, a, b: (torch.addbmm(c, a, b), torch.addbmm(c[0], a, b, beta=2, alpha=0.5)),
+         (f32(4, 6), f32(3, 4, 5), f32(3, 5, 6)), "addbmm.default"),
+    case("bilinear", nn.Bilinear(5, 6, 4), (f32(3, 5), f32(3, 6)), "_trilinear.default"),
+    case("bilinear-batched", lambda a, b, w: F.bilinear(a, b, w), (f32(2, 3, 5), f32(2, 3, 6), f32(4, 5, 6))),
+    case("pdist", lambda x: (F.pdist(x), F.pdist(x, 1), F.pdist(x, 3), F.pdist(x, float("inf"))), (f32(6, 5),),
+         "_pdist_forward.default"),
 ]  # fmt: skip
 
 
@@ -425,6 +433,11 @@ SHAPE = [
          "expand.default", "cat.default"),
     case("slice-select", _slices, (f32(3, 5, 7),), "slice.Tensor", "select.int"),
     case("unfold", lambda x: (x.unfold(2, 3, 2), x.unfold(0, 2, 1), x.unfold(-1, 7, 1)), (f32(3, 5, 7),), "unfold.default"),
+    case("as-strided", lambda x: (x.as_strided((5, 3), (1, 5)), x.as_strided((2, 2, 3), (3, 1, 4), 1), x.as_strided((2, 2), (0, 1)),
+                                  x.as_strided((3, 5), (5, 1))),
+         (f32(3, 5),), "as_strided.default"),
+    case("as-strided-channels-last", lambda x: F.adaptive_avg_pool2d(x.contiguous(memory_format=torch.channels_last) * 2, 1),
+         (f32(2, 6, 5, 7),), "as_strided.default"),
     case("views-not-decomposed", _views_not_decomposed, (f32(3, 5, 7),),
          "reshape.default", "_unsafe_view.default", "squeeze.default", "squeeze.dim", "t.default", "transpose.int",
          decompose=False),
@@ -650,6 +663,25 @@ def _adaptive(x):
     )  # fmt: skip
 
 
+def _pools_with_indices(x):
+    """torch's indices (flat h * W + w of each window's first maximum), and max_unpool2d
+    (a scatter by them): kernels with padding, ceil mode, dilation, 1-d pools."""
+    pooled, indices = F.max_pool2d(x, 2, return_indices=True)
+    return (
+        F.max_pool2d(x, 2, return_indices=True), F.max_pool2d(x, 3, 2, 1, return_indices=True),
+        F.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True), F.max_pool2d(x, 3, 1, 1, dilation=2, return_indices=True),
+        F.max_pool2d(x, (2, 3), (1, 2), return_indices=True)[1], F.max_pool1d(x[0], 3, 2, 1, return_indices=True),
+        F.max_pool2d(x[0], 3, 2, 1, return_indices=True), F.max_unpool2d(pooled, indices, 2, output_size=x.shape[-2:]),
+    )  # fmt: skip
+
+
+def _divisors(x):
+    return (
+        F.avg_pool2d(x, 2, divisor_override=3), F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, divisor_override=2),
+        F.avg_pool2d(x[0], 3, 1, 1, count_include_pad=False, divisor_override=7),
+    )  # fmt: skip
+
+
 POOL = [
     case("max-pool", _max_pools, (f32(2, 3, 9, 11),), "max_pool2d_with_indices.default"),
     case("max-pool-odd", _max_pools, (f32(1, 2, 5, 7),)),
@@ -664,6 +696,8 @@ POOL = [
     case("adaptive-max-pool", _adaptive_max, (f32(2, 3, 7, 5),), "adaptive_max_pool2d.default"),
     case("adaptive-max-pool-f64", lambda x: (F.adaptive_max_pool2d(x, (4, 5)), F.adaptive_max_pool2d(x[0], 2)),
          (f64(1, 2, 9, 6),)),
+    case("max-pool-indices", _pools_with_indices, (f32(2, 3, 9, 11),), "max_pool2d_with_indices.default"),
+    case("avg-pool-divisor-override", _divisors, (f32(2, 3, 9, 11),), "avg_pool2d.default"),
     case("adaptive-avg-pool-not-decomposed", lambda x: (F.adaptive_avg_pool2d(x, (2, 3)), F.adaptive_avg_pool2d(x, 1)),
          (f32(2, 3, 7, 5),), "adaptive_avg_pool2d.default", decompose=False),
 ]  # fmt: skip
@@ -674,10 +708,21 @@ def test_pooling(rng, fn, makers, expect, decompose):
     run_case(rng, fn, makers, expect, decompose)
 
 
-def test_avg_pool_divisor_override_is_a_clear_error():
-    ep = torch.export.export(Fn(lambda x: F.avg_pool2d(x, 2, divisor_override=3)), (torch.zeros(1, 2, 4, 4),))
-    with pytest.raises(TorchImportError, match="divisor_override is not supported"):
+def test_max_pool_indices_pick_the_first_of_tied_maxima(rng):
+    """Rounded inputs tie often: the index is of the first maximum in scan order, as torch's."""
+    tied = lambda rng: torch.from_numpy(rng.integers(-2, 3, (2, 3, 9, 8)).astype(np.float32))  # noqa: E731
+    check(_pools_with_indices, (tied,), rng, ("max_pool2d_with_indices.default",))
+
+
+def test_max_pool_indices_of_a_symbolic_height_are_a_clear_error():
+    x = torch.randn(1, 2, 6, 6)
+    ep = torch.export.export(
+        Fn(lambda x: F.max_pool2d(x, 2, return_indices=True)), (x,), dynamic_shapes=(({2: torch.export.Dim("h", min=4)},),)
+    )
+    with pytest.raises(TorchImportError, match="indices of a symbolic height or width"):
         from_exported_program(ep)
+
+
 
 
 # ---------------------------------------------------------------------------

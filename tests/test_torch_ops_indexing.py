@@ -302,6 +302,27 @@ def test_like_and_new(rng):
     check(fn, lambda r: (randn(r, 3, 5),), rng)
 
 
+def test_eye_and_triangle_indices(rng):
+    def fn(x):
+        rows, columns = torch.tril_indices(5, 4, -1), torch.triu_indices(3, 6, 2)
+        return (
+            x @ torch.eye(6), torch.eye(3, 5, dtype=torch.int32), torch.eye(4, dtype=torch.bool), rows, columns,
+            x[rows[0], rows[1]], torch.tril_indices(4, 4, dtype=torch.int32),
+        )  # fmt: skip
+
+    check(fn, lambda r: (randn(r, 5, 6),), rng)
+
+
+def test_eye_of_a_symbolic_size(rng):
+    """torch.eye(n) for a symbolic n: compared aranges (the decomposition's are uint8)."""
+    batch = torch.export.Dim("batch", min=2, max=64)
+
+    def fn(x):
+        return torch.eye(x.shape[0]) @ x * 2, torch.eye(x.shape[0], 3, dtype=torch.int64)
+
+    check(fn, lambda r: (randn(r, int(r.integers(2, 9)), 5),), rng, runs=3, dynamic_shapes={0: batch})
+
+
 def test_creation_with_a_dynamic_batch(rng):
     batch = torch.export.Dim("batch", min=2, max=64)
 

@@ -1,5 +1,5 @@
 """Order statistics and searches (frontends/torch/ops/order.py), and rrelu in eval():
-kthvalue, median (lower median, over a dim and over everything), bucketize and
+kthvalue, median and nanmedian (lower median, over a dim and over everything), bucketize and
 searchsorted with exact ties, both sides, int32 results and per-row sequences; compared
 with torch eager on fresh random inputs (values and indices exactly)."""
 
@@ -38,6 +38,40 @@ BOUNDARIES = torch.tensor([-2.0, -1.0, -0.5, 0.0, 1.0, 2.5])
     ids=["kth", "kth-keepdim-dim0", "kth-last-dim1", "median-odd", "median-even-keepdim", "median-all"],
 )
 def test_order_statistics(rng, fn, makers, expect):
+    check(fn, makers, rng, (expect,))
+
+
+def with_nans(*shape):
+    """Floats with about a third NaN, and whole rows of NaN."""
+
+    def make(rng):
+        x = rng.standard_normal(shape).astype(np.float32)
+        x[rng.random(shape) < 0.35] = np.nan
+        x[0] = np.nan
+        return torch.from_numpy(x)
+
+    return make
+
+
+def numbers_only(median):
+    """(values, indices) with the index of an all-NaN row as -1: torch's is whatever its
+    partial sort leaves first there."""
+    values, indices = median
+    return values, torch.where(values.isnan(), -1, indices)
+
+
+@pytest.mark.parametrize(
+    "fn, makers, expect",
+    [
+        (lambda x: numbers_only(torch.nanmedian(x, -1)), (with_nans(6, 9),), "nanmedian.dim"),
+        (lambda x: numbers_only(torch.nanmedian(x, 0, keepdim=True)), (with_nans(8, 5),), "nanmedian.dim"),
+        (lambda x: (torch.nanmedian(x), torch.nanmedian(x[1:])), (with_nans(4, 5),), "nanmedian.default"),
+        (lambda x: torch.nanmedian(x, 1), (f32(3, 6),), "nanmedian.dim"),
+    ],
+    ids=["dim", "keepdim-dim0", "all", "no-nans"],
+)
+def test_nanmedian_ignores_nans(rng, fn, makers, expect):
+    """The lower median of the numbers of each row; NaN where all are NaN."""
     check(fn, makers, rng, (expect,))
 
 

@@ -480,7 +480,8 @@ class AvgPool2dOp(_Pool2dOp):
 
     Properties: ``kernel``, ``strides`` (default: the kernel), ``padding`` (top, left,
     bottom, right), ``ceil_mode``, ``count_include_pad`` (default true: the divisor
-    counts padding, but not the part of a ceil_mode window past the end padding).
+    counts padding, but not the part of a ceil_mode window past the end padding),
+    ``divisor_override`` (optional: every window's sum is divided by it instead).
 
     Example::
 
@@ -489,6 +490,7 @@ class AvgPool2dOp(_Pool2dOp):
 
     name = "graph.avg_pool2d"
     count_include_pad = prop_def(BoolAttr, default_value=BoolAttr.from_bool(True))
+    divisor_override = opt_prop_def(IntegerAttr)
 
     def __init__(
         self,
@@ -499,16 +501,31 @@ class AvgPool2dOp(_Pool2dOp):
         ceil_mode: bool = False,
         count_include_pad: bool = True,
         layout: str = "NCHW",
+        divisor_override: int | None = None,
     ):
         props = _pool_props(kernel, strides, padding, ceil_mode, layout)
         props["count_include_pad"] = BoolAttr.from_bool(count_include_pad)
+        if divisor_override is not None:
+            props["divisor_override"] = int_attr(divisor_override)
         self._build([input], props)
+
+    def divisor(self) -> int | None:
+        """The ``divisor_override``, or None (the divisor is the window's size)."""
+        return None if self.divisor_override is None else self.divisor_override.value.data
+
+    def infer_result_type(self) -> TensorType:
+        divisor = self.divisor()
+        if divisor is not None and divisor <= 0:
+            raise VerifyException(f"divisor_override must be positive, got {divisor}")
+        return super().infer_result_type()
 
     def _nchw_reference(self, x: np.ndarray) -> np.ndarray:
         kernel, strides, padding, dilation = self.window()
         out_hw = self._out_hw(x)
         win = _windows(x, out_hw, kernel, strides, padding, dilation, 0)
         total = win.sum(axis=(4, 5), dtype=np.float64)
+        if self.divisor() is not None:
+            return (total / self.divisor()).astype(x.dtype)
         include_pad = bool(self.count_include_pad.value.data)
         divisors = []
         for axis in range(2):

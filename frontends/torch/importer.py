@@ -39,6 +39,8 @@ KEEP_WHOLE = (
     "softplus.default",
     "mish.default",
     "celu.default",
+    "eye.default",
+    "eye.m",
 )
 
 #: fx call_function targets handled by the importer itself, not by converters.

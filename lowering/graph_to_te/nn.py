@@ -107,6 +107,8 @@ def avg_pool2d(t: TEBuilder, op: nn.AvgPool2dOp) -> SSAValue:
             return r.read_padded(data, to_layout([n, c, iy, ix], layout), (h_axis, w_axis), zero)
 
         total = s.reduce("add", [kh, kw], 0, term, element_type)
+        if op.divisor() is not None:
+            return s.div(total, s.const(op.divisor(), element_type))
 
         def window_length(out, stride, pad_begin, pad_end, kernel, axis):
             # torch: the window may cover padding, but not past the end padding (ceil_mode)

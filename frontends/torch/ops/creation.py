@@ -1,5 +1,5 @@
 """Tensor creation ATen ops: arange, full/zeros/ones/empty, the ``*_like`` and ``new_*``
-variants, scalar_tensor, fill.
+variants, scalar_tensor, fill, eye, tril/triu_indices.
 
 A static shape becomes a numpy constant (held by reference, foldable). A shape with
 symbolic dims becomes ``graph.full`` / ``graph.arange``, whose operands are tensors that
@@ -109,3 +109,30 @@ def arange_start(ctx: ImportContext, node, start, end, **kwargs):
 @converter("aten.arange.start_step")
 def arange_start_step(ctx: ImportContext, node, start, end, step=1, **kwargs):
     return _arange(ctx, node, start, end, step)
+
+
+@converter("aten.eye.default", "aten.eye.m")
+def eye(ctx: ImportContext, node, n, m=None, **kwargs):
+    """Ones on the diagonal. Kept whole (the decomposition compares two uint8 aranges);
+    symbolic sizes compare two int64 aranges."""
+    rows, columns = ctx.shape(node)
+    dtype = ctx.dtype(node)
+    if isinstance(rows, int) and isinstance(columns, int):
+        return ctx.constant(np.eye(rows, columns, dtype=dtype))
+    def positions(length):
+        if isinstance(length, int):
+            return ctx.constant(np.arange(length, dtype=np.int64))
+        return ctx.b.arange(length, 0, 1, element_type_of(np.int64), ctx.dim_sources((length,)))
+
+    diagonal = ctx.b.compare(ctx.b.reshape(positions(rows), (rows, 1)), positions(columns), "eq")
+    return ctx.cast(diagonal, dtype)
+
+
+@converter("aten.tril_indices.default", "aten.triu_indices.default")
+def triangle_indices(ctx: ImportContext, node, rows, columns, offset=0, **kwargs):
+    """The (2, K) coordinates of a lower (upper) triangle, row-major, as a constant."""
+    if not all(isinstance(v, int) for v in (rows, columns, offset)):
+        raise NotImplementedError(f"{node.target} of symbolic sizes ({rows}, {columns}) is not supported")
+    lower = "tril" in str(node.target)
+    indices = (np.tril_indices if lower else np.triu_indices)(rows, offset, columns)
+    return ctx.constant(np.stack(indices).astype(ctx.dtype(node)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ....dialects.graph.types import format_shape, shape_of
 from ..context import ImportContext
 from ..registry import converter
@@ -44,20 +46,57 @@ def _conv2d(ctx: ImportContext, x, weight, bias, stride, padding, dilation, tran
 
 @converter("aten.max_pool2d_with_indices.default")
 def max_pool2d_with_indices(ctx: ImportContext, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
-    values = _batched(ctx, x, lambda x: ctx.b.max_pool2d(
-        x, kernel=tuple(kernel), strides=tuple(stride) or None, padding=_pair(padding), dilation=_pair(dilation),
-        ceil_mode=ceil_mode,
-    ))  # fmt: skip
-    return (values, None)  # the indices are not computed; nothing may use them
+    window = (_pair(kernel), _pair(stride or kernel), _pair(padding), _pair(dilation))
+
+    def pool(x):
+        values = ctx.b.max_pool2d(
+            x, kernel=window[0], strides=window[1], padding=window[2], dilation=window[3], ceil_mode=ceil_mode
+        )
+        return values, (_max_pool2d_indices(ctx, x, values, *window) if _result_used(node, 1) else None)
+
+    return _batched(ctx, x, pool)
+
+
+def _result_used(node, k: int) -> bool:
+    """Whether result ``k`` of a multi-result fx node is read (through ``getitem``)."""
+    return any(user.args[1] == k for user in node.users)
+
+
+def _max_pool2d_indices(ctx: ImportContext, x, values, kernel, stride, padding, dilation):
+    """torch's indices of ``max_pool2d`` (what ``max_unpool2d`` scatters by): the flat
+    ``h * W + w`` of the first maximum of each window in scan order, which is the smallest
+    flat index among the taps equal to the maximum. One strided slice per tap of the input
+    padded with -inf, compared with the pooled values."""
+    b = ctx.b
+    *_, height, width = shape_of(x.type)
+    out_h, out_w = shape_of(values.type)[-2:]
+    if not all(isinstance(d, int) for d in (height, width)):
+        raise NotImplementedError("max_pool2d indices of a symbolic height or width are not supported")
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    past_h = max(0, (out_h - 1) * sh + (kh - 1) * dh + 1 - height - ph)  # ceil mode: past the end
+    past_w = max(0, (out_w - 1) * sw + (kw - 1) * dw + 1 - width - pw)
+    padded = b.pad(x, [0, 0, ph, pw], [0, 0, past_h, past_w], float("-inf"))
+    outside = np.iinfo(np.int64).max
+    first = None
+    for ky in range(kh):
+        for kx in range(kw):
+            tap = b.slice(
+                padded, [ky * dh, kx * dw], [ky * dh + (out_h - 1) * sh + 1, kx * dw + (out_w - 1) * sw + 1], [2, 3], [sh, sw]
+            )
+            rows = np.arange(out_h) * sh - ph + ky * dh
+            columns = np.arange(out_w) * sw - pw + kx * dw
+            inside = ((rows >= 0) & (rows < height))[:, None] & ((columns >= 0) & (columns < width))[None, :]
+            flat = np.where(inside, rows[:, None] * width + columns[None, :], outside).astype(np.int64)
+            candidate = b.where(b.compare(tap, values, "eq"), ctx.constant(flat), ctx.constant(np.int64(outside)))
+            first = candidate if first is None else b.min(first, candidate)
+    return first
 
 
 @converter("aten.avg_pool2d.default")
 def avg_pool2d(ctx: ImportContext, node, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
-    if divisor_override is not None:
-        raise NotImplementedError("avg_pool2d with divisor_override is not supported")
     return _batched(ctx, x, lambda x: ctx.b.avg_pool2d(
         x, kernel=tuple(kernel), strides=tuple(stride) or None, padding=_pair(padding), ceil_mode=ceil_mode,
-        count_include_pad=count_include_pad,
+        count_include_pad=count_include_pad, divisor_override=divisor_override,
     ))  # fmt: skip
 
 
@@ -73,10 +112,13 @@ def adaptive_max_pool2d(ctx: ImportContext, node, x, output_size):
 
 
 def _batched(ctx: ImportContext, x, pool):
-    """``pool`` of an unbatched ``(C, H, W)`` input as of a batch of one ``(1, C, H, W)``."""
+    """``pool`` of an unbatched ``(C, H, W)`` input as of a batch of one ``(1, C, H, W)``
+    (``pool`` may return several tensors, or None for a result not computed)."""
     if ctx.rank(x) != 3:
         return pool(x)
     y = pool(ctx.b.reshape(x, (1, *shape_of(x.type))))
+    if isinstance(y, tuple):
+        return tuple(None if t is None else ctx.b.reshape(t, shape_of(t.type)[1:]) for t in y)
     return ctx.b.reshape(y, shape_of(y.type)[1:])
 
 

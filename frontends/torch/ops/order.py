@@ -1,5 +1,5 @@
-"""Order statistics and binary search: ``kthvalue``, ``median`` (lower median, as torch),
-``bucketize`` and ``searchsorted``.
+"""Order statistics and binary search: ``kthvalue``, ``median`` and ``nanmedian`` (lower
+median, as torch), ``bucketize`` and ``searchsorted``.
 
 An order statistic is argsort's first k indices (a partial sort), of which the last is
 the k-th smallest; its value is gathered. A search counts the boundaries below each
@@ -63,6 +63,32 @@ def median_dim(ctx: ImportContext, node, x, dim=-1, keepdim=False):
 def median(ctx: ImportContext, node, x):
     count = int(np.prod([_static_length(x, d, "median") for d in range(ctx.rank(x))]))
     values, _ = _order_statistic(ctx, ctx.b.reshape(x, (count,)), (count - 1) // 2, 0, False)
+    return values
+
+
+@converter("aten.nanmedian.dim")
+def nanmedian_dim(ctx: ImportContext, node, x, dim=-1, keepdim=False):
+    """The lower median of the values that are not NaN (NaN where all are). argsort puts
+    NaN last, so the median's rank is ``(count - 1) // 2`` of each row's own count of
+    numbers: a full argsort, then a gather at that per-row rank."""
+    b = ctx.b
+    dim = dim % max(ctx.rank(x), 1)
+    length = _static_length(x, dim, "nanmedian")
+    order = b.argsort(x, dim, descending=False, k=length)
+    numbers = ctx.cast(b.compare(x, x, "eq"), np.dtype(np.int64))  # NaN != NaN
+    count = b.reduce_sum(numbers, [dim], keepdims=True)
+    rank = b.max(b.div(b.sub(count, ctx.scalar(1, count)), ctx.scalar(2, count)), ctx.scalar(0, count))
+    indices = b.gather(order, rank, dim)
+    values = b.gather(x, indices, dim)
+    if keepdim:
+        return values, indices
+    return _drop_axis(ctx, values, dim), _drop_axis(ctx, indices, dim)
+
+
+@converter("aten.nanmedian.default")
+def nanmedian(ctx: ImportContext, node, x):
+    count = int(np.prod([_static_length(x, d, "nanmedian") for d in range(ctx.rank(x))]))
+    values, _ = nanmedian_dim(ctx, node, ctx.b.reshape(x, (count,)), 0, False)
     return values
 
 

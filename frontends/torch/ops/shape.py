@@ -1,4 +1,5 @@
-"""Data movement: view/reshape, permute, expand, squeeze/unsqueeze, cat, slice, select, diagonal, unfold."""
+"""Data movement: view/reshape, permute, expand, squeeze/unsqueeze, cat, slice, select, diagonal, unfold,
+as_strided."""
 
 from __future__ import annotations
 
@@ -136,3 +137,35 @@ def unfold(ctx: ImportContext, node, x, dimension, size, step):
     picked = ctx.b.take(x, table, dim)  # (..., windows, size, ...)
     order = [*range(dim + 1), *range(dim + 2, rank + 1), dim + 1]
     return ctx.b.transpose(picked, order)
+
+
+@converter("aten.as_strided.default")
+def as_strided(ctx: ImportContext, node, x, size, stride, storage_offset=0):
+    """A strided view of ``x``'s storage, as laid out by the strides export recorded for
+    ``x`` (decompositions restride channels-last results: ``adaptive_avg_pool2d`` to 1x1
+    is ``mean`` then ``as_strided``). Graph tensors have no storage, so each output
+    element's storage position is mapped back to the element of ``x`` stored there: the
+    view is a reshape where that is the identity, else a gather with constant indices.
+    ``x`` must be dense (each storage position holds one element) and its shape static."""
+    source = node.args[0].meta["val"]
+    shape, strides = tuple(source.shape), tuple(source.stride())
+    out_shape = ctx.shape(node)
+    if ctx.shape(node.args[0]) == out_shape and tuple(stride) == strides and not storage_offset:
+        return x  # the view x already is (also with symbolic dims)
+    if not all(isinstance(d, int) for d in (*shape, *strides, *out_shape, *stride, storage_offset)):
+        raise NotImplementedError(f"as_strided of symbolic sizes or strides ({shape}, {strides} -> {size}, {stride})")
+    count = int(np.prod(shape, dtype=np.int64))
+    stored_at = sum(i * s for i, s in zip(np.indices(shape, dtype=np.int64), strides)) if shape else np.zeros((), np.int64)
+    if sorted(stored_at.ravel().tolist()) != list(range(count)):
+        raise NotImplementedError(f"as_strided of a tensor whose strides {strides} for shape {shape} are not dense")
+    element_at = np.empty(count, np.int64)
+    element_at[stored_at.ravel()] = np.arange(count)
+    wanted = storage_offset + sum(i * s for i, s in zip(np.indices(out_shape, dtype=np.int64), stride))
+    wanted = np.asarray(wanted, np.int64)
+    if wanted.size and (wanted.min() < 0 or wanted.max() >= count):
+        raise ValueError(f"as_strided: size {list(size)} with stride {list(stride)} reads outside the {count} elements of its input")
+    sources = element_at[wanted]
+    flat = ctx.b.reshape(x, (count,))
+    if sources.size == count and np.array_equal(sources.ravel(), np.arange(count)):
+        return ctx.b.reshape(flat, out_shape)
+    return ctx.b.take(flat, ctx.constant(sources), 0)

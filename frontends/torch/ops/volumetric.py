@@ -163,25 +163,25 @@ def max_pool3d_with_indices(ctx: ImportContext, node, x, kernel, stride=(), padd
 @converter("aten.avg_pool3d.default")
 def avg_pool3d(ctx: ImportContext, node, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
     """The mean of the window: a sum of the depth taps, then the 2-d average over height
-    and width divided by the depth taps. Windows that are cut (padding not counted,
-    ceil mode) would need a per-window divisor mixing depth and area: refused."""
+    and width divided by the depth taps (or the sum divided by ``divisor_override``).
+    Windows that are cut (padding not counted, ceil mode) would need a per-window divisor
+    mixing depth and area: refused unless the divisor is overridden."""
     (kd, kh, kw) = _triple(kernel)
     (sd, sh, sw) = _triple(stride) if stride else (kd, kh, kw)
     (pd, ph, pw) = _triple(padding)
-    if divisor_override is not None:
-        raise NotImplementedError("avg_pool3d with divisor_override is not supported")
-    if ceil_mode or (not count_include_pad and (pd or ph or pw)):
+    if divisor_override is None and (ceil_mode or (not count_include_pad and (pd or ph or pw))):
         raise NotImplementedError("avg_pool3d with ceil_mode, or padding not counted in the average, is not supported")
 
     def pool(x):
-        taps, _ = _depth_taps(ctx, x, kd, sd, pd, 1)
+        taps, _ = _depth_taps(ctx, x, kd, sd, pd, 1, ceil=ceil_mode)
         total = taps[0]
         for t in taps[1:]:
             total = ctx.b.add(total, t)
         y = _pool_2d_of_depth(ctx, total, lambda y: ctx.b.avg_pool2d(
-            y, kernel=(kh, kw), strides=(sh, sw), padding=(ph, pw), count_include_pad=True
+            y, kernel=(kh, kw), strides=(sh, sw), padding=(ph, pw), ceil_mode=ceil_mode, count_include_pad=True,
+            divisor_override=divisor_override,
         ))  # fmt: skip
-        return ctx.b.div(y, ctx.scalar(float(kd), y))
+        return y if divisor_override is not None else ctx.b.div(y, ctx.scalar(float(kd), y))
 
     return _batched_3d(ctx, x, pool)
 

@@ -6,7 +6,7 @@
 func.func @nn(%x: tensor<1x8x9x7xf32>, %w: tensor<6x4x3x3xf32>, %b: tensor<6xf32>, %p: tensor<2x3x9x8xf32>) -> (tensor<1x6x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x3x2xf32>) {
   %c = graph.conv2d %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64} : tensor<1x8x9x7xf32>, tensor<6x4x3x3xf32>, tensor<6xf32> -> tensor<1x6x5x4xf32>
   %m = graph.max_pool2d %p {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<2x3x9x8xf32> -> tensor<2x3x5x4xf32>
-  %a = graph.avg_pool2d %p {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, count_include_pad = false} : tensor<2x3x9x8xf32> -> tensor<2x3x5x4xf32>
+  %a = graph.avg_pool2d %p {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, count_include_pad = false, divisor_override = 4 : i64} : tensor<2x3x9x8xf32> -> tensor<2x3x5x4xf32>
   %g = graph.adaptive_avg_pool2d %p {output_size = array<i64: 3, 2>} : tensor<2x3x9x8xf32> -> tensor<2x3x3x2xf32>
   func.return %c, %m, %a, %g : tensor<1x6x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x3x2xf32>
 }
@@ -31,7 +31,7 @@ func.func @reduce(%x: tensor<5x4x7xf32>) -> (tensor<4xf32>, tensor<5x1x7xf32>, t
 // CHECK-LABEL: func.func @nn(%x: tensor<1x8x9x7xf32>, %w: tensor<6x4x3x3xf32>, %b: tensor<6xf32>, %p: tensor<2x3x9x8xf32>) -> (tensor<1x6x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x3x2xf32>) {
 // CHECK-NEXT:    %c = graph.conv2d %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64} : tensor<1x8x9x7xf32>, tensor<6x4x3x3xf32>, tensor<6xf32> -> tensor<1x6x5x4xf32>
 // CHECK-NEXT:    %m = graph.max_pool2d %p {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<2x3x9x8xf32> -> tensor<2x3x5x4xf32>
-// CHECK-NEXT:    %a = graph.avg_pool2d %p {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, count_include_pad = false} : tensor<2x3x9x8xf32> -> tensor<2x3x5x4xf32>
+// CHECK-NEXT:    %a = graph.avg_pool2d %p {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, count_include_pad = false, divisor_override = 4 : i64} : tensor<2x3x9x8xf32> -> tensor<2x3x5x4xf32>
 // CHECK-NEXT:    %g = graph.adaptive_avg_pool2d %p {output_size = array<i64: 3, 2>} : tensor<2x3x9x8xf32> -> tensor<2x3x3x2xf32>
 // CHECK-NEXT:    func.return %c, %m, %a, %g : tensor<1x6x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x3x2xf32>
 // CHECK-NEXT:  }
