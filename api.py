@@ -109,6 +109,8 @@ def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") 
     from .backends.llvm.jit import CPUTarget, llvm_ir
     from .build import check_supported, optimize_and_schedule, to_llvm
     from .executors.native_build import dedupe_kernels
+    from .interpreter import find_function
+    from .lowering.hoist_temporaries import hoist_temporaries
     from .passes.pipeline import PassContext, run_pipeline
 
     cpu = CPUTarget.parse(target)
@@ -118,5 +120,6 @@ def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") 
     loops = module.clone()
     optimize_and_schedule(loops, cpu, ctx)  # what tk.build compiles
     dedupe_kernels(loops)
+    hoist_temporaries(find_function(loops, function))
     run_pipeline(loops, to_llvm(cpu), ctx)
     return llvm_ir(loops, cpu)

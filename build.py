@@ -137,7 +137,8 @@ def build(
     timings = [t for report in reports for t in report] + native.timings
     weights = [weight_array(w) for w in native.weight_data]
     lib = (CompiledModuleWithExternals if externals else CompiledModule)(
-        native.module.address(function), signature, weights, keep_alive=native.module
+        native.module.address(function), signature, weights, keep_alive=native.module,
+        temporaries=native.program if native.temporaries else None,
     )
     lib.external_modules = externals
     lib.graph_program = native.program

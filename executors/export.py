@@ -107,6 +107,8 @@ def export_library(
         "weight_specs": [{"name": k, "shape": list(a.shape), "dtype": str(a.dtype)} for k, a in arrays.items()],
         "reads_thread_count": native.code.reads_thread_count,
         "uses_openmp": native.code.uses_openmp,
+        # the entry's trailing arguments: the program's temporaries, in its planned storages
+        "entry_temporaries": native.temporaries,
     }
     if externals:
         meta["externals"] = externals

@@ -1,8 +1,9 @@
 """Loop-level module -> native code in this process, through the compile cache.
 
 The step of ``tk.build`` after scheduling: identical kernels are merged, the graph
-executor's program is read off the host function, and the object code comes from the
-disk cache or from loop-to-llvm + LLVM (then stored). The same object code is what
+executor's program is read off the host function (whose temporaries then become
+arguments, passed in the program's planned storages), and the object code comes from
+the disk cache or from loop-to-llvm + LLVM (then stored). The same object code is what
 ``export_library`` links into a shared library.
 """
 
@@ -19,6 +20,7 @@ from xdsl.dialects.builtin import ModuleOp
 from ..backends.llvm.jit import CPUTarget
 from ..backends.llvm.object_code import ObjectCode, ObjectModule, compile_object
 from ..interpreter import find_function
+from ..lowering.hoist_temporaries import hoist_temporaries
 from ..lowering.te_to_loop import WEIGHTS_ATTR, entry_layout
 from ..runtime.graph_program import GraphProgram
 from ..runtime.signature import Signature
@@ -38,6 +40,8 @@ class NativeBuild:
     function: str
     target: CPUTarget
     cache_hit: bool
+    #: how many temporaries the entry takes as trailing arguments (``program``'s)
+    temporaries: int
     timings: list[tuple[str, float]] = field(default_factory=list)
 
 
@@ -59,6 +63,7 @@ def compile_loops(
     host = find_function(loops, function)
     _, _, weight_data = entry_layout(host)
     program = graph_program(host, signature)
+    temporaries = hoist_temporaries(host)  # the AOT entry takes the plan's storages
     timings: list[tuple[str, float]] = []
     key = None
     code = None
@@ -82,7 +87,7 @@ def compile_loops(
     loaded = time.perf_counter()
     module = ObjectModule(code, target)
     timings.append(("load-object", time.perf_counter() - loaded))
-    return NativeBuild(module, code, program, list(weight_data), function, target, hit, timings)
+    return NativeBuild(module, code, program, list(weight_data), function, target, hit, temporaries, timings)
 
 
 def _text_without_weights(op) -> str:

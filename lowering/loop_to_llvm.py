@@ -56,6 +56,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects import loop
+from .hoist_temporaries import hoisted_temporaries
 from .parallel_to_llvm import convert_parallel
 from .scalar_to_llvm import SCALAR_CONVERTERS, int_constant, llvm_type
 from .vectorize import convert_vectorized
@@ -152,7 +153,10 @@ class _FunctionConverter:
     def convert_function(self, f: func.FuncOp) -> llvm.FuncOp:
         self.function = f
         arg_attrs: list[DictionaryAttr] = []
-        for arg in f.body.block.args:
+        args = f.body.block.args
+        # hoisted temporaries share storages (lowering/hoist_temporaries.py): they may alias
+        may_alias = set(args[len(args) - hoisted_temporaries(f) :])
+        for arg in args:
             types = abi_types(arg.type)
             new_args = [self.add_argument(t) for t in types]
             if isinstance(arg.type, MemRefType):
@@ -163,7 +167,7 @@ class _FunctionConverter:
                     sizes.append(next(dynamic) if d < 0 else d)
                 self.buffers[arg] = Buffer(new_args[0], sizes, arg.type.element_type)
                 # Buffers never overlap: inputs are only read, outputs and temporaries are distinct.
-                arg_attrs += [DictionaryAttr({"llvm.noalias": UnitAttr()})]
+                arg_attrs += [DictionaryAttr({} if arg in may_alias else {"llvm.noalias": UnitAttr()})]
                 arg_attrs += [DictionaryAttr({})] * (len(types) - 1)
             else:
                 self.values[arg] = new_args[0]

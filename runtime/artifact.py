@@ -89,7 +89,10 @@ class DeployedModule(CompiledModule):
         executor: str,
         external_modules: list[Any] = (),
     ):
-        super().__init__(library.address(meta["entry"]), program.signature, weights, keep_alive=library)
+        super().__init__(
+            library.address(meta["entry"]), program.signature, weights, keep_alive=library,
+            temporaries=program if meta.get("entry_temporaries") else None,
+        )
         self.external_modules = list(external_modules)  # kept alive: the library calls them
         self.graph_program = program
         self.executor = executor

@@ -2,8 +2,10 @@
 
 Pure numpy + ctypes. The native entry function takes, in order, for each input then
 each output then each weight: the buffer's pointer followed by its dynamic dims
-(``int64``). Outputs are allocated here, with shapes from the symbols bound by the
-inputs.
+(``int64``); then, where the compiler hoisted them (``temporaries``), each intermediate
+tensor the same way, in storages of the memory plan that are reused between calls
+(``workspace.py``). Outputs are allocated here, with shapes from the symbols bound by
+the inputs.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .graph_executor import GraphExecutor
 from .graph_program import GraphProgram
 from .profiler import BenchmarkResult, ProfileReport, benchmark, profile_kernels
 from .signature import Signature
+from .workspace import Workspaces
 
 
 def _dynamic_dims(shape: Sequence[Any]) -> list[int]:
@@ -34,7 +37,10 @@ class CompiledModule:
         signature: Signature,
         weights: Sequence[np.ndarray],
         keep_alive: Any = None,
+        temporaries: GraphProgram | None = None,
     ):
+        """``temporaries``: the graph program whose temporaries the entry takes as its
+        trailing arguments (None: the entry allocates its own)."""
         self.signature = signature
         self._keep_alive = keep_alive  # the native code's owner (the JIT engine)
         self._weights = [np.asarray(w, order="C") for w in weights]
@@ -43,6 +49,9 @@ class CompiledModule:
         for spec in signature.inputs + signature.outputs:
             arg_types += [ctypes.c_void_p] + [ctypes.c_int64] * len(_dynamic_dims(spec.shape))
         arg_types += [ctypes.c_void_p] * len(self._weights)
+        self._workspaces = Workspaces(temporaries) if temporaries is not None else None
+        if self._workspaces is not None:
+            arg_types += self._workspaces.argument_types()
         self._entry = ctypes.CFUNCTYPE(None, *arg_types)(entry_address)
         self._input_dynamic = [_dynamic_dims(s.shape) for s in signature.inputs]
         self._output_dynamic = [_dynamic_dims(s.shape) for s in signature.outputs]
@@ -76,7 +85,14 @@ class CompiledModule:
             call_args.append(array.ctypes.data)
             call_args += [array.shape[k] for k in dynamic]
         call_args += self._weight_pointers
-        self._entry(*call_args)
+        if self._workspaces is None:
+            self._entry(*call_args)
+        else:
+            workspace = self._workspaces.take(symbols)
+            try:
+                self._entry(*call_args, *workspace.arguments)
+            finally:
+                self._workspaces.give_back(workspace)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def assembly(self) -> str:
