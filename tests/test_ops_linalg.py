@@ -182,6 +182,9 @@ DENSE_CASES = [
     ((2, 1, 3, 16), (33, 16), True),
     ((1, 1), (1, 1), True),
     ((8, 100), (10, 100), False),
+    # token grids: the row loops fuse into one (49 and 90 rows in tiles of 6 or 8, shifted last)
+    ((1, 7, 7, 24), (70, 24), True),
+    ((2, 5, 9, 33), (40, 33), False),
 ]
 
 

@@ -160,11 +160,11 @@ def test_matmul_template_space_default_and_traces() -> None:
     assert template.name == "matmul"
     space = template.space(task, 16)
     default = template.default_config(space, 16)
-    assert default["tile_rows"] == 4 and default["tile_cols"] == 64 and default["cache_write"]
+    assert default["tile_rows"] == 6 and default["tile_cols"] == 64 and default["cache_write"]
     trace = template.trace(task, default)
-    # full tiles: 16 rows by 4, and 40 columns in one tile of 40 (fewer than 64)
+    # full tiles: 16 rows by 6 (shifted last tile), and 40 columns in one tile of 40 (fewer than 64)
     assert [s["primitive"] for s in trace][:4] == ["split", "split", "reorder", "cache_write"]
-    assert [s["args"]["factor"] for s in trace[:2]] == [4, 40]
+    assert [s["args"]["factor"] for s in trace[:2]] == [6, 40]
     assert instantiate(task, trace) == instantiate(task, template.trace(task, space[default.index]))
 
 
@@ -282,13 +282,13 @@ def test_a_kernel_without_output_loops_is_tuned_to_its_default(tuner) -> None:
 
 
 def test_template_tiles_are_full_with_a_shifted_last_tile(rng) -> None:
-    """18 rows by 4: the last row tile is shifted back (rows 14-17), not a partial
+    """20 rows by 6: the last row tile is shifted back (rows 14-19), not a partial
     tile; the schedule still computes the product exactly."""
-    (task,) = tk.extract_tasks(matmul_module(18, 24, 40))
+    (task,) = tk.extract_tasks(matmul_module(20, 24, 40))
     template = template_for(task)
     space = template.space(task, 16)
     trace = template.trace(task, template.default_config(space, 16))
-    assert trace[0] == {"primitive": "split", "args": {"loop": "i0", "factor": 4, "tail": "shift"}}
+    assert trace[0] == {"primitive": "split", "args": {"loop": "i0", "factor": 6, "tail": "shift"}}
     with Runner(timeout=60, min_repeat_ms=1) as runner:
         (record,) = runner.measure(task, [trace])
     assert record.ok, record.message  # checked against the unscheduled kernel

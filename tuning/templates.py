@@ -98,7 +98,8 @@ class Template:
         """The fallback config: the default strategy's register tile."""
         values = {name: list(knob.choices)[0] for name, knob in space.knobs.items()}
         values = {k: (list(v) if isinstance(v, tuple) else v) for k, v in values.items()}
-        values.update({"tile_rows": 4, "tile_cols": 4 * lanes})
+        # the default strategy's tile: 6 x 4 vectors with 32 vector registers (AVX-512)
+        values.update({"tile_rows": 6 if lanes >= 16 else 4, "tile_cols": 4 * lanes})
         values.update(self.default_overrides)
         return {k: v for k, v in values.items() if k in space.knobs and _has_choice(space, k, v)}
 

@@ -112,9 +112,9 @@ def conv2d_register_tile(
     weight = constant_hwio_weight(info)
     if pack_panel and weight is not None and columns is not None and columns % (vectors * info.lanes) == 0:
         # the panels packed once, at compile time: P[o / width, kh, kw, i, width]
-        gemm_on_packed_panels(s, info, weight, [3, 0, 1, 2, 4], 3, rows, vectors)
+        gemm_on_packed_panels(s, info, weight, [3, 0, 1, 2, 4], 3, rows, vectors, fuse_rows=False)
     else:
-        gemm(s, info, rows=rows, vectors=vectors, pack_panel=pack_panel)
+        gemm(s, info, rows=rows, vectors=vectors, pack_panel=pack_panel, fuse_rows=False)
     if pad:
         pad_input(s, info, vectors)
 

@@ -1,9 +1,10 @@
 # RUN: python %s | filecheck %s
 """default-schedule on conv2d (after convert-layout: NHWC, weight HWIO): the GEMM register
 tile over output pixels x output channels (conv2d_register_tile). 64 channels = 4 vectors
-of 16: 4 pixel rows (16 zmm accumulators in a local tile), reduction over (ky, kx, c)
-outside the unrolled rows and vectorized channels. A 7-wide image is not a multiple of 4
-rows: its rows and columns are fused into one pixel loop (49 pixels, shifted last tile).
+of 16: up to 6 pixel rows (24 zmm accumulators in a local tile), reduction over (ky, kx, c)
+outside the unrolled rows and vectorized channels. A 7-wide image holds less than two
+tiles: its rows and columns are fused into one pixel loop (49 pixels in tiles of 5, which
+recompute fewer than 6 would, the last one shifted).
 The constant weight comes in column panels of the tile's width, packed at compile time
 (``tk.layout_blocks``: HWIO split on O into P[O/64, 3, 3, 32, 64]), and the input is
 padded by its own kernel first (explicit-conv-padding: 9x9), so no tap is checked."""
@@ -23,7 +24,7 @@ for k in kernels(m):
 # CHECK-LABEL: func.func @conv2d_0(%0: memref<1x9x9x32xf32>, %1: memref<1x3x3x32x64xf32>, %2: memref<1x7x7x64xf32>)
 # CHECK-SAME:      tk.layout_blocks = {"1" = [3 : i64, 64 : i64]}, tk.strategy = "conv2d_register_tile"
 # CHECK:         loop.for {{.*}} parallel name("i1.i2.fused.outer.i3.outer.fused")
-# CHECK:           loop.alloc() {scope = "local"} : memref<4x64xf32>
+# CHECK:           loop.alloc() {scope = "local"} : memref<5x64xf32>
 # CHECK:           vectorized name("i3.inner.init")
 # CHECK:           name("k0")
 # CHECK:             name("k1")

@@ -6,7 +6,8 @@ place of the original, and the kernel is then a GEMM register tile. Batch 1 (a
 matrix-vector product): dense_matvec keeps the weight as it is, and each output
 feature (in parallel) is a vectorized dot product along the weight's contiguous row,
 for each row of the input (unrolled). A dense followed by a transpose keeps its packed
-GEMM (the transpose is its own kernel)."""
+GEMM (the transpose is its own kernel). A dense on (1, 7, 7, C) tokens tiles the 49
+tokens as one fused row loop (6-row tiles), not 7 rows under a loop of 7."""
 
 import numpy as np
 
@@ -25,7 +26,7 @@ print(scheduled(b.finish(b.relu(b.dense(b.input("x", (6, 20)), w)))))
 # CHECK-LABEL: func.func @dense_relu_0(
 # CHECK-SAME:      %[[WT:[0-9]+]]: memref<20x40xf32>
 # CHECK-SAME:      tk.layouts = {"1" = [1 : i64, 0 : i64]}, tk.strategy = "dense_packed"
-# CHECK:         loop.alloc() {scope = "local"} : memref<4x40xf32>
+# CHECK:         loop.alloc() {scope = "local"} : memref<6x40xf32>
 # CHECK:         loop.for %[[K:.*]] = {{.*}} name("k0") {
 # CHECK-NEXT:      loop.for {{.*}} unrolled name("i0.inner") {
 # CHECK-NEXT:        loop.for %[[J:.*]] = {{.*}} vectorized name("i1.inner") {
@@ -56,3 +57,15 @@ print(scheduled(b.finish(b.transpose(b.dense(b.input("x", (6, 20)), w), [1, 0]))
 # CHECK-SAME:      tk.strategy = "dense_packed"
 # CHECK-LABEL: func.func @transpose_0(
 # CHECK-SAME:      tk.strategy = "injective_vectorized"
+
+b = tk.GraphBuilder()
+w = np.ones((64, 32), np.float32)
+print(scheduled(b.finish(b.dense(b.input("x", (1, 7, 7, 32)), w))))
+
+# CHECK-LABEL: func.func @dense_0(
+# CHECK-SAME:      memref<1x7x7x32xf32>
+# CHECK-SAME:      tk.strategy = "dense_packed"
+# CHECK:         loop.alloc() {scope = "local"} : memref<6x64xf32>
+# CHECK:         loop.for {{.*}} name("k0") {
+# CHECK-NEXT:      loop.for {{.*}} unrolled name("i0.i1.fused.i2.fused.inner") {
+# CHECK-NEXT:        loop.for {{.*}} vectorized name("i3.inner") {
