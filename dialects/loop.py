@@ -73,6 +73,10 @@ LOOP_KINDS = CPU_LOOP_KINDS + GPU_BINDINGS
 
 BUFFER_SCOPES = ("global", "local", "shared")
 
+#: a kernel attribute (unit): run it with denormal floats flushed to zero
+#: (``lowering/denormals.py``; set by the ``flush_denormals`` schedule primitive)
+FLUSH_DENORMALS_ATTR = "tk.flush_denormals"
+
 #: threads in a GPU warp: the most lanes a shuffle spans
 WARP_SIZE = 32
 

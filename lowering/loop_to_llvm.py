@@ -56,6 +56,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects import loop
+from .denormals import FlushMode, enter_flush_mode, flushes_denormals, leave_flush_mode
 from .hoist_temporaries import hoisted_temporaries
 from .parallel_to_llvm import convert_parallel
 from .scalar_to_llvm import SCALAR_CONVERTERS, int_constant, llvm_type
@@ -128,6 +129,8 @@ class _FunctionConverter:
         self.block = Block()
         self.region = Region([self.entry, self.block])
         self.alloca_builder = Builder(InsertPoint.at_end(self.entry))
+        #: while a ``tk.flush_denormals`` kernel runs: the caller's MXCSR, restored at return
+        self.flush_mode: FlushMode | None = None
 
     @property
     def b(self) -> Builder:
@@ -175,6 +178,8 @@ class _FunctionConverter:
         results = [llvm_type(t) for t in f.function_type.outputs.data]
         if len(results) > 1:
             raise PassFailedException(f"loop-to-llvm: '{f.sym_name.data}' returns several values")
+        if flushes_denormals(f):
+            self.flush_mode = enter_flush_mode(self)
         self.convert_block_ops(f.body.block)
         return self.finish(arg_attrs, results[0] if results else None)
 
@@ -213,6 +218,8 @@ class _FunctionConverter:
                 if op.results:
                     self.values[op.results[0]] = call.returned
             case func.ReturnOp():
+                if self.flush_mode is not None:
+                    leave_flush_mode(self, self.flush_mode)
                 self._ins(llvm.ReturnOp(self.values[op.arguments[0]] if op.arguments else None))
             case _:
                 converter = SCALAR_CONVERTERS.get(type(op))

@@ -111,6 +111,7 @@ def _icmp(name: str) -> IntegerAttr:
 
 def convert_parallel(conv: _FunctionConverter, op: loop.ForOp) -> None:
     """Replace the parallel loop ``op`` by a ``GOMP_parallel`` launch (see the module doc)."""
+    from .denormals import enter_flush_mode, leave_flush_mode, resume_flush_mode
     from .loop_to_llvm import Buffer, _FunctionConverter
 
     state = conv.state
@@ -168,6 +169,8 @@ def convert_parallel(conv: _FunctionConverter, op: loop.ForOp) -> None:
         unpacked.append(_from_slot(ins, ins(llvm.LoadOp(slot(k, t), t)), v.type))
     n = len(slots)
     st = ins(llvm.LoadOp(slot(n + 2), i64))
+    # every thread running chunks of a kernel that flushes denormals flushes them too
+    flush_mode = enter_flush_mode(thread) if conv.flush_mode is not None else None
     # take chunks from libgomp's shared iteration counter until none is left
     one = int_constant(thread.alloca_builder, 1)
     begin_p = thread.alloca_builder.insert(llvm.AllocaOp(one, i64, alignment=8)).res
@@ -186,6 +189,8 @@ def convert_parallel(conv: _FunctionConverter, op: loop.ForOp) -> None:
     ins(llvm.BrOp(header))
     thread.block = exit_block
     ins(llvm.CallOp("GOMP_loop_end_nowait"))
+    if flush_mode is not None:
+        leave_flush_mode(thread, flush_mode)
     ins(llvm.ReturnOp())
     state.new_functions.append(thread.finish([DictionaryAttr({})]))
 
@@ -207,12 +212,16 @@ def convert_parallel(conv: _FunctionConverter, op: loop.ForOp) -> None:
     function = conv._ins(llvm.AddressOfOp(stem, llvm.LLVMPointerType()))
     lb, ub, st = (conv.values[v] for v in (op.lb, op.ub, op.step))
     chunk = _chunk_size(conv, lb, ub, st, threads)
+    if conv.flush_mode is not None:
+        leave_flush_mode(conv, conv.flush_mode)  # (threads made by the launch inherit the mode)
     conv._ins(
         llvm.CallOp(
             "GOMP_parallel_loop_nonmonotonic_dynamic",
             function, array.res, threads, lb, ub, st, chunk, int_constant(conv.b, 0, i32),
         )
     )
+    if conv.flush_mode is not None:
+        resume_flush_mode(conv, conv.flush_mode)
 
 
 def _chunk_size(conv: _FunctionConverter, lb: SSAValue, ub: SSAValue, step: SSAValue, threads: SSAValue) -> SSAValue:

@@ -22,6 +22,7 @@ unchanged when a loop is missing or the transformation is illegal.
 """
 
 from .cache import cache_read, cache_write, compute_at, compute_inline
+from .denormals import flush_denormals
 from .loops import bind, fuse, parallel, reorder, split, tile, unroll, vectorize
 from .layout import transform_layout
 from .overcompute import overcompute
@@ -39,6 +40,7 @@ __all__ = [
     "cache_write",
     "compute_at",
     "compute_inline",
+    "flush_denormals",
     "fuse",
     "kernels",
     "parallel",

@@ -29,6 +29,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
 from .cache import cache_read, cache_write, compute_at, compute_inline
+from .denormals import flush_denormals
 from .loops import bind, fuse, parallel, reorder, split, tile, unroll, vectorize
 from .nest import ScheduleError, all_loops, deferred_verification, find_loop, normalize, static_trip_bound
 from .layout import transform_layout
@@ -56,6 +57,7 @@ PRIMITIVES: dict[str, Callable[..., Any]] = {
         transform_layout,
         overcompute,
         simplify_indices,
+        flush_denormals,
     )
 }
 
@@ -226,6 +228,10 @@ class Schedule:
     def simplify_indices(self) -> int:
         """Fold index divisions/remainders the loop bounds make trivial (see ``simplify.py``)."""
         return self.apply("simplify_indices", {})
+
+    def flush_denormals(self) -> None:
+        """Run the kernel with denormal floats flushed to zero (see ``denormals.py``)."""
+        return self.apply("flush_denormals", {})
 
     def tensorize(self, loop: str, microkernel: str) -> list[str]:
         """Replace the nest ``loop`` by a call to ``@microkernel``; returns its argument types."""

@@ -345,6 +345,7 @@ FULL_TRACE = [
     ("unroll", {"loop": "i1.inner.init"}),
     ("vectorize", {"loop": "arg1.local.c1"}),
     ("parallel", {"loop": "i0.outer"}),
+    ("flush_denormals", {}),
     ("tensorize", {"loop": "k0.outer", "microkernel": "gemm_tile"}),
 ]
 

@@ -102,6 +102,23 @@ def test_conv1d(rng, channels, out, kernel, kwargs, length):
     check(rng, nn.Conv1d(channels, out, kernel, **kwargs), torch.zeros(2, channels, length))
 
 
+class OneValueConv(nn.Module):
+    """aten.convolution with one value for both spatial dims (what padding="valid" and
+    hand-written ATen calls give)."""
+
+    def __init__(self):
+        super().__init__()
+        self.valid = nn.Conv2d(4, 6, 3, padding="valid", groups=2)
+        self.weight = nn.Parameter(torch.randn(5, 6, 3, 3) * 0.2)
+
+    def forward(self, x):
+        return torch.ops.aten.convolution(self.valid(x), self.weight, None, [2], [1], [1], False, [0], 1)
+
+
+def test_conv2d_with_one_value_for_both_dims(rng):
+    check(rng, OneValueConv(), torch.zeros(2, 4, 11, 10))
+
+
 # ---------------------------------------------------------------------------
 # transposed convolution
 

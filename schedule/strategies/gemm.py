@@ -158,6 +158,7 @@ def gemm(
     s.unroll(ri)
     for name in (ci, f"{ci}.init", f"{ci}.write"):
         s.vectorize(name)
+    flush_denormals_if_linear(s, info)
     parallel = parallelize_outer(s, [*batch, *outer], info)
     if panel_first and pack_panel and panel is not None:
         # at the panel loop, or at the parallel loop fused from loops around it (an
@@ -219,6 +220,23 @@ def _index_sources(values) -> set[SSAValue]:
         else:
             pending.extend(value.owner.operands)
     return sources
+
+
+#: graph ops that do not turn normal values into denormals in practice: products and
+#: (piecewise-)linear epilogues
+FLUSH_SAFE_OPS = frozenset(
+    {"matmul", "batch_matmul", "dense", "conv2d", "add", "sub", "mul", "neg", "relu", "max", "min", "reshape",
+     "transpose", "broadcast_to"}
+)  # fmt: skip
+
+
+def flush_denormals_if_linear(s: Schedule, info: KernelInfo) -> None:
+    """Run a product with denormals flushed (an FMA on a denormal operand costs ~100x:
+    ``lowering/denormals.py``) when the kernel holds nothing else than
+    ``FLUSH_SAFE_OPS``: an epilogue like exp, sigmoid or GELU makes denormals from
+    normal values (sigmoid(-100)), and those stay exact."""
+    if info.ops is not None and set(info.ops) <= FLUSH_SAFE_OPS:
+        s.flush_denormals()
 
 
 def row_loop(s: Schedule, info: KernelInfo) -> str:
@@ -361,6 +379,7 @@ def dense_matvec(s: Schedule, info: KernelInfo) -> None:
     for name in rows:
         s.unroll(name)
     s.vectorize(info.reduction_loops[0])
+    flush_denormals_if_linear(s, info)
     parallelize_outer(s, [features], info)
 
 
@@ -373,6 +392,7 @@ __all__ = [
     "is_gemm",
     "l2_cache_bytes",
     "packable_weight",
+    "flush_denormals_if_linear",
     "tile_accumulators",
     "tile_rows",
 ]

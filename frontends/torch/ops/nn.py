@@ -29,6 +29,7 @@ def convolution(ctx: ImportContext, node, x, weight, bias, stride, padding, dila
         )
         return ctx.b.reshape(y, ctx.shape(node))
     if rank == 4:
+        stride, padding, dilation, output_padding = (_pair(v) for v in (stride, padding, dilation, output_padding))
         return _conv2d(ctx, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     raise NotImplementedError(f"{rank - 2}-d convolution is not supported (1-d, 2-d and 3-d are)")
 
@@ -123,7 +124,8 @@ def _batched(ctx: ImportContext, x, pool):
 
 
 def _pair(v):
-    return tuple(v) if isinstance(v, list | tuple) else (v, v)
+    """Two values of a 2-d window parameter; ATen also takes one for both (padding="valid": [0])."""
+    return tuple(v) * (2 // len(v)) if isinstance(v, list | tuple) else (v, v)
 
 
 @converter("aten._native_batch_norm_legit_no_training.default")

@@ -7,7 +7,8 @@ tiles: its rows and columns are fused into one pixel loop (49 pixels in tiles of
 recompute fewer than 6 would, the last one shifted).
 The constant weight comes in column panels of the tile's width, packed at compile time
 (``tk.layout_blocks``: HWIO split on O into P[O/64, 3, 3, 32, 64]), and the input is
-padded by its own kernel first (explicit-conv-padding: 9x9), so no tap is checked."""
+padded by its own kernel first (explicit-conv-padding: 9x9), so no tap is checked. The
+kernel runs with denormals flushed (tk.flush_denormals)."""
 
 import numpy as np
 import tensorkiln as tk
@@ -22,7 +23,7 @@ for k in kernels(m):
         print(k)
 
 # CHECK-LABEL: func.func @conv2d_0(%0: memref<1x9x9x32xf32>, %1: memref<1x3x3x32x64xf32>, %2: memref<1x7x7x64xf32>)
-# CHECK-SAME:      tk.layout_blocks = {"1" = [3 : i64, 64 : i64]}, tk.strategy = "conv2d_register_tile"
+# CHECK-SAME:      tk.layout_blocks = {"1" = [3 : i64, 64 : i64]}, tk.flush_denormals, tk.strategy = "conv2d_register_tile"
 # CHECK:         loop.for {{.*}} parallel name("i1.i2.fused.outer.i3.outer.fused")
 # CHECK:           loop.alloc() {scope = "local"} : memref<5x64xf32>
 # CHECK:           vectorized name("i3.inner.init")

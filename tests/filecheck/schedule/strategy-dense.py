@@ -25,7 +25,7 @@ print(scheduled(b.finish(b.relu(b.dense(b.input("x", (6, 20)), w)))))
 # CHECK-NEXT:    func.call @dense_relu_0(%x, %[[W]], %out0) : (memref<6x20xf32>, memref<20x40xf32>, memref<6x40xf32>) -> ()
 # CHECK-LABEL: func.func @dense_relu_0(
 # CHECK-SAME:      %[[WT:[0-9]+]]: memref<20x40xf32>
-# CHECK-SAME:      tk.layouts = {"1" = [1 : i64, 0 : i64]}, tk.strategy = "dense_packed"
+# CHECK-SAME:      tk.layouts = {"1" = [1 : i64, 0 : i64]}, tk.flush_denormals, tk.strategy = "dense_packed"
 # CHECK:         loop.alloc() {scope = "local"} : memref<6x40xf32>
 # CHECK:         loop.for %[[K:.*]] = {{.*}} name("k0") {
 # CHECK-NEXT:      loop.for {{.*}} unrolled name("i0.inner") {
@@ -40,7 +40,7 @@ print(scheduled(b.finish(b.dense(b.input("x", (1, 784)), w))))
 
 # CHECK-LABEL: func.func @dense_0(
 # CHECK-SAME:      %[[X:[0-9]+]]: memref<1x784xf32>, %[[W:[0-9]+]]: memref<512x784xf32>
-# CHECK-SAME:      tk.strategy = "dense_matvec"
+# CHECK-SAME:      tk.flush_denormals, tk.strategy = "dense_matvec"
 # CHECK:         loop.for %[[J:.*]] = {{.*}} parallel name("i1") {
 # CHECK-NEXT:      loop.for %[[I:.*]] = {{.*}} unrolled name("i0") {
 # CHECK:             loop.for %[[K:.*]] = {{.*}} vectorized name("k0") {
