@@ -287,6 +287,7 @@ def test_arange_full_zeros_ones(rng):
             x + torch.arange(6), torch.arange(0.5, 3.5, 0.5), torch.arange(1, 12, 3), torch.arange(5, dtype=torch.float32),
             torch.arange(10, 0, -3), torch.full((2, 3), 2.5), torch.zeros(6), torch.ones(2, 6, dtype=torch.int32),
             torch.scalar_tensor(3.0) * x, torch.full((2,), True), torch.empty(3).fill_(1.0),
+            torch.empty_permuted((2, 3, 4), (0, 2, 1)).fill_(2.0) + x[:3, :4],
         )  # fmt: skip
 
     check(fn, lambda r: (randn(r, 4, 6),), rng)

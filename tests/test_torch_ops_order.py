@@ -109,3 +109,41 @@ def test_errors_name_the_problem():
     ep = torch.export.export(Sorted(), (torch.randn(5), torch.randn(3)))
     with pytest.raises(Exception, match="sorter"):
         tk.build(from_exported_program(ep))
+
+
+def near_edges(rng):
+    """Values on, just below and just above the edges of 7 bins over [-1, 2], NaN, values
+    outside the range, and random ones."""
+    edges = torch.linspace(-1, 2, 8)
+    values = torch.cat([
+        edges, torch.nextafter(edges, torch.tensor(-9.0)), torch.nextafter(edges, torch.tensor(9.0)),
+        torch.tensor([float("nan"), -5.0, 7.0]), torch.from_numpy(rng.uniform(-1.2, 2.2, 300).astype(np.float32)),
+    ])  # fmt: skip
+    return values.reshape(3, -1)
+
+
+@pytest.mark.parametrize(
+    "fn, makers",
+    [
+        (lambda x: torch.histc(x, bins=7, min=-1, max=2), (near_edges,)),
+        (lambda x: torch.histc(x, bins=13, min=-0.3, max=0.7), (f32(40, 50),)),
+        (lambda x: torch.histc(x.double(), bins=5, min=-2, max=2), (f32(99),)),
+    ],
+    ids=["edges", "odd-range", "float64"],
+)
+def test_histc_puts_edge_values_where_torch_does(rng, fn, makers):
+    """The bin of an element is torch's float arithmetic (an element just below an edge
+    can round into the bin above), NaN and out-of-range elements are not counted."""
+    check(fn, makers, rng, ("histc.default",))
+
+
+def test_histc_of_the_datas_own_range_is_refused():
+    from tensorkiln.frontends.torch import TorchImportError, from_exported_program
+
+    class Histogram(torch.nn.Module):
+        def forward(self, x):
+            return torch.histc(x, bins=4)
+
+    ep = torch.export.export(Histogram(), (torch.randn(10),))
+    with pytest.raises(TorchImportError, match="min == max"):
+        from_exported_program(ep)

@@ -33,7 +33,10 @@ def full(ctx: ImportContext, node, size, fill_value, **kwargs):
     return _full(ctx, node, fill_value)
 
 
-@converter("aten.zeros.default", "aten.empty.memory_format", "aten.empty.default", "aten.empty_strided.default")
+@converter(
+    "aten.zeros.default", "aten.empty.memory_format", "aten.empty.default", "aten.empty_strided.default",
+    "aten.empty_permuted.default",
+)
 def zeros(ctx: ImportContext, node, size, *args, **kwargs):
     return _full(ctx, node, 0)
 

@@ -1,5 +1,5 @@
-"""Order statistics and binary search: ``kthvalue``, ``median`` and ``nanmedian`` (lower
-median, as torch), ``bucketize`` and ``searchsorted``.
+"""Order statistics, binary search and counting: ``kthvalue``, ``median`` and
+``nanmedian`` (lower median, as torch), ``bucketize``, ``searchsorted`` and ``histc``.
 
 An order statistic is argsort's first k indices (a partial sort), of which the last is
 the k-th smallest; its value is gathered. A search counts the boundaries below each
@@ -127,3 +127,24 @@ def searchsorted(ctx: ImportContext, node, sorted_sequence, x, *, out_int32=Fals
             f"values {shape_of(x.type)} must match"
         )
     return _count_below(ctx, sorted_sequence, x, right or side == "right", out_int32)
+
+
+@converter("aten.histc.default")
+def histc(ctx: ImportContext, node, x, bins=100, min=0, max=0):
+    """Counts of ``x``'s elements in ``bins`` equal bins over ``[min, max]`` (elements
+    outside and NaN are not counted), in ``x``'s dtype. The bin is torch's arithmetic in
+    ``x``'s dtype, ``trunc((x - min) * bins / (max - min))`` (``max`` itself in the last
+    bin), not a comparison with the edges: an element just below an edge can round
+    into the bin above, as in torch. ``min == max`` (the data's own range) is refused."""
+    if min == max:
+        raise NotImplementedError("histc with min == max (a range taken from the data) is not supported")
+    b = ctx.b
+    flat = b.reshape(x, (int(np.prod(shape_of(x.type))),)) if ctx.rank(x) != 1 else x
+    low, high = ctx.scalar(min, flat), ctx.scalar(max, flat)
+    scaled = b.div(b.mul(b.sub(flat, low), ctx.scalar(bins, flat)), b.sub(high, low))
+    position = b.min(ctx.cast(b.trunc(scaled), np.dtype(np.int64)), ctx.constant(np.int64(bins - 1)))
+    inside = b.bitwise_and(b.compare(flat, low, "ge"), b.compare(flat, high, "le"))  # (NaN: neither)
+    position = b.where(inside, position, ctx.constant(np.int64(-1)))
+    hits = b.compare(b.reshape(position, (*shape_of(position.type), 1)), ctx.constant(np.arange(bins, dtype=np.int64)), "eq")
+    counts = b.reduce_sum(ctx.cast(hits, np.dtype(np.int64)), [0], keepdims=False)
+    return ctx.cast(counts, ctx.dtype(node))
