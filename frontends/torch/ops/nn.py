@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ....dialects.graph.types import format_shape, shape_of
@@ -60,7 +62,7 @@ def max_pool2d_with_indices(ctx: ImportContext, node, x, kernel, stride=(), padd
 
 def _result_used(node, k: int) -> bool:
     """Whether result ``k`` of a multi-result fx node is read (through ``getitem``)."""
-    return any(user.args[1] == k for user in node.users)
+    return any(user.target is operator.getitem and user.args[1] == k for user in node.users)
 
 
 def _max_pool2d_indices(ctx: ImportContext, x, values, kernel, stride, padding, dilation):
