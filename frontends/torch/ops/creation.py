@@ -122,6 +122,7 @@ def eye(ctx: ImportContext, node, n, m=None, **kwargs):
     dtype = ctx.dtype(node)
     if isinstance(rows, int) and isinstance(columns, int):
         return ctx.constant(np.eye(rows, columns, dtype=dtype))
+
     def positions(length):
         if isinstance(length, int):
             return ctx.constant(np.arange(length, dtype=np.int64))
