@@ -49,7 +49,7 @@ def schedule_pipeline(target: CPUTarget) -> tuple[str, ...]:
 
 def to_llvm(target: CPUTarget) -> tuple[str, ...]:
     """The loop -> llvm pipeline for ``target`` (vectorized loops use its SIMD width)."""
-    return ("bf16-storage", "expand-math", f"loop-to-llvm{{vector_bits={target.vector_bits}}}")
+    return ("partition-loops", "bf16-storage", "expand-math", f"loop-to-llvm{{vector_bits={target.vector_bits}}}")
 
 
 def lower_to_loops(module: ModuleOp, ctx: PassContext | None = None) -> ModuleOp:

@@ -79,6 +79,7 @@ PASSES = {
     "fuse-ops": ("passes.fuse_ops", "FuseOpsPass"),
     "default-schedule": ("schedule.strategies", "DefaultSchedulePass"),
     "apply-schedule": ("schedule.apply_pass", "ApplySchedulePass"),
+    "partition-loops": ("schedule.partition", "PartitionLoopsPass"),
     # bring your own codegen (byoc/): partition_for runs these in this order
     "partition": ("byoc.partition", "PartitionPass"),
     "merge-composites": ("byoc.merge", "MergeCompositesPass"),

@@ -27,7 +27,10 @@ _DIVISIONS = (arith.DivUIOp, arith.FloorDivSIOp, arith.DivSIOp)
 _REMAINDERS = (arith.RemUIOp, arith.RemSIOp)
 
 
-class _Analysis:
+class IndexRanges:
+    """Ranges and affine forms of index values, read off constants and loop bounds
+    (cached: call ``ranges.clear()`` after rewriting values the cache may hold)."""
+
     def __init__(self) -> None:
         self.ranges: dict[SSAValue, tuple[int, int] | None] = {}
 
@@ -129,7 +132,7 @@ def _multiple_of(atom: SSAValue, divisor: int) -> bool:
     return atom is parent.induction_var and lb is not None and step is not None and lb >= 0 and lb % divisor == 0 and step % divisor == 0
 
 
-def _split(analysis: _Analysis, form: Affine, divisor: int) -> tuple[Affine, Affine, Affine] | None:
+def _split(analysis: IndexRanges, form: Affine, divisor: int) -> tuple[Affine, Affine, Affine] | None:
     """(quotient, divided, remainder) forms of ``form`` by ``divisor`` when the bounds
     prove them; ``divided``: atoms that are multiples of the divisor, each to divide."""
     quotient: Affine = {}
@@ -156,7 +159,7 @@ def _split(analysis: _Analysis, form: Affine, divisor: int) -> tuple[Affine, Aff
 def simplify_indices(kernel: func.FuncOp) -> int:
     """Fold the index divisions and remainders the loop bounds make trivial; returns
     how many were folded."""
-    analysis = _Analysis()
+    analysis = IndexRanges()
     folded = 0
     for op in list(kernel.walk()):
         if not isinstance(op, (*_DIVISIONS, *_REMAINDERS)):
@@ -181,4 +184,4 @@ def simplify_indices(kernel: func.FuncOp) -> int:
     return folded
 
 
-__all__ = ["simplify_indices"]
+__all__ = ["Affine", "IndexRanges", "simplify_indices"]

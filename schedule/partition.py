@@ -1,0 +1,245 @@
+"""partition-loops: cut a loop where a comparison of its variable changes value
+(TVM's LoopPartition), then fold what the pieces' bounds decide.
+
+A concatenation along ``c`` computes ``select(c < 7, a[c'], select(c < 39, b[c''], d[c''']))``
+with every read clamped into its input, so each element loads every input: a 25-way
+concatenation in a DenseNet block made 25 loads and 24 selects per element. Cut at 7
+and 39, the loop becomes three loops; in each, every comparison of ``c`` with a
+constant is a constant, the selects keep one operand, the clamps of the read that
+stays are identities (``max(c - 7, 0)`` with ``c >= 7``), and the other reads are dead.
+The same cut takes the border tests out of a padding kernel's interior.
+
+A cut point comes from an ``arith.cmpi`` (signed order predicates) of two index values
+whose difference is ``a * iv + k`` for the loop's own variable and constants ``a, k``;
+loops with constant bounds and step 1 only. The pieces run in the original order, so
+any loop may be cut (parallel and vectorized loops stay so, piece by piece). The code
+grows with the pieces: at most ``MAX_PIECES`` per loop and ``MAX_GROWTH`` new ops per
+kernel; beyond that a loop is left whole.
+
+Folding (``fold_decided``, also useful alone): comparisons whose outcome the ranges of
+their operands decide, ``min``/``max`` that the ranges decide, selects on constants,
+``and``/``or`` with a constant. Every value keeps its value: a pure rewrite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, i1
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from ..dialects import loop
+from .nest import index_constant, static_value, transformation
+from .simplify import Affine, IndexRanges
+
+#: the most pieces a loop is cut into
+MAX_PIECES = 64
+#: the most ops partitioning may add to one kernel (before folding shrinks the pieces)
+MAX_GROWTH = 50_000
+
+_ORDER_PREDICATES = ("slt", "sle", "sgt", "sge")
+
+
+def _predicate(op: arith.CmpiOp) -> str:
+    return arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+
+
+def _difference(ranges: IndexRanges, op: arith.CmpiOp) -> Affine:
+    """``lhs - rhs`` of a comparison as an affine form."""
+    out = dict(ranges.affine(op.lhs))
+    for atom, coef in ranges.affine(op.rhs).items():
+        out[atom] = out.get(atom, 0) - coef
+    return {a: c for a, c in out.items() if c or a is None}
+
+
+def _as_less_than_zero(predicate: str, a: int, k: int) -> tuple[int, int]:
+    """``a*x + k  <pred>  0`` rewritten as ``a'*x + k' < 0`` over the integers."""
+    return {"slt": (a, k), "sle": (a, k - 1), "sgt": (-a, -k), "sge": (-a, -k - 1)}[predicate]
+
+
+def _cut_point(predicate: str, a: int, k: int) -> int:
+    """The first ``x`` where ``a*x + k <pred> 0`` changes value (``a != 0``)."""
+    a, k = _as_less_than_zero(predicate, a, k)
+    if a > 0:  # true below ceil(-k / a)
+        return -(k // a)
+    return k // -a + 1  # true from floor(k / -a) + 1 on
+
+
+def cut_points(for_op: loop.ForOp, ranges: IndexRanges) -> list[int]:
+    """Where the comparisons inside ``for_op`` that depend only on its variable change
+    value, strictly inside its (constant, step 1) range; sorted."""
+    lb, ub, step = static_value(for_op.lb), static_value(for_op.ub), static_value(for_op.step)
+    if lb is None or ub is None or step != 1:
+        return []
+    iv = for_op.induction_var
+    points: set[int] = set()
+    for op in for_op.body.walk():
+        if not isinstance(op, arith.CmpiOp) or not isinstance(op.lhs.type, IndexType):
+            continue
+        predicate = _predicate(op)
+        if predicate not in _ORDER_PREDICATES:
+            continue
+        form = _difference(ranges, op)
+        if set(form) - {None} != {iv}:
+            continue
+        point = _cut_point(predicate, form[iv], form.get(None, 0))
+        if lb < point < ub:
+            points.add(point)
+    return sorted(points)
+
+
+def _size(op: Operation) -> int:
+    return sum(1 for _ in op.walk())
+
+
+def _cut(kernel: func.FuncOp, for_op: loop.ForOp, points: list[int]) -> list[loop.ForOp]:
+    """Replace ``for_op`` by one copy per piece of its range, in order."""
+    bounds = [static_value(for_op.lb), *points, static_value(for_op.ub)]
+    pieces = []
+    for low, high in zip(bounds, bounds[1:]):
+        piece = for_op.clone()
+        piece.operands = [index_constant(kernel, low), index_constant(kernel, high), piece.step]
+        for_op.parent_block().insert_op_before(piece, for_op)
+        pieces.append(piece)
+    for_op.detach()
+    for_op.erase()
+    return pieces
+
+
+def _decided_comparison(ranges: IndexRanges, op: arith.CmpiOp) -> bool | None:
+    predicate = _predicate(op)
+    if predicate not in _ORDER_PREDICATES + ("eq", "ne"):
+        return None
+    bounds = ranges.bounds(_difference(ranges, op))
+    if bounds is None:
+        return None
+    low, high = bounds
+    outcomes = {
+        "slt": (high < 0, low >= 0),
+        "sle": (high <= 0, low > 0),
+        "sgt": (low > 0, high <= 0),
+        "sge": (low >= 0, high < 0),
+        "eq": (low == high == 0, low > 0 or high < 0),
+        "ne": (low > 0 or high < 0, low == high == 0),
+    }
+    always, never = outcomes[predicate]
+    return True if always else False if never else None
+
+
+def _decided_min_max(ranges: IndexRanges, op: arith.MinSIOp | arith.MaxSIOp) -> SSAValue | None:
+    """The operand a signed ``min``/``max`` always takes, when the ranges say."""
+    left, right = ranges.range(op.lhs), ranges.range(op.rhs)
+    if left is None or right is None:
+        return None
+    below = left[1] <= right[0]  # lhs <= rhs everywhere
+    above = left[0] >= right[1]
+    if isinstance(op, arith.MinSIOp):
+        return op.lhs if below else op.rhs if above else None
+    return op.lhs if above else op.rhs if below else None
+
+
+def _folded(ranges: IndexRanges, kernel: func.FuncOp, op: Operation) -> SSAValue | None:
+    """What ``op``'s result always equals, if something simpler."""
+    if isinstance(op, arith.CmpiOp) and isinstance(op.lhs.type, IndexType):
+        outcome = _decided_comparison(ranges, op)
+        if outcome is not None:
+            constant = arith.ConstantOp(IntegerAttr(-1 if outcome else 0, i1))
+            kernel.body.block.insert_op_before(constant, kernel.body.block.first_op)
+            return constant.result
+    if isinstance(op, arith.MinSIOp | arith.MaxSIOp) and isinstance(op.lhs.type, IndexType):
+        return _decided_min_max(ranges, op)
+    if isinstance(op, arith.SelectOp):
+        condition = static_value(op.cond)
+        if condition is not None:
+            return op.lhs if condition else op.rhs
+    if isinstance(op, arith.AndIOp | arith.OrIOp) and op.result.type == i1:
+        for this, other in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            value = static_value(this)
+            if value is None:
+                continue
+            absorbing = (value == 0) if isinstance(op, arith.AndIOp) else (value != 0)
+            return this if absorbing else other
+    return None
+
+
+def fold_decided(kernel: func.FuncOp) -> int:
+    """Fold the comparisons, ``min``/``max``, selects and boolean ``and``/``or`` that the
+    loop bounds decide; returns how many were folded (dead operands stay for DCE)."""
+    ranges = IndexRanges()
+    folded = 0
+    for op in list(kernel.walk()):
+        if op.parent is None or len(op.results) != 1:
+            continue
+        value = _folded(ranges, kernel, op)
+        if value is None:
+            continue
+        op.results[0].replace_all_uses_with(value)
+        ranges.ranges.clear()
+        folded += 1
+    return folded
+
+
+@transformation("partition_loops")
+def partition_loops(kernel: func.FuncOp) -> int:
+    """Cut the loops of ``kernel`` at the points where comparisons of their variables
+    change value (outer loops first, then the copies' inner loops), and fold what the
+    pieces decide; returns how many loops were cut."""
+    ranges = IndexRanges()
+    growth = 0
+    cut = 0
+    pending = [op for op in kernel.body.walk() if isinstance(op, loop.ForOp) and _is_outermost(op)]
+    while pending:
+        for_op = pending.pop(0)
+        points = cut_points(for_op, ranges)
+        size = _size(for_op)
+        if points and len(points) < MAX_PIECES and growth + size * len(points) <= MAX_GROWTH:
+            growth += size * len(points)
+            cut += 1
+            pieces = _cut(kernel, for_op, points)
+            ranges.ranges.clear()
+            pending = [inner for piece in pieces for inner in _child_loops(piece)] + pending
+        else:
+            pending = _child_loops(for_op) + pending
+    if cut:
+        fold_decided(kernel)
+    return cut
+
+
+def _is_outermost(for_op: loop.ForOp) -> bool:
+    parent = for_op.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp):
+        if isinstance(parent, loop.ForOp):
+            return False
+        parent = parent.parent_op()
+    return True
+
+
+def _child_loops(for_op: loop.ForOp) -> list[loop.ForOp]:
+    """The loops directly nested in ``for_op`` (not inside another of its loops)."""
+    return [op for op in for_op.body.walk() if isinstance(op, loop.ForOp) and op is not for_op and op.parent_op() is for_op]
+
+
+@dataclass(frozen=True)
+class PartitionLoopsPass(ModulePass):
+    """Cut loops where comparisons of their variables change value, in every kernel
+    (``tk.kernel`` functions), and fold the comparisons, selects and clamps that the
+    pieces decide.
+
+    Example (``tensorkiln-opt kernel.mlir -p partition-loops``): a concatenation of a
+    7- and a 32-channel input, ``loop.for %c = 0 to 39`` reading both inputs through
+    clamped indices and a select on ``%c < 7``, becomes ``loop.for %c = 0 to 7``
+    reading the first and ``loop.for %c = 7 to 39`` reading the second.
+    """
+
+    name = "partition-loops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in op.walk():
+            if isinstance(kernel, func.FuncOp) and "tk.kernel" in kernel.attributes:
+                partition_loops(kernel)
+
+
+__all__ = ["MAX_GROWTH", "MAX_PIECES", "PartitionLoopsPass", "cut_points", "fold_decided", "partition_loops"]
