@@ -16,6 +16,12 @@ Each value of the body is classified, per vector iteration:
   to): one scalar, splatted when a vector needs it;
 * *linear*: an integer/index value ``base + stride * lane`` (the induction variable,
   then ``+``/``-`` uniform values, ``*`` constants): one scalar (lane 0) and the stride;
+  a *block division* of a stride-1 linear value, ``x / d`` (floor or unsigned) or
+  ``x % d`` (unsigned), is uniform (the quotient) or linear (the remainder) when
+  ``lanes`` divides ``d`` and lane 0 is a multiple of ``lanes`` in every vector
+  iteration (from the alignment of the loop's start and of the uniform terms:
+  constants, loop variables, sums, products, min/max), so that no vector crosses a
+  multiple of ``d``: a grouped convolution's input channel ``(o / 8) * 8 + c``;
 * *varying*: one vector value.
 
 Loads whose last index is linear with stride 1 (others uniform) are vector loads,
@@ -362,6 +368,8 @@ class _Plan:
     lanes: int
     kinds: dict[SSAValue, str] = field(default_factory=dict)
     strides: dict[SSAValue, int] = field(default_factory=dict)
+    #: linear values: a power of two dividing lane 0 in every vector iteration
+    alignments: dict[SSAValue, int] = field(default_factory=dict)
     reductions: list[_Reduction] = field(default_factory=list)
 
     def kind(self, v: SSAValue) -> str:
@@ -417,6 +425,74 @@ def _affine_stride(op: Operation, plan: _Plan) -> int | None:
     return None
 
 
+#: the largest power of two the alignment analysis tracks
+_MAX_ALIGNMENT = 1 << 16
+
+
+def _power_of_two_factor(n: int) -> int:
+    """The largest power of two dividing ``n`` (capped; 0 is divisible by all)."""
+    return _MAX_ALIGNMENT if n == 0 else min(_MAX_ALIGNMENT, n & -n)
+
+
+def uniform_alignment(value: SSAValue) -> int:
+    """A power of two that divides ``value`` (an index computed outside the vectorized
+    loop) wherever it is computed: constants, loop variables with such bounds and
+    steps, and sums, products, minima and maxima of them (a split loop's shifted last
+    tile ``min(co, 88)`` is a multiple of 8 when ``co`` steps by 16)."""
+    from .loop_to_llvm import constant_int
+
+    if (c := constant_int(value)) is not None:
+        return _power_of_two_factor(abs(c))
+    owner = value.owner
+    if isinstance(owner, Block):
+        parent = owner.parent_op()
+        if isinstance(parent, loop.ForOp) and value is parent.induction_var:
+            return min(uniform_alignment(parent.lb), uniform_alignment(parent.step))
+        return 1
+    if isinstance(owner, arith.AddiOp | arith.SubiOp | arith.MinSIOp | arith.MaxSIOp | arith.MinUIOp | arith.MaxUIOp):
+        return min(uniform_alignment(owner.lhs), uniform_alignment(owner.rhs))
+    if isinstance(owner, arith.MuliOp):
+        return min(_MAX_ALIGNMENT, uniform_alignment(owner.lhs) * uniform_alignment(owner.rhs))
+    if isinstance(owner, arith.IndexCastOp):
+        return uniform_alignment(owner.input)
+    return 1
+
+
+def _lane0_alignment(v: SSAValue, plan: _Plan) -> int:
+    """A power of two dividing ``v`` in lane 0 of every vector iteration."""
+    if plan.kind(v) == LINEAR:
+        return plan.alignments.get(v, 1)
+    return uniform_alignment(v)
+
+
+def _linear_alignment(op: Operation, plan: _Plan) -> int:
+    """Lane-0 alignment of a linear ``op`` result (see :func:`_affine_stride`)."""
+    aligns = [_lane0_alignment(v, plan) for v in op.operands]
+    if isinstance(op, arith.MuliOp):
+        return min(_MAX_ALIGNMENT, aligns[0] * aligns[1])
+    return min(aligns)
+
+
+def _block_division(op: Operation, plan: _Plan) -> str | None:
+    """The kind of ``x / d`` or ``x % d`` (floor or unsigned; ``d`` a positive constant)
+    of a linear ``x`` with stride 1 when no vector crosses a multiple of ``d``: with
+    ``lanes`` dividing ``d`` and lane 0 a multiple of ``lanes``, the quotient is the same
+    in every lane (uniform: a grouped convolution reads one input channel for a vector
+    of a group's output channels) and the remainder is lane 0's plus the lane
+    (linear). None otherwise."""
+    from .loop_to_llvm import constant_int
+
+    if not isinstance(op, arith.FloorDivSIOp | arith.DivUIOp | arith.RemUIOp):
+        return None
+    x, divisor = op.operands
+    d = constant_int(divisor)
+    if d is None or d <= 0 or plan.kind(divisor) != UNIFORM or plan.kind(x) != LINEAR or plan.strides[x] != 1:
+        return None
+    if min(_power_of_two_factor(d), _lane0_alignment(x, plan)) % plan.lanes:
+        return None
+    return LINEAR if isinstance(op, arith.RemUIOp) else UNIFORM
+
+
 def analyze(op: loop.ForOp, vector_bits: int) -> _Plan:
     """How to vectorise ``op``; raises NotVectorizable (with the reason) if it cannot."""
     from .loop_to_llvm import constant_int, static_upper_bound
@@ -436,9 +512,43 @@ def analyze(op: loop.ForOp, vector_bits: int) -> _Plan:
         else:
             raise NotVectorizable(f"its body holds '{o.name}' (only loads, stores and scalar arith/math)")
 
-    plan = _Plan(lanes=0)
+    plan, widest = _classify(op, body, stores, lanes=1)
+    # (booleans are bytes in memory; at most 64 lanes)
+    widest = max(widest or 64, 8)
+    lanes = vector_bits // widest
+    if lanes < 2:
+        raise NotVectorizable(f"its {widest}-bit elements do not fit twice in {vector_bits}-bit vectors")
+    # no wider than the trip count when it is bounded at compile time (8 lanes for 8 iterations)
+    lb, bound = constant_int(op.lb), static_upper_bound(op.ub)
+    if lb is not None and bound is not None and bound - lb < lanes:
+        if bound - lb < 2:
+            raise NotVectorizable(f"it runs at most {max(0, bound - lb)} iteration(s)")
+        lanes = 1 << ((bound - lb).bit_length() - 1)
+    plan, _ = _classify(op, body, stores, lanes)  # (block divisions depend on the lanes)
+
+    for buffer, written in stores.items():
+        accesses: list[loop.LoadOp | loop.StoreOp] = loads.get(buffer, []) + written
+        indices = tuple(written[0].indices)
+        if plan.access(indices) == "uniform":
+            plan.reductions.append(_reduction(buffer, loads.get(buffer, []), written, op))
+            continue
+        if any(tuple(a.indices) != indices for a in accesses):
+            raise NotVectorizable(f"it stores to buffer {buffer.name_hint or buffer} and accesses it at other indices")
+        if any(plan.kind(i) == VARYING for i in indices):
+            raise NotVectorizable(
+                f"it stores to buffer {buffer.name_hint or buffer} at indices that are not linear in the loop variable"
+            )
+    return plan
+
+
+def _classify(
+    op: loop.ForOp, body: list[Operation], stores: dict[SSAValue, list[loop.StoreOp]], lanes: int
+) -> tuple[_Plan, int]:
+    """Each body value's kind with ``lanes`` lanes, and the widest element (bits)."""
+    plan = _Plan(lanes=lanes)
     plan.kinds[op.induction_var] = LINEAR
     plan.strides[op.induction_var] = 1
+    plan.alignments[op.induction_var] = min(uniform_alignment(op.lb), lanes)
     widest = 0
     for o in body:
         if isinstance(o, loop.StoreOp):
@@ -455,37 +565,17 @@ def analyze(op: loop.ForOp, vector_bits: int) -> _Plan:
             plan.kinds[result] = LINEAR if stride else UNIFORM
             if stride:
                 plan.strides[result] = stride
+                plan.alignments[result] = _linear_alignment(o, plan)
+        elif (kind := _block_division(o, plan)) is not None:
+            plan.kinds[result] = kind
+            if kind == LINEAR:
+                plan.strides[result] = 1
+                plan.alignments[result] = lanes
         else:
             plan.kinds[result] = VARYING
             if not isinstance(result.type, IndexType):
                 widest = max(widest, _element_bits(result.type))
-
-    for buffer, written in stores.items():
-        accesses: list[loop.LoadOp | loop.StoreOp] = loads.get(buffer, []) + written
-        indices = tuple(written[0].indices)
-        if plan.access(indices) == "uniform":
-            plan.reductions.append(_reduction(buffer, loads.get(buffer, []), written, op))
-            continue
-        if any(tuple(a.indices) != indices for a in accesses):
-            raise NotVectorizable(f"it stores to buffer {buffer.name_hint or buffer} and accesses it at other indices")
-        if any(plan.kind(i) == VARYING for i in indices):
-            raise NotVectorizable(
-                f"it stores to buffer {buffer.name_hint or buffer} at indices that are not linear in the loop variable"
-            )
-
-    # (booleans are bytes in memory; at most 64 lanes)
-    widest = max(widest or 64, 8)
-    lanes = vector_bits // widest
-    if lanes < 2:
-        raise NotVectorizable(f"its {widest}-bit elements do not fit twice in {vector_bits}-bit vectors")
-    # no wider than the trip count when it is bounded at compile time (8 lanes for 8 iterations)
-    lb, bound = constant_int(op.lb), static_upper_bound(op.ub)
-    if lb is not None and bound is not None and bound - lb < lanes:
-        if bound - lb < 2:
-            raise NotVectorizable(f"it runs at most {max(0, bound - lb)} iteration(s)")
-        lanes = 1 << ((bound - lb).bit_length() - 1)
-    plan.lanes = lanes
-    return plan
+    return plan, widest
 
 
 def _reduction(

@@ -55,24 +55,35 @@ def _difference(ranges: IndexRanges, op: arith.CmpiOp) -> Affine:
     return {a: c for a, c in out.items() if c or a is None}
 
 
-def _as_less_than_zero(predicate: str, a: int, k: int) -> tuple[int, int]:
-    """``a*x + k  <pred>  0`` rewritten as ``a'*x + k' < 0`` over the integers."""
-    return {"slt": (a, k), "sle": (a, k - 1), "sgt": (-a, -k), "sge": (-a, -k - 1)}[predicate]
+def _as_less_than_zero(predicate: str, form: Affine) -> Affine:
+    """``form <pred> 0`` rewritten as ``form' < 0`` over the integers."""
+    sign = -1 if predicate in ("sgt", "sge") else 1
+    out = {atom: sign * coef for atom, coef in form.items()}
+    out[None] = out.get(None, 0) - (predicate in ("sle", "sge"))
+    return out
 
 
-def _cut_point(predicate: str, a: int, k: int) -> int:
-    """The first ``x`` where ``a*x + k <pred> 0`` changes value (``a != 0``)."""
-    a, k = _as_less_than_zero(predicate, a, k)
-    if a > 0:  # true below ceil(-k / a)
-        return -(k // a)
-    return k // -a + 1  # true from floor(k / -a) + 1 on
+def _cut_points_of(predicate: str, form: Affine, iv: SSAValue, ranges: IndexRanges) -> tuple[int, int] | None:
+    """For ``form <pred> 0`` with ``form = a*iv + rest`` (``a != 0``, ``rest`` in a known
+    range): the first ``iv`` where it stops being true whatever ``rest`` is, and the
+    first where it stops being possibly true (for ``a < 0``: where it starts being
+    surely true, and stops being surely false). Between them it depends on ``rest``."""
+    form = _as_less_than_zero(predicate, form)
+    a = form.pop(iv)
+    bounds = ranges.bounds(form)
+    if bounds is None:
+        return None
+    low, high = bounds  # a*iv + high < 0: surely true; a*iv + low >= 0: surely false
+    if a > 0:
+        return -(high // a), -(low // a)
+    return low // -a + 1, high // -a + 1
 
 
 def cut_points(for_op: loop.ForOp, ranges: IndexRanges) -> list[int]:
     """Where the comparisons inside ``for_op`` that depend only on its variable change
     value, strictly inside its (constant, step 1) range; sorted."""
     lb, ub, step = static_value(for_op.lb), static_value(for_op.ub), static_value(for_op.step)
-    if lb is None or ub is None or step != 1:
+    if lb is None or ub is None or step is None or step <= 0:
         return []
     iv = for_op.induction_var
     points: set[int] = set()
@@ -84,10 +95,17 @@ def cut_points(for_op: loop.ForOp, ranges: IndexRanges) -> list[int]:
             continue
         form = _difference(ranges, op)
         if set(form) - {None} != {iv}:
+            # (other loop variables in it would cut a nest into border and inside
+            # pieces, as TVM does for padding: 15-25% faster depthwise convs for 2-6x
+            # their compile time, not taken)
             continue
-        point = _cut_point(predicate, form[iv], form.get(None, 0))
-        if lb < point < ub:
-            points.add(point)
+        cuts = _cut_points_of(predicate, form, iv, ranges)
+        if cuts is None:
+            continue
+        # on a stepping loop, each decided region keeps only the whole steps inside it
+        before, after = cuts
+        aligned = (lb + (before - lb) // step * step, lb - (lb - after) // step * step)
+        points.update(point for point in aligned if lb < point < ub)
     return sorted(points)
 
 

@@ -29,6 +29,14 @@ CASES = [
     ((2, 12, 9, 8), 20, 1, 2, 0, 1, 1),  # strided pointwise (every second pixel, then a GEMM)
     ((1, 8, 15, 15), 64, 5, 2, 2, 1, 1),
     ((1, 1, 1, 1), 1, 1, 1, 0, 1, 1),
+    # groups narrower than a vector: 8 (RegNet), 4 (ResNeXt), 24 and 12 channels, fewer
+    # inputs than outputs per group, grouped pointwise (ShuffleNet), strided
+    ((1, 104, 9, 11), 104, 3, 1, 1, 1, 13),
+    ((1, 48, 6, 5), 48, 3, 1, 1, 1, 12),
+    ((1, 72, 5, 7), 72, 3, 2, 1, 1, 3),
+    ((2, 32, 7, 10), 64, 3, 2, 1, 1, 8),
+    ((1, 36, 7, 3), 36, 3, 1, 1, 1, 3),
+    ((1, 48, 7, 9), 96, 1, 1, 0, 1, 4),
 ]
 
 
@@ -69,6 +77,28 @@ def test_conv_strategy_matches_torch(rng, shape, out_c, kernel, stride, padding,
     want = expected(data)
     assert got.shape == want.shape and got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("channels, groups, lanes", [(104, 13, 8), (48, 12, 4), (72, 3, 8), (256, 8, 16)])
+def test_grouped_conv_has_no_gathers(rng, channels, groups, lanes):
+    """Each vector of output channels lies in one group: its input channel is one
+    broadcast load, not a per-lane gather."""
+    from tensorkiln.dialects import loop
+    from tensorkiln.lowering.vectorize import analyze
+
+    module, _ = _conv_relu_module(rng, (1, channels, 9, 9), channels, 3, 1, 1, 1, groups)
+    work = module.clone()
+    optimize_graph(work, PassContext(dump_ir=False))
+    loops = lower_to_loops(work)
+    run_pipeline(loops, ("default-schedule{vector_bits=512}",), PassContext(opt_level=0, dump_ir=False))
+    (conv,) = [k for k in kernels(loops) if k.attributes["tk.kernel"].data.startswith("conv2d")]
+    vectorized = [op for op in conv.walk() if isinstance(op, loop.ForOp) and op.kind.data == "vectorized"]
+    assert vectorized
+    for for_op in vectorized:
+        plan = analyze(for_op, 512)
+        assert plan.lanes == lanes
+        for load in (op for op in for_op.walk() if isinstance(op, loop.LoadOp)):
+            assert plan.access(load.indices) != "gather", for_op.loop_name.data
 
 
 def test_conv_same_result_at_any_thread_count(rng):

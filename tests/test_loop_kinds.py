@@ -216,6 +216,33 @@ func.func @k(%A: memref<?xf32>, %B: memref<?xf32>, %C: memref<?xf32>, %D: memref
 }}
 """
 
+# block divisions of the vectorized variable: j / 8 and j % 8 (a grouped convolution's
+# input channel, nearest-neighbour upsampling), the loop starting at {start}
+BLOCKS = """
+func.func @k(%X: memref<?x?xf32>, %W: memref<8xf32>, %Y: memref<?x?xf32>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %start = arith.constant {start} : index
+  %ten = arith.constant 10.0 : f32
+  %n = loop.dim %Y, 0 : memref<?x?xf32>
+  %m = loop.dim %Y, 1 : memref<?x?xf32>
+  loop.for %i = %c0 to %n step %c1 name("i") {{
+    loop.for %j = %start to %m step %c1 {kind} name("j") {{
+      %q = arith.floordivsi %j, %c8 : index
+      %r = arith.remui %j, %c8 : index
+      %x = loop.load %X[%i, %q] : memref<?x?xf32>
+      %w = loop.load %W[%r] : memref<8xf32>
+      %x10 = arith.mulf %x, %ten : f32
+      %y = arith.addf %x10, %w : f32
+      loop.store %y, %Y[%i, %j] : memref<?x?xf32>
+    }}
+  }}
+  func.return
+}}
+"""
+
+
 # an integer sum without reassoc issues, and a float sum in the serial order (no reassoc)
 INT_AND_ORDERED = """
 func.func @k(%A: memref<?xi32>, %F: memref<?xf32>, %s: memref<i32>, %f: memref<f32>) {{
@@ -369,6 +396,33 @@ def test_transpose_gathers_strided_loads(shape, rng):
         with threads.num_threads(t):
             k(A, B)
         np.testing.assert_array_equal(B, A.T * 2)
+
+
+@pytest.mark.parametrize("start", [0, 3])
+@pytest.mark.parametrize("shape", [(1, 1), (2, 7), (3, 8), (2, 17), (3, 64), (2, 83)])
+def test_block_divisions(start, shape, rng):
+    """With 8 lanes from a multiple of 8, ``j / 8`` is one broadcast load and ``j % 8``
+    a contiguous one; from 3 the vectors cross blocks and gather. Same numbers."""
+    from tensorkiln.lowering.vectorize import analyze
+
+    n, m = shape
+    X = rng.standard_normal((n, -(-m // 8))).astype(np.float32)
+    W = rng.standard_normal(8).astype(np.float32)
+    want = np.full((n, m), np.nan, np.float32)
+    columns = np.arange(start, m)
+    want[:, start:] = X[:, columns // 8] * np.float32(10) + W[columns % 8]
+    Y = np.full((n, m), np.nan, np.float32)
+    kernel(BLOCKS, start=start, kind="vectorized")(X, W, Y)
+    np.testing.assert_array_equal(Y[:, start:], want[:, start:])
+
+    module = parse_module(BLOCKS.format(start=start, kind="vectorized"))
+    (j_loop,) = [op for op in module.walk() if getattr(op, "name", "") == "loop.for" and op.loop_name.data == "j"]
+    for bits in (256, 512):
+        plan = analyze(j_loop, bits)
+        loads = [op for op in j_loop.body.block.ops if op.name == "loop.load"]
+        accesses = [plan.access(load.indices) for load in loads]
+        aligned = start % 8 == 0 and plan.lanes <= 8
+        assert accesses == (["uniform", "contiguous"] if aligned else ["gather", "gather"]), (bits, accesses)
 
 
 @pytest.mark.parametrize("n", SIZES)
