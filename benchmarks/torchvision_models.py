@@ -31,7 +31,7 @@ from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 
 MODELS = (
     "resnet50", "mobilenet_v3_large", "efficientnet_b0", "regnet_y_400mf", "densenet121",
-    "convnext_tiny", "vit_b_16", "swin_t",
+    "convnext_tiny", "vit_b_16", "swin_t", "resnext50_32x4d",
 )  # fmt: skip
 
 

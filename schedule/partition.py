@@ -80,8 +80,15 @@ def _cut_points_of(predicate: str, form: Affine, iv: SSAValue, ranges: IndexRang
 
 
 def cut_points(for_op: loop.ForOp, ranges: IndexRanges) -> list[int]:
-    """Where the comparisons inside ``for_op`` that depend only on its variable change
-    value, strictly inside its (constant, step 1) range; sorted."""
+    """Where the comparisons inside ``for_op`` change value along its variable, strictly
+    inside its constant range: the first iterations of the pieces, sorted.
+
+    A comparison may also involve other values of known range (the inner loop of a
+    split: ``co + ci < 256`` with ``co`` stepping by 16 and ``0 <= ci < 16``); it cuts
+    only where it is decided on both sides for all of them. Where a band of iterations
+    depends on them (a convolution's padded border: ``0 <= oh + kh - 1``) nothing is
+    cut: TVM cuts such nests into border and inside copies; measured here, 15-25%
+    faster depthwise convolutions for 2-6x their compile time, not taken."""
     lb, ub, step = static_value(for_op.lb), static_value(for_op.ub), static_value(for_op.step)
     if lb is None or ub is None or step is None or step <= 0:
         return []
@@ -94,18 +101,15 @@ def cut_points(for_op: loop.ForOp, ranges: IndexRanges) -> list[int]:
         if predicate not in _ORDER_PREDICATES:
             continue
         form = _difference(ranges, op)
-        if set(form) - {None} != {iv}:
-            # (other loop variables in it would cut a nest into border and inside
-            # pieces, as TVM does for padding: 15-25% faster depthwise convs for 2-6x
-            # their compile time, not taken)
+        if not form.get(iv):
             continue
         cuts = _cut_points_of(predicate, form, iv, ranges)
         if cuts is None:
             continue
-        # on a stepping loop, each decided region keeps only the whole steps inside it
-        before, after = cuts
-        aligned = (lb + (before - lb) // step * step, lb - (lb - after) // step * step)
-        points.update(point for point in aligned if lb < point < ub)
+        # the first iteration at or after each point (a stepping loop's iterations are lb + k*step)
+        first, second = (lb - (lb - point) // step * step for point in cuts)
+        if first == second and lb < first < ub:
+            points.add(first)
     return sorted(points)
 
 

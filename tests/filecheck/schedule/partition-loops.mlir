@@ -78,6 +78,82 @@ func.func @pad_0(%x: memref<4xf32>, %out: memref<6xf32>) attributes {tk.kernel =
 // CHECK-NEXT:   loop.store %[[ZERO]], %{{.*}}[%[[H2]]] : memref<6xf32>
 // CHECK-NEXT: }
 
+// A split loop: `co + ci < 32` with co stepping by 16 and 0 <= ci < 16 is decided
+// for whole tiles, so the tile loop is cut at 32.
+
+func.func @split_concat_0(%a: memref<32xf32>, %b: memref<16xf32>, %out: memref<48xf32>) attributes {tk.kernel = "split_concat"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c15 = arith.constant 15 : index
+  %c16 = arith.constant 16 : index
+  %c31 = arith.constant 31 : index
+  %c32 = arith.constant 32 : index
+  %c48 = arith.constant 48 : index
+  loop.for %co = %c0 to %c48 step %c16 name("i0.outer") {
+    loop.for %ci = %c0 to %c16 step %c1 vectorized name("i0.inner") {
+      %c = arith.addi %co, %ci : index
+      %ia0 = arith.maxsi %c, %c0 : index
+      %ia = arith.minsi %ia0, %c31 : index
+      %va = loop.load %a[%ia] : memref<32xf32>
+      %ib0 = arith.subi %c, %c32 : index
+      %ib1 = arith.maxsi %ib0, %c0 : index
+      %ib = arith.minsi %ib1, %c15 : index
+      %vb = loop.load %b[%ib] : memref<16xf32>
+      %first = arith.cmpi slt, %c, %c32 : index
+      %v = arith.select %first, %va, %vb : f32
+      loop.store %v, %out[%c] : memref<48xf32>
+    }
+  }
+  func.return
+}
+
+// CHECK-LABEL: func.func @split_concat_0
+// CHECK:      loop.for %[[CO:.*]] = %{{.*}} to %[[C32:.*]] step %[[C16:.*]] name("i0.outer") {
+// CHECK-NEXT:   loop.for %[[CI:.*]] = %{{.*}} to %[[C16]] step %{{.*}} vectorized name("i0.inner") {
+// CHECK-NEXT:     %[[C:.*]] = arith.addi %[[CO]], %[[CI]] : index
+// CHECK-NEXT:     %[[VA:.*]] = loop.load %{{.*}}[%[[C]]] : memref<32xf32>
+// CHECK-NEXT:     loop.store %[[VA]]
+// CHECK:      loop.for %[[CO2:.*]] = %[[C32]] to %{{.*}} step %[[C16]] name("i0.outer") {
+// CHECK-NEXT:   loop.for %[[CI2:.*]] = %{{.*}} to %[[C16]] step %{{.*}} vectorized name("i0.inner") {
+// CHECK-NEXT:     %[[C2:.*]] = arith.addi %[[CO2]], %[[CI2]] : index
+// CHECK-NEXT:     %[[B:.*]] = arith.subi %[[C2]], %[[C32]] : index
+// CHECK-NEXT:     %[[VB:.*]] = loop.load %{{.*}}[%[[B]]] : memref<16xf32>
+// CHECK-NEXT:     loop.store %[[VB]]
+
+// A padded border (`0 <= h + k - 1` with 0 <= k < 3) is not decided for whole
+// iterations of h near the border: nothing is cut.
+
+func.func @border_0(%x: memref<8xf32>, %out: memref<8xf32>) attributes {tk.kernel = "border"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  loop.for %h = %c0 to %c8 step %c1 name("i0") {
+    loop.for %k = %c0 to %c3 step %c1 name("k0") {
+      %hk = arith.addi %h, %k : index
+      %src = arith.subi %hk, %c1 : index
+      %inside = arith.cmpi sge, %src, %c0 : index
+      %s0 = arith.maxsi %src, %c0 : index
+      %s1 = arith.minsi %s0, %c7 : index
+      %v = loop.load %x[%s1] : memref<8xf32>
+      %r = arith.select %inside, %v, %zero : f32
+      %acc = loop.load %out[%h] : memref<8xf32>
+      %sum = arith.addf %acc, %r : f32
+      loop.store %sum, %out[%h] : memref<8xf32>
+    }
+  }
+  func.return
+}
+
+// CHECK-LABEL: func.func @border_0
+// CHECK:       loop.for
+// CHECK-NEXT:    loop.for
+// CHECK:         arith.cmpi sge
+// CHECK-NOT:   loop.for
+// CHECK:       func.return
+
 // Symbolic bounds: no constant cut point, the kernel is left as it was.
 
 func.func @symbolic_0(%a: memref<?xf32>, %out: memref<?xf32>) attributes {tk.kernel = "symbolic"} {
