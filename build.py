@@ -39,7 +39,7 @@ def check_supported(module: ModuleOp) -> None:
 #: lowering pipelines after the graph-level optimization (``passes/pipeline.py``)
 #: graph -> loops; ``legalize-16bit-floats`` again for the paths that skip the graph pipeline
 #: (a no-op after it: graph-to-te lowers no bfloat16 arithmetic)
-TO_LOOPS = ("legalize-16bit-floats", "graph-to-te", "te-to-loop")
+TO_LOOPS = ("legalize-16bit-floats", "legalize-unsigned", "graph-to-te", "te-to-loop")
 
 
 def schedule_pipeline(target: CPUTarget) -> tuple[str, ...]:

@@ -64,6 +64,7 @@ PASSES = {
     "explicit-conv-padding": ("passes.explicit_conv_padding", "ExplicitConvPaddingPass"),
     "split-reductions": ("passes.split_reductions", "SplitReductionsPass"),
     "legalize-16bit-floats": ("passes.legalize_16bit_floats", "Legalize16BitFloatsPass"),
+    "legalize-unsigned": ("passes.legalize_unsigned", "LegalizeUnsignedPass"),
     # graph pipelines of each optimization level (passes/pipeline.py)
     "graph-opt": ("passes.pipeline", "GraphOptPass"),
     "graph-opt-O0": ("passes.pipeline", "GraphOptO0Pass"),

@@ -33,8 +33,10 @@ from xdsl.dialects.builtin import (
     f16,
     f32,
     f64,
+    Signedness,
     i1,
     i8,
+    i16,
     i32,
     i64,
 )
@@ -154,6 +156,10 @@ class WeightAttr(Data[WeightRef]):
 
 # bfloat16 arrays are ml_dtypes' numpy dtype (numpy has none); the compiled code stores
 # them as 16-bit integers and computes in float32 (passes/legalize_16bit_floats.py)
+#: unsigned 8-bit integers (images, masks): stored as such, computed in i32
+#: (``passes/legalize_unsigned.py``)
+UI8 = IntegerType(8, Signedness.UNSIGNED)
+
 _NUMPY_OF_ELEMENT = {
     bf16: ml_dtypes.bfloat16,
     f16: np.float16,
@@ -161,6 +167,8 @@ _NUMPY_OF_ELEMENT = {
     f64: np.float64,
     i1: np.bool_,
     i8: np.int8,
+    UI8: np.uint8,
+    i16: np.int16,
     i32: np.int32,
     i64: np.int64,
 }

@@ -22,7 +22,9 @@ TORCH_TO_NUMPY = {
     "torch.bfloat16": ml_dtypes.bfloat16,
     "torch.int64": np.int64,
     "torch.int32": np.int32,
+    "torch.int16": np.int16,
     "torch.int8": np.int8,
+    "torch.uint8": np.uint8,
     "torch.bool": np.bool_,
 }
 
@@ -99,7 +101,10 @@ class ImportContext:
     def scalar(self, value: float | int | bool, like: SSAValue) -> SSAValue:
         """A 0-d constant with the element type of ``like`` (torch's scalar promotion
         for same-kind scalars)."""
-        return self.b.constant(np.asarray(value, dtype=numpy_dtype(like.type.element_type)))
+        dtype = numpy_dtype(like.type.element_type)
+        if np.issubdtype(dtype, np.integer):  # wrapped into the type, as torch does (~x on uint8: x ^ -1 = x ^ 255)
+            return self.b.constant(np.asarray(value).astype(dtype))
+        return self.b.constant(np.asarray(value, dtype=dtype))
 
     def dim_sources(self, shape: Sequence[Dim], candidates: Sequence[SSAValue] = ()) -> list[SSAValue]:
         """Tensors whose dims give the symbols of ``shape``: ``candidates`` first, then the
