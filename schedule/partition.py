@@ -10,8 +10,11 @@ stays are identities (``max(c - 7, 0)`` with ``c >= 7``), and the other reads ar
 The same cut takes the border tests out of a padding kernel's interior.
 
 A cut point comes from an ``arith.cmpi`` (signed order predicates) of two index values
-whose difference is ``a * iv + k`` for the loop's own variable and constants ``a, k``;
-loops with constant bounds and step 1 only. The pieces run in the original order, so
+whose difference is ``a * iv + rest`` for the loop's own variable, a constant ``a`` and
+``rest`` of known range (a constant, or values such as a split's inner loop variable:
+then only where the comparison is decided on both sides for whole iterations, see
+:func:`cut_points`); loops with constant bounds and a constant step (a stepping loop
+is cut at one of its iterations). The pieces run in the original order, so
 any loop may be cut (parallel and vectorized loops stay so, piece by piece). The code
 grows with the pieces: at most ``MAX_PIECES`` per loop and ``MAX_GROWTH`` copied ops
 per kernel; beyond that a loop is left whole.

@@ -247,7 +247,7 @@ class Double(nn.Module):
         return x * 2
 
 
-@pytest.mark.parametrize("dtype", [torch.int16, torch.complex64, torch.uint8])
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.complex64, torch.uint32])
 def test_unsupported_input_dtype_is_a_clear_error(dtype):
     ep = _export(Double(), torch.ones(2, 3).to(dtype))
     with pytest.raises(TorchImportError) as info:
@@ -257,34 +257,34 @@ def test_unsupported_input_dtype_is_a_clear_error(dtype):
     assert str(dtype) in message and "not supported" in message and "float32" in message, message
 
 
-class Int16Buffer(nn.Module):
+class UInt16Buffer(nn.Module):
     def __init__(self):
         super().__init__()
-        self.register_buffer("scale", torch.full((3,), 5, dtype=torch.int16))
+        self.register_buffer("scale", torch.full((3,), 5, dtype=torch.uint16))
 
     def forward(self, x):
         return x * 2  # the buffer is lifted as an input even though it is unused
 
 
 def test_unsupported_parameter_dtype_names_the_parameter():
-    ep = _export(Int16Buffer(), torch.ones(2, 3))
-    with pytest.raises((TorchImportError, TypeError), match=r"scale.*torch\.int16.*not supported"):
+    ep = _export(UInt16Buffer(), torch.ones(2, 3))
+    with pytest.raises((TorchImportError, TypeError), match=r"scale.*torch\.uint16.*not supported"):
         from_exported_program(ep)
 
 
-class CastsToInt16(nn.Module):
+class CastsToUInt16(nn.Module):
     def forward(self, x):
-        y = torch.ops.aten._to_copy.default(x + 1, dtype=torch.int16)
+        y = torch.ops.aten._to_copy.default(x + 1, dtype=torch.uint16)
         return torch.ops.aten._to_copy.default(y, dtype=torch.float32)
 
 
 def test_unsupported_intermediate_dtype_names_the_node_and_line():
-    ep = _export(CastsToInt16(), torch.ones(2, 3))
+    ep = _export(CastsToUInt16(), torch.ones(2, 3))
     with pytest.raises(TorchImportError) as info:
         from_exported_program(ep)
     message = str(info.value)
-    assert "_to_copy" in message and "torch.int16" in message and "not supported" in message, message
-    assert f"{__file__}:{_line_of(CastsToInt16.forward, 'dtype=torch.int16')}" in message, message
+    assert "_to_copy" in message and "torch.uint16" in message and "not supported" in message, message
+    assert f"{__file__}:{_line_of(CastsToUInt16.forward, 'dtype=torch.uint16')}" in message, message
 
 
 # ---------------------------------------------------------------------------

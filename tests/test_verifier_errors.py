@@ -222,9 +222,9 @@ CASES = {
     ),
     "cast-to-unsupported": (
         "%x: tensor<4xf32>",
-        "%r = graph.cast %x : tensor<4xf32> -> tensor<4xi16>",
-        "tensor<4xi16>",
-        "graph.cast: unsupported element type i16",
+        "%r = graph.cast %x : tensor<4xf32> -> tensor<4xui16>",
+        "tensor<4xui16>",
+        "graph.cast: unsupported element type ui16",
     ),
     "cast-shape": (
         "%x: tensor<4xf32>",
@@ -233,10 +233,10 @@ CASES = {
         "graph.cast: result type tensor<5xi32> does not match the inferred type tensor<4xi32>",
     ),
     "unsupported-element-type": (
-        "%x: tensor<4xi16>",
-        "%r = graph.neg %x : tensor<4xi16>",
-        "tensor<4xi16>",
-        "graph.neg: unsupported element type i16",
+        "%x: tensor<4xui16>",
+        "%r = graph.neg %x : tensor<4xui16>",
+        "tensor<4xui16>",
+        "graph.neg: unsupported element type ui16",
     ),
     "unnamed-dynamic-dim": (
         "%x: tensor<?x4xf32>",
