@@ -486,7 +486,7 @@ def _block_division(op: Operation, plan: _Plan) -> str | None:
         return None
     x, divisor = op.operands
     d = constant_int(divisor)
-    if d is None or d <= 0 or plan.kind(divisor) != UNIFORM or plan.kind(x) != LINEAR or plan.strides[x] != 1:
+    if not plan.lanes or d is None or d <= 0 or plan.kind(x) != LINEAR or plan.strides[x] != 1:
         return None
     if min(_power_of_two_factor(d), _lane0_alignment(x, plan)) % plan.lanes:
         return None
@@ -512,7 +512,7 @@ def analyze(op: loop.ForOp, vector_bits: int) -> _Plan:
         else:
             raise NotVectorizable(f"its body holds '{o.name}' (only loads, stores and scalar arith/math)")
 
-    plan, widest = _classify(op, body, stores, lanes=1)
+    plan, widest = _classify(op, body, stores, lanes=0)  # (lanes unknown: block divisions vary)
     # (booleans are bytes in memory; at most 64 lanes)
     widest = max(widest or 64, 8)
     lanes = vector_bits // widest

@@ -52,8 +52,8 @@ def _insert(op: GraphOp, before: Operation) -> SSAValue:
     return op.results[0]
 
 
-def _scalar(value: int, element: Attribute, before: Operation) -> SSAValue:
-    return _insert(ConstantOp.from_array(np.asarray(value, dtype=np.int32 if element == i32 else np.uint8)), before)
+def _i32_scalar(value: int, before: Operation) -> SSAValue:
+    return _insert(ConstantOp.from_array(np.asarray(value, dtype=np.int32)), before)
 
 
 def _to_i32(value: SSAValue, before: Operation) -> SSAValue:
@@ -68,8 +68,8 @@ def _route_cast(op: CastOp) -> None:
         return
     value = _to_i32(op.input, op)
     if to == UI8 and is_float(frm):
-        value = _insert(MaxOp(value, _scalar(0, i32, op)), op)
-        value = _insert(MinOp(value, _scalar(255, i32, op)), op)
+        value = _insert(MaxOp(value, _i32_scalar(0, op)), op)
+        value = _insert(MinOp(value, _i32_scalar(255, op)), op)
     op.operands[0] = value
 
 
@@ -98,7 +98,7 @@ def _erase(module: ModuleOp) -> None:
     """Every uint8 type becomes i8, keeping the bits; zero extensions made explicit."""
     for op in list(module.walk()):
         if isinstance(op, CastOp) and is_unsigned_byte(op.input.type) and op.result.type.element_type == i32:
-            mask = BitwiseAndOp(op.result, _scalar(255, i32, op))
+            mask = BitwiseAndOp(op.result, _i32_scalar(255, op))
             Rewriter.insert_op(mask, InsertPoint.after(op))
             op.result.replace_all_uses_with(mask.result)
             mask.operands[0] = op.result

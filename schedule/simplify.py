@@ -29,7 +29,7 @@ _REMAINDERS = (arith.RemUIOp, arith.RemSIOp)
 
 class IndexRanges:
     """Ranges and affine forms of index values, read off constants and loop bounds
-    (cached: call ``ranges.clear()`` after rewriting values the cache may hold)."""
+    (cached in ``self.ranges``: clear it after rewriting values it may hold)."""
 
     def __init__(self) -> None:
         self.ranges: dict[SSAValue, tuple[int, int] | None] = {}

@@ -38,11 +38,11 @@ from ..schedule import Schedule
 from .analysis import KernelInfo
 from .gemm import (
     MAX_ROWS,
-    _index_sources,
     argument_read_as,
     column_vectors,
     gemm,
     gemm_on_packed_panels,
+    index_sources,
     is_gemm,
     tile_accumulators,
 )
@@ -75,7 +75,7 @@ def group_lanes(info: KernelInfo) -> int:
     column = info.loop(info.output_loops[-1]).induction_var
     lanes = info.lanes
     for op in info.loop(info.reduction_loops[-1]).walk():
-        if isinstance(op, arith.FloorDivSIOp | arith.DivUIOp) and column in _index_sources([op.lhs]):
+        if isinstance(op, arith.FloorDivSIOp | arith.DivUIOp) and column in index_sources([op.lhs]):
             divisor = static_value(op.rhs)
             if divisor is not None and divisor > 0:
                 lanes = min(lanes, divisor & -divisor)

@@ -203,13 +203,13 @@ def _loops_indexing_columns(info: KernelInfo) -> set[str]:
     found: set[str] = set()
     for op in info.loop(info.reduction_loops[-1]).walk():
         if isinstance(op, loop.LoadOp):
-            sources = _index_sources(op.indices)
+            sources = index_sources(op.indices)
             if column in sources:
                 found |= {variables[v] for v in sources if v in variables}
     return found
 
 
-def _index_sources(values) -> set[SSAValue]:
+def index_sources(values) -> set[SSAValue]:
     """The block arguments (loop variables) that index values are computed from."""
     sources: set[SSAValue] = set()
     pending = list(values)
@@ -389,6 +389,7 @@ __all__ = [
     "dense_matvec",
     "dense_packed",
     "gemm",
+    "index_sources",
     "is_gemm",
     "l2_cache_bytes",
     "packable_weight",
