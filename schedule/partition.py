@@ -120,18 +120,14 @@ def _size(op: Operation) -> int:
     return sum(1 for _ in op.walk())
 
 
-def _cut(kernel: func.FuncOp, for_op: loop.ForOp, points: list[int]) -> list[loop.ForOp]:
-    """Replace ``for_op`` by one copy per piece of its range, in order."""
-    bounds = [static_value(for_op.lb), *points, static_value(for_op.ub)]
-    pieces = []
-    for low, high in zip(bounds, bounds[1:]):
-        piece = for_op.clone()
-        piece.operands = [index_constant(kernel, low), index_constant(kernel, high), piece.step]
-        for_op.parent_block().insert_op_before(piece, for_op)
-        pieces.append(piece)
-    for_op.detach()
-    for_op.erase()
-    return pieces
+def _halve(kernel: func.FuncOp, for_op: loop.ForOp, point: int) -> list[loop.ForOp]:
+    """Cut ``for_op`` at iteration ``point``: a copy runs the iterations before it,
+    ``for_op`` itself the rest."""
+    first = for_op.clone()
+    first.operands = [first.lb, index_constant(kernel, point), first.step]
+    for_op.parent_block().insert_op_before(first, for_op)
+    for_op.operands = [index_constant(kernel, point), for_op.ub, for_op.step]
+    return [first, for_op]
 
 
 def _decided_comparison(ranges: IndexRanges, op: arith.CmpiOp) -> bool | None:
@@ -228,7 +224,7 @@ def partition_loops(kernel: func.FuncOp) -> int:
         if points and (for_op in checked or len(points) < MAX_PIECES) and growth + size <= MAX_GROWTH:
             growth += size
             cuts += 1
-            halves = _cut(kernel, for_op, [points[len(points) // 2]])
+            halves = _halve(kernel, for_op, points[len(points) // 2])
             for half in halves:
                 fold_decided(kernel, half)
                 erase_dead_code(half)
