@@ -22,6 +22,7 @@ from ..backends.llvm.object_code import ObjectCode, ObjectModule, compile_object
 from ..interpreter import find_function
 from ..lowering.hoist_temporaries import hoist_temporaries
 from ..lowering.te_to_loop import WEIGHTS_ATTR, entry_layout
+from ..passes.pipeline import fewer_gc_pauses
 from ..runtime.graph_program import GraphProgram
 from ..runtime.signature import Signature
 from . import compile_cache
@@ -80,7 +81,8 @@ def compile_loops(
     hit = code is not None
     if code is None:
         timings += lower_to_llvm(loops)
-        code = compile_object(loops, target)
+        with fewer_gc_pauses():  # (the LLVM IR text is printed from xDSL ops)
+            code = compile_object(loops, target)
         timings += code.timings
         if key is not None:
             compile_cache.store(key, code)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import gc
 import os
 import re
 import sys
@@ -289,6 +290,24 @@ def _call(instrument: Any, hook: str, *args: Any) -> Any:
     return method(*args) if method is not None else None
 
 
+#: Python's generation-0 collection threshold while IR is built and rewritten: passes
+#: allocate millions of objects in reference cycles (ops, blocks, uses), and at the
+#: default (700) the cyclic collector took 15-25% of a compile (a 16-layer DenseNet
+#: block: 9.6-11.5 s -> 8.2-8.4 s, peak memory the same)
+COMPILE_GC_THRESHOLD = 50_000
+
+
+@contextlib.contextmanager
+def fewer_gc_pauses() -> Iterator[None]:
+    """Collect cyclic garbage less often inside this block (restored after)."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], COMPILE_GC_THRESHOLD), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def run_pipeline(
     module: ModuleOp, pass_names: Sequence[str] | str, ctx: PassContext | None = None
 ) -> PipelineReport:
@@ -317,7 +336,7 @@ def run_pipeline(
         else:
             planned.append((spec, make_pass(spec, ctx, available)))
     xdsl_ctx = _xdsl_context() if planned else None
-    with ctx._active():
+    with ctx._active(), fewer_gc_pauses():
         if ctx.verify:
             _verify(module, None)
         if ctx._dumps == 0 and (path := ctx.dump(module, "input")) is not None:

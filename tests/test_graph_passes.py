@@ -436,6 +436,26 @@ def test_instruments_called():
     assert ("cse", "instrument") in report.skipped
 
 
+def test_passes_run_with_fewer_gc_pauses_and_the_threshold_comes_back():
+    import gc
+
+    from tensorkiln.passes.pipeline import COMPILE_GC_THRESHOLD
+
+    seen = []
+
+    class Threshold:
+        def run_before_pass(self, name, module):
+            seen.append(gc.get_threshold()[0])
+
+    before = gc.get_threshold()
+    module, _ = mlp()
+    with pytest.raises(ValueError):
+        run_pipeline(module, ["simplify", "no-such-pass"], PassContext())
+    run_pipeline(module, ["simplify", "dce"], PassContext(instruments=[Threshold()]))
+    assert seen == [max(before[0], COMPILE_GC_THRESHOLD)] * 2
+    assert gc.get_threshold() == before
+
+
 @dataclass(frozen=True)
 class BreakIRPass(ModulePass):
     """Test-only: gives the first graph.relu a wrong result type."""
