@@ -136,8 +136,10 @@ def legalize_unsigned(module: ModuleOp) -> None:
     for op in list(module.walk()):
         if isinstance(op, CastOp):
             _route_cast(op)
-        elif isinstance(op, GraphOp) and not op.MOVES_DATA and not isinstance(op, ConstantOp):
-            if any(is_unsigned_byte(v.type) for v in (*op.operands, *op.results)):
+        elif isinstance(op, GraphOp) and not op.MOVES_DATA:
+            # (an op making uint8 from its properties alone, like arange, computes in the
+            # erased i8: its +, * wrap the same way)
+            if any(is_unsigned_byte(v.type) for v in op.operands):
                 _compute_in_i32(op)
     _erase(module)
 

@@ -43,6 +43,8 @@ UINT8_CASES = {
     "masked_fill": lambda x, y: x.masked_fill(y > 128, 250),
     "gather_rows": lambda x, y: x[y[:, 0].long() % x.shape[0]],
     "identity": lambda x, y: x,
+    "arange_uint8": lambda x, y: x + torch.arange(5, dtype=torch.uint8) * 60,
+    "full_uint8": lambda x, y: torch.full((7, 5), 231, dtype=torch.uint8) - x,
 }
 
 
