@@ -104,7 +104,7 @@ def _pixel_loops_fused(s: Schedule, info: KernelInfo, rows: int, fuse_pixels: bo
         fuse_pixels = extent is not None and s.extent(height) is not None and extent < 2 * rows
     if not fuse_pixels:
         return info
-    return dataclasses.replace(info, output_loops=[*batch, s.fuse(height, width), channels])
+    return info.with_output_loops([*batch, s.fuse(height, width), channels], s.extent)
 
 
 @register_strategy(

@@ -40,7 +40,7 @@ from ...dialects import loop
 from ..nest import ScheduleError
 from ..schedule import Schedule
 from .analysis import KernelInfo, epilogue_is_elementwise, tile_factor
-from .parallel import parallelize_outer
+from .parallel import PARALLEL_MIN_PRODUCT_WORK, parallelize_outer
 from .registry import register_strategy
 
 #: the most rows of a register tile
@@ -159,7 +159,7 @@ def gemm(
     for name in (ci, f"{ci}.init", f"{ci}.write"):
         s.vectorize(name)
     flush_denormals_if_linear(s, info)
-    parallel = parallelize_outer(s, [*batch, *outer], info)
+    parallel = parallelize_outer(s, [*batch, *outer], info, min_work=PARALLEL_MIN_PRODUCT_WORK)
     if panel_first and pack_panel and panel is not None:
         # at the panel loop, or at the parallel loop fused from loops around it (an
         # iteration is still one panel); not when the panels were fused with the row blocks
@@ -192,7 +192,7 @@ def _row_loops_fused(s: Schedule, info: KernelInfo) -> KernelInfo:
     fused = run[0]
     for name in run[1:]:
         fused = s.fuse(fused, name)
-    return dataclasses.replace(info, output_loops=[*outer[: len(outer) - len(run)], fused, columns])
+    return info.with_output_loops([*outer[: len(outer) - len(run)], fused, columns], s.extent)
 
 
 def _loops_indexing_columns(info: KernelInfo) -> set[str]:

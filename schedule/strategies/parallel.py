@@ -16,6 +16,11 @@ from .analysis import KernelInfo
 
 #: innermost iterations below which a kernel runs on one thread
 PARALLEL_MIN_WORK = 1 << 15
+#: the same for register-tiled products (GEMM, convolution), whose innermost iteration
+#: is one multiply-add of a tile (16 per vector FMA, several per cycle): 32K of them
+#: take about a microsecond, less than waking the workers, and a small ResNet at batch
+#: 1 (8-16 channels on 8x8 pixels) ran 2-3x slower at 2 threads than at 1 (Zen 5)
+PARALLEL_MIN_PRODUCT_WORK = 1 << 18
 #: the parallel loop gets at least this many iterations when fusing can give them
 PARALLEL_MIN_TRIPS = 16
 
@@ -49,4 +54,4 @@ def parallelize_outer(
     return fused
 
 
-__all__ = ["PARALLEL_MIN_TRIPS", "PARALLEL_MIN_WORK", "parallelize_outer", "worth_parallel"]
+__all__ = ["PARALLEL_MIN_PRODUCT_WORK", "PARALLEL_MIN_TRIPS", "PARALLEL_MIN_WORK", "parallelize_outer", "worth_parallel"]
