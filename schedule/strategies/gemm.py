@@ -29,7 +29,6 @@ along the weight's contiguous rows, output features in parallel.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from pathlib import Path
