@@ -29,6 +29,7 @@ data, all that ``lowering/bf16_storage.py`` supports. Running it twice changes n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -62,19 +63,24 @@ def _route_cast(op: CastOp) -> None:
         op.operands[0] = _to_f32(op.input, op)
 
 
-def _compute_in_f32(op: GraphOp) -> None:
-    operands = [_to_f32(v, op) if is_16bit_float(v.type) else v for v in op.operands]
-    promoted = op.in_float32(operands)
-    if is_16bit_float(promoted.results[0].type):
-        raise NotImplementedError(f"legalize-16bit-floats: '{op.name}' has no float32 form")
-    Rewriter.insert_op(promoted, InsertPoint.before(op))
-    result = promoted.results[0]
-    if is_16bit_float(op.results[0].type):
+def replace_with_widened(op: GraphOp, widened: GraphOp, is_narrow: Callable[[Attribute], bool], pass_name: str) -> None:
+    """Replace ``op`` by ``widened`` (the same op on its narrow operands cast wider, not
+    yet inserted), whose result is cast back to ``op``'s type where that is narrow."""
+    if is_narrow(widened.results[0].type):
+        raise NotImplementedError(f"{pass_name}: '{op.name}' has no wider form")
+    Rewriter.insert_op(widened, InsertPoint.before(op))
+    result = widened.results[0]
+    if is_narrow(op.results[0].type):
         back = CastOp(result, op.results[0].type.element_type)
         Rewriter.insert_op(back, InsertPoint.before(op))
         result = back.result
     op.results[0].replace_all_uses_with(result)
     Rewriter.erase_op(op)
+
+
+def _compute_in_f32(op: GraphOp) -> None:
+    operands = [_to_f32(v, op) if is_16bit_float(v.type) else v for v in op.operands]
+    replace_with_widened(op, op.in_float32(operands), is_16bit_float, "legalize-16bit-floats")
 
 
 def uses_16bit_floats(op: Operation) -> bool:

@@ -40,6 +40,7 @@ from ..dialects.graph.base import GraphOp
 from ..dialects.graph.constant import ConstantOp
 from ..dialects.graph.elementwise import BitwiseAndOp, CastOp, MaxOp, MinOp
 from ..dialects.graph.types import UI8, WeightAttr, is_float
+from .legalize_16bit_floats import replace_with_widened
 
 
 def is_unsigned_byte(t: Attribute) -> bool:
@@ -75,14 +76,8 @@ def _route_cast(op: CastOp) -> None:
 
 def _compute_in_i32(op: GraphOp) -> None:
     operands = [_to_i32(v, op) if is_unsigned_byte(v.type) else v for v in op.operands]
-    promoted = GraphOp.in_float32(op, operands)  # (a copy on these operands, its type inferred again)
-    if is_unsigned_byte(promoted.results[0].type):
-        raise NotImplementedError(f"legalize-unsigned: '{op.name}' cannot compute on uint8 (it has no i32 form)")
-    result = _insert(promoted, op)
-    if is_unsigned_byte(op.results[0].type):
-        result = _insert(CastOp(result, UI8), op)
-    op.results[0].replace_all_uses_with(result)
-    Rewriter.erase_op(op)
+    # (the base method: a copy on these operands, its type inferred again; overrides make float32)
+    replace_with_widened(op, GraphOp.in_float32(op, operands), is_unsigned_byte, "legalize-unsigned")
 
 
 def _signless(t: Attribute) -> Attribute:

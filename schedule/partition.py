@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, i1
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from ..dialects import loop
 from .nest import deferred_verification, erase_dead_code, index_constant, static_value, transformation
+from .schedule import kernels
 from .simplify import Affine, IndexRanges
 
 #: the most pieces a loop is cut into
@@ -215,7 +216,7 @@ def partition_loops(kernel: func.FuncOp) -> int:
     ranges = IndexRanges()
     growth = 0
     cuts = 0
-    pending = [op for op in kernel.body.walk() if isinstance(op, loop.ForOp) and _is_outermost(op)]
+    pending = _loops_in(kernel.body.block)
     checked: set[loop.ForOp] = set()  # (the halves of a loop already within the limits)
     while pending:
         for_op = pending.pop(0)
@@ -232,22 +233,13 @@ def partition_loops(kernel: func.FuncOp) -> int:
             checked.update(halves)
             pending = halves + pending
         else:
-            pending = _child_loops(for_op) + pending
+            pending = _loops_in(for_op.body.block) + pending
     return cuts
 
 
-def _is_outermost(for_op: loop.ForOp) -> bool:
-    parent = for_op.parent_op()
-    while parent is not None and not isinstance(parent, func.FuncOp):
-        if isinstance(parent, loop.ForOp):
-            return False
-        parent = parent.parent_op()
-    return True
-
-
-def _child_loops(for_op: loop.ForOp) -> list[loop.ForOp]:
-    """The loops directly nested in ``for_op`` (not inside another of its loops)."""
-    return [op for op in for_op.body.walk() if isinstance(op, loop.ForOp) and op is not for_op and op.parent_op() is for_op]
+def _loops_in(block: Block) -> list[loop.ForOp]:
+    """The loops directly in ``block`` (a kernel's or a loop's body), in order."""
+    return [op for op in block.ops if isinstance(op, loop.ForOp)]
 
 
 @dataclass(frozen=True)
@@ -266,8 +258,8 @@ class PartitionLoopsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with deferred_verification():  # (pipelines verify the module after each pass)
-            for kernel in op.walk():
-                if isinstance(kernel, func.FuncOp) and "tk.kernel" in kernel.attributes and _has_cut_points(kernel):
+            for kernel in kernels(op):
+                if _has_cut_points(kernel):
                     partition_loops(kernel)
 
 
