@@ -66,7 +66,7 @@ def scatter_kernel(op: te.ScatterOp, name: str) -> func.FuncOp:
         return builder.insert(arith.MinSIOp(t, builder.insert(arith.SubiOp(size, index_const(builder, 1))).result)).result
 
     if mode != "update" and not op.include_self.value.data:
-        identity = {"add": 0, "max": lowest_value(element), "min": highest_value(element)}[mode]
+        identity = {"add": 0, "mul": 1, "max": lowest_value(element), "min": highest_value(element)}[mode]
         (j,), clear = emit_loop_nest(inner, [count], "clear")
         value = clear.insert(arith.ConstantOp(scalar_literal(identity, element))).result
         clear.insert(loop.StoreOp(value, out, at(target(clear, j))))

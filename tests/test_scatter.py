@@ -33,6 +33,8 @@ def scatter_loop(x, indices, updates, axis, mode, include_self=True):
             out[target] = value
         elif mode == "add":
             out[target] += value
+        elif mode == "mul":
+            out[target] *= value
         else:
             out[target] = (max if mode == "max" else min)(out[target], value)
         touched.add(target)
@@ -45,7 +47,7 @@ def _scatter_module(x_shape, index_shape, update_shape, axis, mode, include_self
     return b.finish(b.scatter(x, i, u, axis=axis, mode=mode, include_self=include_self))
 
 
-@pytest.mark.parametrize("mode", ["update", "add", "max", "min"])
+@pytest.mark.parametrize("mode", ["update", "add", "mul", "max", "min"])
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("axis", [0, 1, 2])
 def test_scatter_modes_and_axes(rng, mode, include_self, axis):
@@ -250,6 +252,8 @@ def test_scatter_family(rng):
             x.scatter_reduce(1, i, wide, "sum", include_self=False),
             x.scatter_reduce(1, i, wide, "mean"),
             x.scatter_reduce(1, i, wide, "mean", include_self=False),
+            x.scatter_reduce(1, i, wide, "prod"),
+            x.scatter_reduce(1, i, wide, "prod", include_self=False),
         )
 
     def inputs(r):
@@ -268,9 +272,28 @@ def test_index_add_copy_fill(rng):
     check_torch(fn, lambda r: (randn(r, 5, 7), distinct(r, 5, 4, negative=False), randn(r, 5, 4)), rng)
 
 
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce(rng, include_self):
+    """Repeated indices: several source slices reduce into one slice of x."""
+
+    def fn(x, i, v, w):
+        return tuple(
+            x.index_reduce(dim, i, source, reduce, include_self=include_self)
+            for dim, source in ((1, v), (0, w))
+            for reduce in ("prod", "mean", "amax", "amin")
+        )
+
+    def inputs(r):
+        index = torch.from_numpy(r.integers(0, 5, 6))
+        return randn(r, 5, 7), index, randn(r, 5, 6), randn(r, 6, 7)
+
+    check_torch(fn, inputs, rng)
+
+
 def test_unsupported_scatter_reduction_is_named():
     ep = torch.export.export(
-        Fn(lambda x, i, u: x.scatter_reduce(1, i, u, "prod")), (torch.randn(3, 4), torch.zeros(3, 2, dtype=torch.int64), torch.randn(3, 2))
+        Fn(lambda x, i, u: x.scatter_reduce(1, i, u, "mean")),
+        (torch.randint(0, 9, (3, 4)), torch.zeros(3, 2, dtype=torch.int64), torch.randint(0, 9, (3, 2))),
     )
-    with pytest.raises(TorchImportError, match="reduce='prod'"):
+    with pytest.raises(TorchImportError, match="reduce='mean' on int64"):
         from_exported_program(ep)

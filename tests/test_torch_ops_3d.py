@@ -80,6 +80,7 @@ class Pools3d(nn.Module):
                 F.adaptive_avg_pool3d(x, 1).flatten(1),
                 F.avg_pool3d(x, 3, stride=2, padding=1, ceil_mode=True, divisor_override=5).flatten(1),
                 F.avg_pool3d(x, 2, divisor_override=3).flatten(1),
+                F.adaptive_max_pool3d(x, (2, 3, 5)).flatten(1),
             ],
             1,
         )
@@ -87,6 +88,38 @@ class Pools3d(nn.Module):
 
 def test_pools3d(rng):
     check(Pools3d(), [(2, 3, 7, 9, 8)], rng)
+
+
+class Pools3dWithIndices(nn.Module):
+    """Indices (flat ``d * H * W + h * W + w`` of each window's first maximum) of 3-d max
+    pooling, adaptive 3-d and 2-d pooling with short bins, and max_unpool3d scattering by them."""
+
+    def forward(self, x):
+        return (
+            F.max_pool3d(x, 3, 2, 1, return_indices=True),
+            F.max_pool3d(x, (2, 3, 2), stride=(1, 2, 2), dilation=(2, 1, 1), ceil_mode=True, return_indices=True),
+            F.adaptive_max_pool3d(x, (2, 3, 4), return_indices=True),
+            F.adaptive_max_pool3d(x[0], 3, return_indices=True),
+            F.adaptive_max_pool2d(x[:, 0], (3, 5), return_indices=True),
+            F.adaptive_max_pool1d(x[0, 0, 0], 3, return_indices=True),
+            F.max_unpool3d(*F.max_pool3d(x, 2, return_indices=True), 2, output_size=x.shape[-3:]),
+        )
+
+
+@pytest.mark.parametrize("values", ["random", "tied"])
+def test_pool_indices_match_torch_with_ties_and_nan(rng, values):
+    """Rounded inputs tie often (the first maximum in scan order wins); a NaN is the
+    maximum of its windows and its own index, as in torch."""
+    shape = (2, 3, 5, 7, 6)
+    x = rng.standard_normal(shape) if values == "random" else rng.integers(-2, 3, shape)
+    x = torch.from_numpy(x.astype(np.float32))
+    x[0, 1, 2, 3, 4] = float("nan")
+    got = tk.build(from_exported_program(torch.export.export(Pools3dWithIndices(), (x,))))(x.numpy())
+    expected = torch.utils._pytree.tree_leaves(Pools3dWithIndices()(x))
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.shape == tuple(e.shape) and g.dtype == e.numpy().dtype
+        np.testing.assert_array_equal(g, e.numpy())
 
 
 class UNet3d(nn.Module):
@@ -135,7 +168,9 @@ def test_every_volumetric_overload_is_tested():
     export (the convolutions come through aten.convolution)."""
     registered = {name for name, fn in CONVERTERS.items() if fn.__module__ == volumetric.__name__}
     exported = set()
-    for model, x in ((Pools3d(), torch.randn(1, 2, 7, 9, 8)), (UNet3d(), torch.randn(1, 2, 6, 8, 10))):
+    models = ((Pools3d(), torch.randn(1, 2, 7, 9, 8)), (UNet3d(), torch.randn(1, 2, 6, 8, 10)),
+              (Pools3dWithIndices(), torch.randn(2, 3, 5, 7, 6)))  # fmt: skip
+    for model, x in models:
         ep = _decompose(torch.export.export(model.eval(), (x,)))
         exported |= {f"aten.{n.target._opname}.{n.target._overloadname}" for n in ep.graph.nodes if n.op == "call_function" and hasattr(n.target, "_opname")}
     assert registered - {"aten.adaptive_avg_pool3d.default"} <= exported, registered - exported

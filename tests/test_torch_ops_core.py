@@ -424,7 +424,37 @@ def _diagonals(x):
     )  # fmt: skip
 
 
+def _copy_variants(x):
+    """The ``*_copy`` overloads (what functionalization and some exporters emit): the views' values."""
+    return (
+        A.view_copy(x, [5, 21]), A.permute_copy(x, [1, 0, 2]), A.narrow_copy(x, 1, -3, 2), A.narrow_copy(x, 2, 1, 4),
+        A.unbind_copy(x, 1)[3], A.as_strided_copy(x, (3, 4), (7, 1), 2), A.t_copy(x[0]), A.expand_copy(x[:, :1], [3, 4, 7]),
+        A.select_copy(x, 2, -1), A.slice_copy(x, 1, 1, 4), A.diagonal_copy(x, 1, 1, 2), A.squeeze_copy(x[:, :1], 1),
+        A.squeeze_copy.dims(x[:1, :1], [0, 1]), A.squeeze_copy(x[:1]), A.unsqueeze_copy(x, 0), A.transpose_copy(x, 0, 2),
+        A.alias_copy(x), A.detach_copy(x), A.unfold_copy(x, 2, 2, 1),
+    )  # fmt: skip
+
+
+def _diagonal_assign(x, v):
+    y = x.clone()
+    y[0].diagonal()[:] = v[:5]  # diagonal_scatter
+    z = x[1].clone()
+    z.fill_diagonal_(2.5)  # as_strided_scatter
+    return (
+        y, z, torch.diagonal_scatter(x, v[:3, None] * torch.ones(3, 5), 0, 1, 2),
+        torch.diagonal_scatter(x, v[:6].reshape(3, 2), -3, 1, 2), torch.diagonal_scatter(x[0], v[:5], 2),
+        torch.diagonal_scatter(x, torch.outer(v[:5], v[5:8]), 1, 0, 2),
+    )  # fmt: skip
+
+
 SHAPE = [
+    case("copy-variants", _copy_variants, (f32(3, 5, 7),), "view_copy.default", "permute_copy.default",
+         "narrow_copy.default", "unbind_copy.int", "as_strided_copy.default", "t_copy.default", "expand_copy.default",
+         "select_copy.int", "slice_copy.Tensor", "diagonal_copy.default", "squeeze_copy.dim", "squeeze_copy.dims",
+         "squeeze_copy.default", "unsqueeze_copy.default", "transpose_copy.int", "alias_copy.default",
+         "detach_copy.default", "unfold_copy.default", decompose=False),
+    case("diagonal-scatter", _diagonal_assign, (f32(3, 5, 7), f32(9)), "diagonal_scatter.default",
+         "as_strided_scatter.default"),
     case("diagonal", _diagonals, (f32(3, 5, 7),), "diagonal.default"),
     case("diagonal-int", lambda i: (i.diagonal(), i.diagonal(-1, 2, 1), i.diagonal(1, 0, 2)), (ints(4, 3, 6),)),
     case("views", _views, (f32(3, 5, 7),), "view.default", "unsqueeze.default", "squeeze.dims", "permute.default"),
@@ -719,7 +749,7 @@ def test_max_pool_indices_of_a_symbolic_height_are_a_clear_error():
     ep = torch.export.export(
         Fn(lambda x: F.max_pool2d(x, 2, return_indices=True)), (x,), dynamic_shapes=(({2: torch.export.Dim("h", min=4)},),)
     )
-    with pytest.raises(TorchImportError, match="indices of a symbolic height or width"):
+    with pytest.raises(TorchImportError, match="indices of a symbolic spatial size"):
         from_exported_program(ep)
 
 

@@ -260,7 +260,7 @@ class GatherOp(_IndexedOp):
 
 
 #: how ``graph.scatter`` combines the updates landing on one element
-SCATTER_MODES = ("update", "add", "max", "min")
+SCATTER_MODES = ("update", "add", "mul", "max", "min")
 
 
 @irdl_op_definition
@@ -274,7 +274,7 @@ class ScatterOp(GraphOp):
     ``updates``, and on every axis but ``axis`` no larger than ``input`` (elements
     outside its extent keep the input's value). ``mode`` says how the updates that land
     on one element combine: ``update`` (the last one along ``axis`` wins), ``add``,
-    ``max``, ``min``; with ``include_self = false`` an element that receives updates
+    ``mul``, ``max``, ``min``; with ``include_self = false`` an element that receives updates
     starts from them alone, not from its input value. Negative indices wrap once;
     indices still out of range are clamped (never written out of bounds).
 
@@ -360,9 +360,9 @@ class ScatterOp(GraphOp):
             keep = len(linear) - 1 - last
             out[tuple(t[keep] for t in target)] = values[keep]
             return out
-        ufunc = {"add": np.add, "max": np.maximum, "min": np.minimum}[mode]
+        ufunc = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[mode]
         if not self.include_self.value.data:
-            out[target] = {"add": 0, "max": _lowest(x.dtype), "min": _highest(x.dtype)}[mode]
+            out[target] = {"add": 0, "mul": 1, "max": _lowest(x.dtype), "min": _highest(x.dtype)}[mode]
         ufunc.at(out, target, values)
         return out
 

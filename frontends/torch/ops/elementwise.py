@@ -176,7 +176,10 @@ def to_copy(ctx: ImportContext, node, x, *args, dtype=None, **kwargs):
     return ctx.cast(x, ctx.dtype(node))
 
 
-@converter("aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default")
+@converter(
+    "aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default",
+    "aten.alias_copy.default", "aten.detach_copy.default",
+)  # fmt: skip
 def identity(ctx: ImportContext, node, x, *args, **kwargs):
     return x
 

@@ -26,7 +26,7 @@ def _fit(ctx: ImportContext, node, value):
     return value
 
 
-@converter("aten.index_select.default")
+@converter("aten.index_select.default", scalars_as_vectors=True)
 def index_select(ctx: ImportContext, node, x, dim, index):
     return _fit(ctx, node, ctx.b.take(x, index, dim % ctx.rank(x)))
 
@@ -77,7 +77,7 @@ def embedding_bag(
     return (b.slice(total, [0], [bags], [0], [1]), None, None, None)
 
 
-@converter("aten.gather.default")
+@converter("aten.gather.default", scalars_as_vectors=True)
 def gather(ctx: ImportContext, node, x, dim, index, sparse_grad=False):
     return ctx.b.gather(x, index, dim % ctx.rank(x))
 
@@ -234,24 +234,24 @@ def _scatter_values(ctx: ImportContext, node, x, dim, index, src, mode: str, inc
     return ctx.b.scatter(x, index, src, axis=dim % ctx.rank(x), mode=mode, include_self=include_self)
 
 
-converter("aten.scatter.src", "aten.scatter.value", "aten.scatter.reduce", "aten.scatter.value_reduce")(
+converter("aten.scatter.src", "aten.scatter.value", "aten.scatter.reduce", "aten.scatter.value_reduce", scalars_as_vectors=True)(
     _scatter("update")
 )
-converter("aten.scatter_add.default")(_scatter("add"))
+converter("aten.scatter_add.default", scalars_as_vectors=True)(_scatter("add"))
 
 #: torch's scatter_reduce names -> graph.scatter modes
-_SCATTER_REDUCE_MODES = {"sum": "add", "amax": "max", "amin": "min"}
+_SCATTER_REDUCE_MODES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}
 
 
-@converter("aten.scatter_reduce.two")
+@converter("aten.scatter_reduce.two", scalars_as_vectors=True)
 def scatter_reduce(ctx: ImportContext, node, x, dim, index, src, reduce, *, include_self=True):
-    """``sum``/``amax``/``amin`` as a ``graph.scatter`` mode; ``mean`` as a sum divided by
-    the count of values each element received (plus one for itself when included)."""
+    """``sum``/``prod``/``amax``/``amin`` as a ``graph.scatter`` mode; ``mean`` as a sum
+    divided by the count of values each element received (plus one for itself when included)."""
     if reduce in _SCATTER_REDUCE_MODES:
         return _scatter_values(ctx, node, x, dim, index, src, _SCATTER_REDUCE_MODES[reduce], include_self)
     if reduce != "mean" or not is_float_dtype(ctx.dtype(node)):
         raise NotImplementedError(
-            f"scatter_reduce with reduce={reduce!r} on {ctx.dtype(node)} (supported: sum, amax, amin; mean on floats)"
+            f"scatter_reduce with reduce={reduce!r} on {ctx.dtype(node)} (supported: sum, prod, amax, amin; mean on floats)"
         )
     b = ctx.b
     total = _scatter_values(ctx, node, x, dim, index, src, "add", include_self)
@@ -261,6 +261,18 @@ def scatter_reduce(ctx: ImportContext, node, x, dim, index, src, reduce, *, incl
     # an element that received nothing keeps its value (count 0 without itself)
     count = b.max(count, ctx.scalar(1, count))
     return b.div(total, count)
+
+
+@converter("aten.index_reduce.default", scalars_as_vectors=True)
+def index_reduce(ctx: ImportContext, node, x, dim, index, source, reduce, *, include_self=True):
+    """``x.index_reduce(dim, index, source, reduce)``: slice ``k`` of ``source`` along
+    ``dim`` reduces into slice ``index[k]`` of ``x``, a scatter_reduce with ``index``
+    broadcast over ``source``'s other axes."""
+    dim = dim % ctx.rank(x)
+    along = [1] * ctx.rank(source)
+    along[dim] = shape_of(index.type)[0]
+    spread = ctx.b.broadcast_to(ctx.b.reshape(index, along), shape_of(source.type))
+    return scatter_reduce(ctx, node, x, dim, spread, source, reduce, include_self=include_self)
 
 
 # ---------------------------------------------------------------------------
@@ -277,9 +289,9 @@ def _scan(method: str):
     return convert
 
 
-converter("aten.cumsum.default")(_scan("cumsum"))
-converter("aten.cumprod.default")(_scan("cumprod"))
-converter("aten.logcumsumexp.default")(_scan("logcumsumexp"))
+converter("aten.cumsum.default", scalars_as_vectors=True)(_scan("cumsum"))
+converter("aten.cumprod.default", scalars_as_vectors=True)(_scan("cumprod"))
+converter("aten.logcumsumexp.default", scalars_as_vectors=True)(_scan("logcumsumexp"))
 
 
 def _running_extreme(method: str):
@@ -298,8 +310,8 @@ def _running_extreme(method: str):
     return convert
 
 
-converter("aten.cummax.default")(_running_extreme("cumargmax"))
-converter("aten.cummin.default")(_running_extreme("cumargmin"))
+converter("aten.cummax.default", scalars_as_vectors=True)(_running_extreme("cumargmax"))
+converter("aten.cummin.default", scalars_as_vectors=True)(_running_extreme("cumargmin"))
 
 
 def _arg_reduce(method: str):
@@ -316,11 +328,11 @@ def _arg_reduce(method: str):
     return convert
 
 
-converter("aten.argmax.default")(_arg_reduce("argmax"))
-converter("aten.argmin.default")(_arg_reduce("argmin"))
+converter("aten.argmax.default", scalars_as_vectors=True)(_arg_reduce("argmax"))
+converter("aten.argmin.default", scalars_as_vectors=True)(_arg_reduce("argmin"))
 
 
-@converter("aten.max.dim", "aten.min.dim")
+@converter("aten.max.dim", "aten.min.dim", scalars_as_vectors=True)
 def max_min_dim(ctx: ImportContext, node, x, dim, keepdim=False):
     kind = "max" if "max" in str(node.target) else "min"
     dim = dim % max(ctx.rank(x), 1)
@@ -329,7 +341,7 @@ def max_min_dim(ctx: ImportContext, node, x, dim, keepdim=False):
     return values, indices
 
 
-@converter("aten.topk.default")
+@converter("aten.topk.default", scalars_as_vectors=True)
 def topk(ctx: ImportContext, node, x, k, dim=-1, largest=True, sorted=True):
     if not isinstance(k, int):
         raise NotImplementedError(f"topk with a symbolic k ({k}) is not supported (k must be static)")
@@ -338,24 +350,24 @@ def topk(ctx: ImportContext, node, x, k, dim=-1, largest=True, sorted=True):
     return ctx.b.gather(x, indices, dim), indices
 
 
-@converter("aten.sort.default")
+@converter("aten.sort.default", scalars_as_vectors=True)
 def sort(ctx: ImportContext, node, x, dim=-1, descending=False):
     dim = dim % ctx.rank(x)
     indices = ctx.b.argsort(x, dim, descending=descending)  # stable: ties keep index order
     return ctx.b.gather(x, indices, dim), indices
 
 
-@converter("aten.sort.stable")
+@converter("aten.sort.stable", scalars_as_vectors=True)
 def sort_stable(ctx: ImportContext, node, x, *, stable=None, dim=-1, descending=False):
     return sort(ctx, node, x, dim, descending)
 
 
-@converter("aten.argsort.default")
+@converter("aten.argsort.default", scalars_as_vectors=True)
 def argsort(ctx: ImportContext, node, x, dim=-1, descending=False):
     return ctx.b.argsort(x, dim % ctx.rank(x), descending=descending)
 
 
-@converter("aten.argsort.stable")
+@converter("aten.argsort.stable", scalars_as_vectors=True)
 def argsort_stable(ctx: ImportContext, node, x, *, stable=False, dim=-1, descending=False):
     return argsort(ctx, node, x, dim, descending)
 
@@ -378,8 +390,8 @@ def _logical_reduce(kind: str):
     return convert
 
 
-converter("aten.any.dim", "aten.any.dims", "aten.any.default")(_logical_reduce("max"))
-converter("aten.all.dim", "aten.all.dims", "aten.all.default")(_logical_reduce("min"))
+converter("aten.any.dim", "aten.any.dims", "aten.any.default", scalars_as_vectors=True)(_logical_reduce("max"))
+converter("aten.all.dim", "aten.all.dims", "aten.all.default", scalars_as_vectors=True)(_logical_reduce("min"))
 
 
 # ---------------------------------------------------------------------------
@@ -416,42 +428,42 @@ def _var_parts(ctx: ImportContext, node, x, dim, correction, keepdim):
     return variance, mean
 
 
-@converter("aten.var.correction")
+@converter("aten.var.correction", scalars_as_vectors=True)
 def var(ctx: ImportContext, node, x, dim=None, *, correction=None, keepdim=False):
     return _var_parts(ctx, node, x, dim, correction, keepdim)[0]
 
 
-@converter("aten.std.correction")
+@converter("aten.std.correction", scalars_as_vectors=True)
 def std(ctx: ImportContext, node, x, dim=None, *, correction=None, keepdim=False):
     return ctx.b.sqrt(var(ctx, node, x, dim, correction=correction, keepdim=keepdim))
 
 
-@converter("aten.var.dim")
+@converter("aten.var.dim", scalars_as_vectors=True)
 def var_dim(ctx: ImportContext, node, x, dim=None, unbiased=True, keepdim=False):
     return var(ctx, node, x, dim, correction=1 if unbiased else 0, keepdim=keepdim)
 
 
-@converter("aten.std.dim")
+@converter("aten.std.dim", scalars_as_vectors=True)
 def std_dim(ctx: ImportContext, node, x, dim=None, unbiased=True, keepdim=False):
     return std(ctx, node, x, dim, correction=1 if unbiased else 0, keepdim=keepdim)
 
 
-@converter("aten.var.default")
+@converter("aten.var.default", scalars_as_vectors=True)
 def var_all(ctx: ImportContext, node, x, unbiased=True):
     return var_dim(ctx, node, x, None, unbiased)
 
 
-@converter("aten.std.default")
+@converter("aten.std.default", scalars_as_vectors=True)
 def std_all(ctx: ImportContext, node, x, unbiased=True):
     return std_dim(ctx, node, x, None, unbiased)
 
 
-@converter("aten.var_mean.correction")
+@converter("aten.var_mean.correction", scalars_as_vectors=True)
 def var_mean(ctx: ImportContext, node, x, dim=None, *, correction=None, keepdim=False):
     return _var_parts(ctx, node, x, dim, correction, keepdim)
 
 
-@converter("aten.std_mean.correction")
+@converter("aten.std_mean.correction", scalars_as_vectors=True)
 def std_mean(ctx: ImportContext, node, x, dim=None, *, correction=None, keepdim=False):
     variance, mean = _var_parts(ctx, node, x, dim, correction, keepdim)
     return ctx.b.sqrt(variance), mean
@@ -522,7 +534,7 @@ def chunk(ctx: ImportContext, node, x, chunks, dim=0):
     return split(ctx, node, x, max(-(-total // chunks), 1), dim)
 
 
-@converter("aten.unbind.int")
+@converter("aten.unbind.int", "aten.unbind_copy.int")
 def unbind(ctx: ImportContext, node, x, dim=0):
     dim = dim % ctx.rank(x)
     shape = shape_of(x.type)
@@ -532,7 +544,7 @@ def unbind(ctx: ImportContext, node, x, dim=0):
     return tuple(ctx.b.reshape(piece, rest) for piece in _split(ctx, x, [1] * shape[dim], dim))
 
 
-@converter("aten.flip.default")
+@converter("aten.flip.default", scalars_as_vectors=True)
 def flip(ctx: ImportContext, node, x, dims):
     if not dims:
         return x

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import operator
-
-import numpy as np
-
 from ....dialects.graph.types import format_shape, shape_of
 from ..context import ImportContext
-from ..registry import converter
-from .volumetric import conv3d, conv_transpose3d
+from ..registry import converter, result_used
+from .pool_indices import adaptive_taps, first_max_indices, window_taps
+from .volumetric import batched, conv3d, conv_transpose3d
 
 
 @converter("aten.convolution.default")
@@ -55,44 +52,16 @@ def max_pool2d_with_indices(ctx: ImportContext, node, x, kernel, stride=(), padd
         values = ctx.b.max_pool2d(
             x, kernel=window[0], strides=window[1], padding=window[2], dilation=window[3], ceil_mode=ceil_mode
         )
-        return values, (_max_pool2d_indices(ctx, x, values, *window) if _result_used(node, 1) else None)
+        return values, (_max_pool2d_indices(ctx, x, values, *window) if result_used(node, 1) else None)
 
     return _batched(ctx, x, pool)
 
 
-def _result_used(node, k: int) -> bool:
-    """Whether result ``k`` of a multi-result fx node is read (through ``getitem``)."""
-    return any(user.target is operator.getitem and user.args[1] == k for user in node.users)
-
-
 def _max_pool2d_indices(ctx: ImportContext, x, values, kernel, stride, padding, dilation):
-    """torch's indices of ``max_pool2d`` (what ``max_unpool2d`` scatters by): the flat
-    ``h * W + w`` of the first maximum of each window in scan order, which is the smallest
-    flat index among the taps equal to the maximum. One strided slice per tap of the input
-    padded with -inf, compared with the pooled values."""
-    b = ctx.b
-    *_, height, width = shape_of(x.type)
-    out_h, out_w = shape_of(values.type)[-2:]
-    if not all(isinstance(d, int) for d in (height, width)):
-        raise NotImplementedError("max_pool2d indices of a symbolic height or width are not supported")
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
-    past_h = max(0, (out_h - 1) * sh + (kh - 1) * dh + 1 - height - ph)  # ceil mode: past the end
-    past_w = max(0, (out_w - 1) * sw + (kw - 1) * dw + 1 - width - pw)
-    padded = b.pad(x, [0, 0, ph, pw], [0, 0, past_h, past_w], float("-inf"))
-    outside = np.iinfo(np.int64).max
-    first = None
-    for ky in range(kh):
-        for kx in range(kw):
-            tap = b.slice(
-                padded, [ky * dh, kx * dw], [ky * dh + (out_h - 1) * sh + 1, kx * dw + (out_w - 1) * sw + 1], [2, 3], [sh, sw]
-            )
-            rows = np.arange(out_h) * sh - ph + ky * dh
-            columns = np.arange(out_w) * sw - pw + kx * dw
-            inside = ((rows >= 0) & (rows < height))[:, None] & ((columns >= 0) & (columns < width))[None, :]
-            flat = np.where(inside, rows[:, None] * width + columns[None, :], outside).astype(np.int64)
-            candidate = b.where(b.compare(tap, values, "eq"), ctx.constant(flat), ctx.constant(np.int64(outside)))
-            first = candidate if first is None else b.min(first, candidate)
-    return first
+    def axis_taps(k: int, size: int, out: int):
+        return window_taps(size, out, kernel[k], stride[k], padding[k], dilation[k])
+
+    return first_max_indices(ctx, x, values, 2, axis_taps, "max_pool2d")
 
 
 @converter("aten.avg_pool2d.default")
@@ -110,19 +79,18 @@ def adaptive_avg_pool2d(ctx: ImportContext, node, x, output_size):
 
 @converter("aten.adaptive_max_pool2d.default")
 def adaptive_max_pool2d(ctx: ImportContext, node, x, output_size):
-    values = _batched(ctx, x, lambda x: ctx.b.adaptive_max_pool2d(x, output_size=tuple(output_size)))
-    return (values, None)  # the indices are not computed; nothing may use them
+    def pool(x):
+        values = ctx.b.adaptive_max_pool2d(x, output_size=tuple(output_size))
+        if not result_used(node, 1):
+            return values, None
+        indices = first_max_indices(ctx, x, values, 2, lambda k, size, out: adaptive_taps(size, out), "adaptive_max_pool2d")
+        return values, indices
+
+    return _batched(ctx, x, pool)
 
 
 def _batched(ctx: ImportContext, x, pool):
-    """``pool`` of an unbatched ``(C, H, W)`` input as of a batch of one ``(1, C, H, W)``
-    (``pool`` may return several tensors, or None for a result not computed)."""
-    if ctx.rank(x) != 3:
-        return pool(x)
-    y = pool(ctx.b.reshape(x, (1, *shape_of(x.type))))
-    if isinstance(y, tuple):
-        return tuple(None if t is None else ctx.b.reshape(t, shape_of(t.type)[1:]) for t in y)
-    return ctx.b.reshape(y, shape_of(y.type)[1:])
+    return batched(ctx, x, 4, pool)
 
 
 def _pair(v):

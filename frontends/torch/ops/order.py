@@ -41,7 +41,7 @@ def _static_length(x: SSAValue, dim: int, what: str) -> int:
     return n
 
 
-@converter("aten.kthvalue.default")
+@converter("aten.kthvalue.default", scalars_as_vectors=True)
 def kthvalue(ctx: ImportContext, node, x, k, dim=-1, keepdim=False):
     dim = dim % max(ctx.rank(x), 1)
     if not isinstance(k, int):
@@ -52,7 +52,7 @@ def kthvalue(ctx: ImportContext, node, x, k, dim=-1, keepdim=False):
     return _order_statistic(ctx, x, k - 1, dim, keepdim)
 
 
-@converter("aten.median.dim")
+@converter("aten.median.dim", scalars_as_vectors=True)
 def median_dim(ctx: ImportContext, node, x, dim=-1, keepdim=False):
     """torch's median of an even count is the lower of the two middle values."""
     dim = dim % max(ctx.rank(x), 1)
@@ -66,7 +66,7 @@ def median(ctx: ImportContext, node, x):
     return values
 
 
-@converter("aten.nanmedian.dim")
+@converter("aten.nanmedian.dim", scalars_as_vectors=True)
 def nanmedian_dim(ctx: ImportContext, node, x, dim=-1, keepdim=False):
     """The lower median of the values that are not NaN (NaN where all are). argsort puts
     NaN last, so the median's rank is ``(count - 1) // 2`` of each row's own count of

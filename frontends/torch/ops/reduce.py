@@ -21,9 +21,9 @@ def _reduction(method: str):
     return convert
 
 
-converter("aten.sum.dim_IntList", "aten.sum.default")(_reduction("reduce_sum"))
-converter("aten.mean.dim", "aten.mean.default")(_reduction("reduce_mean"))
-converter("aten.prod.dim_int", "aten.prod.default")(_reduction("reduce_prod"))
+converter("aten.sum.dim_IntList", "aten.sum.default", scalars_as_vectors=True)(_reduction("reduce_sum"))
+converter("aten.mean.dim", "aten.mean.default", scalars_as_vectors=True)(_reduction("reduce_mean"))
+converter("aten.prod.dim_int", "aten.prod.default", scalars_as_vectors=True)(_reduction("reduce_prod"))
 
 
 def _extreme(method: str):
@@ -40,8 +40,8 @@ def _extreme(method: str):
     return convert
 
 
-converter("aten.amax.default", "aten.max.default")(_extreme("reduce_max"))
-converter("aten.amin.default", "aten.min.default")(_extreme("reduce_min"))
+converter("aten.amax.default", "aten.max.default", scalars_as_vectors=True)(_extreme("reduce_max"))
+converter("aten.amin.default", "aten.min.default", scalars_as_vectors=True)(_extreme("reduce_min"))
 
 
 # -- vector norms: ||x||_p over axes, composed from reductions ----------------------------
@@ -71,7 +71,7 @@ def vector_norm(ctx: ImportContext, x: SSAValue, ord: float, axes: list[int], ke
     return b.pow(powered, ctx.scalar(1.0 / ord, powered))
 
 
-@converter("aten.linalg_vector_norm.default")
+@converter("aten.linalg_vector_norm.default", scalars_as_vectors=True)
 def linalg_vector_norm(ctx: ImportContext, node, x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """``F.normalize``, ``x.norm(p, dim)``, ``torch.linalg.vector_norm``: ``x`` is taken in
     the result's dtype (``dtype`` when given) before the norm, as torch does."""
@@ -96,11 +96,11 @@ def cdist(ctx: ImportContext, node, x1, x2, p, compute_mode=None):
     return vector_norm(ctx, difference, p, [ctx.rank(difference) - 1], False)
 
 
-@converter("aten._softmax.default")
+@converter("aten._softmax.default", scalars_as_vectors=True)
 def softmax(ctx: ImportContext, node, x, dim, half_to_float=False):
     return ctx.b.softmax(x, dim)
 
 
-@converter("aten._log_softmax.default")
+@converter("aten._log_softmax.default", scalars_as_vectors=True)
 def log_softmax(ctx: ImportContext, node, x, dim, half_to_float=False):
     return ctx.b.log_softmax(x, dim)

@@ -11,28 +11,31 @@ from ..context import ImportContext
 from ..registry import converter
 
 
-@converter("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
+@converter("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.view_copy.default")
 def view(ctx: ImportContext, node, x, shape):
     # the result shape recorded by export is already resolved (-1, symbols)
     return ctx.b.reshape(x, ctx.shape(node))
 
 
-@converter("aten.squeeze.dims", "aten.squeeze.dim", "aten.squeeze.default", "aten.unsqueeze.default")
+@converter(
+    "aten.squeeze.dims", "aten.squeeze.dim", "aten.squeeze.default", "aten.unsqueeze.default",
+    "aten.squeeze_copy.dims", "aten.squeeze_copy.dim", "aten.squeeze_copy.default", "aten.unsqueeze_copy.default",
+)  # fmt: skip
 def squeeze_unsqueeze(ctx: ImportContext, node, x, *dims):
     return ctx.b.reshape(x, ctx.shape(node))
 
 
-@converter("aten.permute.default")
+@converter("aten.permute.default", "aten.permute_copy.default")
 def permute(ctx: ImportContext, node, x, dims):
     return ctx.b.transpose(x, [d % ctx.rank(x) for d in dims])
 
 
-@converter("aten.t.default")
+@converter("aten.t.default", "aten.t_copy.default")
 def t(ctx: ImportContext, node, x):
     return ctx.b.transpose(x, list(range(ctx.rank(x)))[::-1])
 
 
-@converter("aten.transpose.int")
+@converter("aten.transpose.int", "aten.transpose_copy.int")
 def transpose(ctx: ImportContext, node, x, a, b):
     perm = list(range(ctx.rank(x)))
     a, b = a % len(perm), b % len(perm)
@@ -40,7 +43,7 @@ def transpose(ctx: ImportContext, node, x, a, b):
     return ctx.b.transpose(x, perm)
 
 
-@converter("aten.expand.default")
+@converter("aten.expand.default", "aten.expand_copy.default")
 def expand(ctx: ImportContext, node, x, sizes, implicit=False):
     return ctx.b.broadcast_to(x, ctx.shape(node))
 
@@ -51,12 +54,12 @@ def cat(ctx: ImportContext, node, tensors, dim=0):
     return ctx.b.concat(tensors, axis=dim)
 
 
-@converter("aten.slice.Tensor")
+@converter("aten.slice.Tensor", "aten.slice_copy.Tensor")
 def slice_(ctx: ImportContext, node, x, dim=0, start=None, end=None, step=1):
     return ctx.b.slice(x, [start], [end], [dim], [step])
 
 
-@converter("aten.select.int")
+@converter("aten.select.int", "aten.select_copy.int")
 def select(ctx: ImportContext, node, x, dim, index):
     dim = dim % ctx.rank(x)
     size = shape_of(x.type)[dim]
@@ -71,25 +74,53 @@ def select(ctx: ImportContext, node, x, dim, index):
     return ctx.b.reshape(piece, ctx.shape(node))
 
 
-@converter("aten.diagonal.default")
+class _DiagonalPlanes:
+    """The planes of axes (``dim1``, ``dim2``) of ``x`` moved last and flattened; the
+    diagonal ``x[..., i, i + offset]`` is every ``(cols + 1)``-th element of a plane from
+    ``first`` (``length`` of them)."""
+
+    def __init__(self, ctx: ImportContext, x, offset: int, dim1: int, dim2: int):
+        rank = ctx.rank(x)
+        dim1, dim2 = dim1 % rank, dim2 % rank
+        shape = shape_of(x.type)
+        rows, cols = shape[dim1], shape[dim2]
+        if not isinstance(rows, int) or not isinstance(cols, int):
+            raise NotImplementedError(f"the diagonal of {rows} x {cols} planes (a symbolic size) is not supported")
+        rest = [d for d in range(rank) if d not in (dim1, dim2)]
+        self.perm = [*rest, dim1, dim2]
+        planes = x if self.perm == list(range(rank)) else ctx.b.transpose(x, self.perm)
+        self.planes_shape = shape_of(planes.type)
+        self.flat = ctx.b.reshape(planes, (*(shape[d] for d in rest), rows * cols))
+        self.length = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
+        self.first = offset if offset >= 0 else -offset * cols
+        self.step = cols + 1
+
+    def positions(self) -> np.ndarray:
+        return self.first + self.step * np.arange(self.length, dtype=np.int64)
+
+
+@converter("aten.diagonal.default", "aten.diagonal_copy.default")
 def diagonal(ctx: ImportContext, node, x, offset=0, dim1=0, dim2=1):
     """``x[..., i, i + offset]`` over the planes of axes (``dim1``, ``dim2``), the diagonal
-    last (torch's order): those two axes moved last and flattened, then every
-    ``(cols + 1)``-th element from the diagonal's first, one strided slice."""
-    rank = ctx.rank(x)
-    dim1, dim2 = dim1 % rank, dim2 % rank
-    shape = shape_of(x.type)
-    rows, cols = shape[dim1], shape[dim2]
-    if not isinstance(rows, int) or not isinstance(cols, int):
-        raise NotImplementedError(f"the diagonal of {rows} x {cols} planes (a symbolic size) is not supported")
-    rest = [d for d in range(rank) if d not in (dim1, dim2)]
-    perm = [*rest, dim1, dim2]
-    planes = x if perm == list(range(rank)) else ctx.b.transpose(x, perm)
-    flat = ctx.b.reshape(planes, (*(shape[d] for d in rest), rows * cols))
-    length = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
-    first = offset if offset >= 0 else -offset * cols
-    end = first + (length - 1) * (cols + 1) + 1 if length else first
-    return ctx.b.slice(flat, [first], [end], [rank - 2], [cols + 1])
+    last (torch's order): one strided slice of the flattened planes."""
+    d = _DiagonalPlanes(ctx, x, offset, dim1, dim2)
+    end = d.first + (d.length - 1) * d.step + 1 if d.length else d.first
+    return ctx.b.slice(d.flat, [d.first], [end], [ctx.rank(d.flat) - 1], [d.step])
+
+
+@converter("aten.diagonal_scatter.default")
+def diagonal_scatter(ctx: ImportContext, node, x, src, offset=0, dim1=0, dim2=1):
+    """``x`` with its diagonal (as ``diagonal`` takes it) replaced by ``src``
+    (``x.diagonal()[:] = v``, ``fill_diagonal_``): a scatter into the flattened planes."""
+    b = ctx.b
+    d = _DiagonalPlanes(ctx, ctx.cast(x, ctx.dtype(node)), offset, dim1, dim2)
+    along = (*d.planes_shape[:-2], d.length)
+    src = b.broadcast_to(ctx.cast(src, ctx.dtype(node)), along)  # as the in-place copy broadcasts
+    index = b.broadcast_to(ctx.constant(d.positions()), along)
+    flat = b.scatter(d.flat, index, src, axis=ctx.rank(d.flat) - 1, mode="update")
+    planes = b.reshape(flat, d.planes_shape)
+    inverse = list(np.argsort(d.perm))
+    return planes if inverse == sorted(inverse) else b.transpose(planes, inverse)
 
 
 @converter("aten.slice_scatter.default")
@@ -111,6 +142,15 @@ def slice_scatter(ctx: ImportContext, node, base, src, dim=0, start=None, end=No
     return pieces[0] if len(pieces) == 1 else ctx.b.concat(pieces, axis=dim)
 
 
+@converter("aten.narrow_copy.default")
+def narrow_copy(ctx: ImportContext, node, x, dim, start, length):
+    """``x.narrow(dim, start, length)``; a negative ``start`` counts from the end."""
+    dim = dim % ctx.rank(x)
+    if isinstance(start, int) and start < 0:
+        start = dim_arith.add(shape_of(x.type)[dim], start)
+    return ctx.b.slice(x, [start], [dim_arith.add(start, length)], [dim], [1])
+
+
 @converter("aten.copy.default")
 def copy(ctx: ImportContext, node, dst, src, non_blocking=False):
     """The value ``dst`` holds after ``dst.copy_(src)``: ``src`` broadcast to ``dst``'s
@@ -121,7 +161,7 @@ def copy(ctx: ImportContext, node, dst, src, non_blocking=False):
     return value
 
 
-@converter("aten.unfold.default")
+@converter("aten.unfold.default", "aten.unfold_copy.default", scalars_as_vectors=True)
 def unfold(ctx: ImportContext, node, x, dimension, size, step):
     """Sliding windows (``Tensor.unfold``): window ``w``'s element ``j`` is
     ``x[..., w*step + j, ...]``: a take along the axis by a (windows, size) index table,
@@ -139,19 +179,16 @@ def unfold(ctx: ImportContext, node, x, dimension, size, step):
     return ctx.b.transpose(picked, order)
 
 
-@converter("aten.as_strided.default")
-def as_strided(ctx: ImportContext, node, x, size, stride, storage_offset=0):
-    """A strided view of ``x``'s storage, as laid out by the strides export recorded for
-    ``x`` (decompositions restride channels-last results: ``adaptive_avg_pool2d`` to 1x1
-    is ``mean`` then ``as_strided``). Graph tensors have no storage, so each output
-    element's storage position is mapped back to the element of ``x`` stored there: the
-    view is a reshape where that is the identity, else a gather with constant indices.
-    ``x`` must be dense (each storage position holds one element) and its shape static."""
+def _strided_sources(ctx: ImportContext, node, size, stride, storage_offset) -> np.ndarray | None:
+    """For each element of the strided view ``(size, stride, storage_offset)`` of the
+    node's first argument, the (row-major) element of that tensor stored there, as laid
+    out by the strides export recorded for it; None where the view is the tensor itself.
+    The tensor must be dense (each storage position holds one element) and static."""
     source = node.args[0].meta["val"]
     shape, strides = tuple(source.shape), tuple(source.stride())
-    out_shape = ctx.shape(node)
+    out_shape = tuple(size)
     if ctx.shape(node.args[0]) == out_shape and tuple(stride) == strides and not storage_offset:
-        return x  # the view x already is (also with symbolic dims)
+        return None  # the view x already is (also with symbolic dims)
     if not all(isinstance(d, int) for d in (*shape, *strides, *out_shape, *stride, storage_offset)):
         raise NotImplementedError(f"as_strided of symbolic sizes or strides ({shape}, {strides} -> {size}, {stride})")
     count = int(np.prod(shape, dtype=np.int64))
@@ -164,8 +201,36 @@ def as_strided(ctx: ImportContext, node, x, size, stride, storage_offset=0):
     wanted = np.asarray(wanted, np.int64)
     if wanted.size and (wanted.min() < 0 or wanted.max() >= count):
         raise ValueError(f"as_strided: size {list(size)} with stride {list(stride)} reads outside the {count} elements of its input")
-    sources = element_at[wanted]
+    return element_at[wanted]
+
+
+@converter("aten.as_strided.default", "aten.as_strided_copy.default")
+def as_strided(ctx: ImportContext, node, x, size, stride, storage_offset=0):
+    """A strided view of ``x``'s storage (decompositions restride channels-last results:
+    ``adaptive_avg_pool2d`` to 1x1 is ``mean`` then ``as_strided``). Graph tensors have no
+    storage, so each output element's storage position is mapped back to the element of
+    ``x`` stored there: the view is a reshape where that is the identity, else a gather
+    with constant indices."""
+    sources = _strided_sources(ctx, node, size, stride, storage_offset)
+    if sources is None:
+        return x
+    count = int(np.prod(shape_of(x.type), dtype=np.int64))
     flat = ctx.b.reshape(x, (count,))
     if sources.size == count and np.array_equal(sources.ravel(), np.arange(count)):
-        return ctx.b.reshape(flat, out_shape)
+        return ctx.b.reshape(flat, ctx.shape(node))
     return ctx.b.take(flat, ctx.constant(sources), 0)
+
+
+@converter("aten.as_strided_scatter.default")
+def as_strided_scatter(ctx: ImportContext, node, x, src, size, stride, storage_offset=0):
+    """``x`` with the elements of its strided view replaced by ``src`` (``fill_diagonal_``
+    exports as one): a scatter into ``x`` flattened, at the elements ``as_strided`` reads."""
+    sources = _strided_sources(ctx, node, size, stride, storage_offset)
+    src = ctx.cast(src, ctx.dtype(node))
+    if sources is None:
+        return src
+    b = ctx.b
+    count = int(np.prod(shape_of(x.type), dtype=np.int64))
+    flat = b.reshape(ctx.cast(x, ctx.dtype(node)), (count,))
+    updated = b.scatter(flat, ctx.constant(sources.ravel()), b.reshape(src, (sources.size,)), axis=0, mode="update")
+    return b.reshape(updated, ctx.shape(node))

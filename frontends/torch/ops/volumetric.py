@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from ....dialects.graph.types import Dim, shape_of
 from ..context import ImportContext
-from ..registry import converter
+from ..registry import converter, result_used
+from .pool_indices import adaptive_taps, first_max_indices, window_taps
 
 
 def _scaled(dim: Dim, factor: int) -> Dim:
@@ -134,11 +135,14 @@ def _pool_2d_of_depth(ctx: ImportContext, reduced, pool):
     return ctx.b.reshape(y, (n, channels, depth, out_h, out_w))
 
 
-def _batched_3d(ctx: ImportContext, x, pool):
-    """``pool`` of an unbatched ``(C, D, H, W)`` input as of a batch of one."""
-    if ctx.rank(x) != 4:
+def batched(ctx: ImportContext, x, rank: int, pool):
+    """``pool`` (of a ``rank``-d batch) of an unbatched input as of a batch of one
+    (``pool`` may return several tensors, or None for a result not computed)."""
+    if ctx.rank(x) == rank:
         return pool(x)
     y = pool(ctx.b.reshape(x, (1, *shape_of(x.type))))
+    if isinstance(y, tuple):
+        return tuple(None if t is None else ctx.b.reshape(t, shape_of(t.type)[1:]) for t in y)
     return ctx.b.reshape(y, shape_of(y.type)[1:])
 
 
@@ -148,16 +152,44 @@ def max_pool3d_with_indices(ctx: ImportContext, node, x, kernel, stride=(), padd
     (sd, sh, sw) = _triple(stride) if stride else (kd, kh, kw)
     (pd, ph, pw), (dd, dh, dw) = _triple(padding), _triple(dilation)
 
+    window = ((kd, kh, kw), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw))
+
     def pool(x):
         taps, _ = _depth_taps(ctx, x, kd, sd, pd, dd, fill=float("-inf"), ceil=ceil_mode)
         deepest = taps[0]
         for t in taps[1:]:
             deepest = ctx.b.max(deepest, t)
-        return _pool_2d_of_depth(ctx, deepest, lambda y: ctx.b.max_pool2d(
+        values = _pool_2d_of_depth(ctx, deepest, lambda y: ctx.b.max_pool2d(
             y, kernel=(kh, kw), strides=(sh, sw), padding=(ph, pw), dilation=(dh, dw), ceil_mode=ceil_mode
         ))  # fmt: skip
+        if not result_used(node, 1):
+            return values, None
+        axis_taps = lambda k, size, out: window_taps(size, out, *(w[k] for w in window))  # noqa: E731
+        return values, first_max_indices(ctx, x, values, 3, axis_taps, "max_pool3d")
 
-    return (_batched_3d(ctx, x, pool), None)  # the indices are not computed; nothing may use them
+    return batched(ctx, x, 5, pool)
+
+
+@converter("aten.adaptive_max_pool3d.default")
+def adaptive_max_pool3d(ctx: ImportContext, node, x, output_size):
+    """Depth bins (as adaptive_avg_pool3d's) reduced by max, then the 2-d adaptive max."""
+    b = ctx.b
+    out_d, out_h, out_w = _triple(output_size)
+
+    def pool(x):
+        depth = _static_depth(x, "adaptive_max_pool3d")
+        bins = []
+        for i in range(out_d):
+            start, end = (i * depth) // out_d, -(-((i + 1) * depth) // out_d)
+            bins.append(b.reduce_max(b.slice(x, [start], [end], [2], [1]), [2], keepdims=True))
+        pooled = bins[0] if out_d == 1 else b.concat(bins, axis=2)
+        values = _pool_2d_of_depth(ctx, pooled, lambda y: b.adaptive_max_pool2d(y, output_size=(out_h, out_w)))
+        if not result_used(node, 1):
+            return values, None
+        axis_taps = lambda k, size, out: adaptive_taps(size, out)  # noqa: E731
+        return values, first_max_indices(ctx, x, values, 3, axis_taps, "adaptive_max_pool3d")
+
+    return batched(ctx, x, 5, pool)
 
 
 @converter("aten.avg_pool3d.default")
@@ -183,7 +215,7 @@ def avg_pool3d(ctx: ImportContext, node, x, kernel, stride=(), padding=0, ceil_m
         ))  # fmt: skip
         return y if divisor_override is not None else ctx.b.div(y, ctx.scalar(float(kd), y))
 
-    return _batched_3d(ctx, x, pool)
+    return batched(ctx, x, 5, pool)
 
 
 @converter("aten._adaptive_avg_pool3d.default", "aten.adaptive_avg_pool3d.default")
@@ -202,7 +234,7 @@ def adaptive_avg_pool3d(ctx: ImportContext, node, x, output_size):
         pooled = bins[0] if out_d == 1 else b.concat(bins, axis=2)
         return _pool_2d_of_depth(ctx, pooled, lambda y: b.adaptive_avg_pool2d(y, output_size=(out_h, out_w)))
 
-    return _batched_3d(ctx, x, pool)
+    return batched(ctx, x, 5, pool)
 
 
 __all__ = ["conv3d", "conv_transpose3d"]
