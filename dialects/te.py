@@ -376,4 +376,72 @@ class ScanOp(IRDLOperation):
             raise VerifyException(f"te.scan: 'logaddexp' needs a float input, got {t}")
 
 
-TE = Dialect("te", [ComputeOp, ReduceOp, ReadOp, DimOp, ScatterOp, ScanOp, YieldOp], [])
+#: routines of te.dense_linalg (the graph op each lowers) -> its number of inputs
+DENSE_LINALG_ROUTINES = {"solve": 2, "triangular_solve": 2, "cholesky": 1, "det_factors": 1}
+
+
+@irdl_op_definition
+class DenseLinalgOp(IRDLOperation):
+    """A sequential matrix algorithm run on each matrix of a batch (the last two axes):
+    ``routine`` is the graph op it computes (``graph.solve``, ``triangular_solve``,
+    ``cholesky``, ``det_factors``: their semantics), ``lower`` and ``unit_diagonal`` the
+    triangular solve's flags. te-to-loop writes one kernel: the batch loops outermost
+    (independent, so they may run in parallel), in each the algorithm's serial loops
+    (``lowering/dense_linalg_kernel.py``); ``solve`` and ``det_factors`` factor a copy
+    of each matrix in a workspace the host allocates.
+
+    Example::
+
+        %x = te.dense_linalg %a, %b {routine = "solve"} : (tensor<2x5x5xf32>, tensor<5x3xf32>) -> tensor<2x5x3xf32>
+    """
+
+    name = "te.dense_linalg"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    routine = prop_def(StringAttr)
+    lower = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    unit_diagonal = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$inputs attr-dict `:` functional-type($inputs, $result)"
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue],
+        result_type: TensorType,
+        routine: str,
+        lower: bool = False,
+        unit_diagonal: bool = False,
+    ):
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[result_type],
+            properties={
+                "routine": StringAttr(routine),
+                "lower": BoolAttr.from_bool(lower),
+                "unit_diagonal": BoolAttr.from_bool(unit_diagonal),
+            },
+        )
+
+    def verify_(self) -> None:
+        routine = self.routine.data
+        arity = DENSE_LINALG_ROUTINES.get(routine)
+        if arity is None:
+            raise VerifyException(
+                f"te.dense_linalg: unknown routine '{routine}' (expected one of {', '.join(DENSE_LINALG_ROUTINES)})"
+            )
+        if len(self.inputs) != arity:
+            raise VerifyException(f"te.dense_linalg: '{routine}' takes {arity} inputs, got {len(self.inputs)}")
+        a = self.inputs[0].type
+        shape = a.get_shape()
+        if len(shape) < 2 or (shape[-1] != shape[-2] and shape[-1] >= 0 and shape[-2] >= 0):
+            raise VerifyException(f"te.dense_linalg: '{routine}' needs square matrices (..., n, n), got {a}")
+        if any(v.type.element_type != self.result.type.element_type for v in self.inputs):
+            raise VerifyException(f"te.dense_linalg: inputs and result must have one element type")
+        rank = len(self.result.type.get_shape())
+        expected = rank + 1 if routine == "det_factors" else rank
+        if len(shape) > expected or (arity == 2 and len(self.inputs[1].type.get_shape()) > rank):
+            raise VerifyException(f"te.dense_linalg: inputs of more batch axes than the result {self.result.type}")
+
+
+TE = Dialect("te", [ComputeOp, ReduceOp, ReadOp, DimOp, ScatterOp, ScanOp, DenseLinalgOp, YieldOp], [])

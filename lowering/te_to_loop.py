@@ -333,7 +333,7 @@ def copy_kernel(t: MemRefType, name: str) -> func.FuncOp:
 # the host function
 
 #: the tensor-level ops that become kernels
-_KERNEL_OPS = te.ComputeOp | te.ScatterOp | te.ScanOp | FusedOp
+_KERNEL_OPS = te.ComputeOp | te.ScatterOp | te.ScanOp | te.DenseLinalgOp | FusedOp
 
 
 class _HostLowering:
@@ -422,6 +422,10 @@ class _HostLowering:
                 from .scan_kernel import scan_kernel, scan_tag  # (it builds on this module)
 
                 kernel = scan_kernel(op, self.kernel_name(scan_tag(op)))
+            elif isinstance(op, te.DenseLinalgOp):
+                self.dense_linalg(b, op, buffers, target, symbols, temporaries)
+                buffers[op.result] = target
+                continue
             else:
                 kernel = outline_kernel(op, self.kernel_name(_tag(op)))
             self.kernels.append(kernel)
@@ -454,6 +458,29 @@ class _HostLowering:
         b.insert(func.CallOp(copy.sym_name.data, [buffers[op.input], target], []))
         b.insert(func.CallOp(update.sym_name.data, [buffers[op.indices], buffers[op.updates], target], []))
 
+    def dense_linalg(
+        self,
+        b: Builder,
+        op: te.DenseLinalgOp,
+        buffers: dict[SSAValue, SSAValue],
+        target: SSAValue,
+        symbols: SymbolSizes,
+        temporaries: list[SSAValue],
+    ) -> None:
+        """One kernel running the routine per matrix (``dense_linalg_kernel.py``), given a
+        workspace (a temporary: one matrix per matrix of the batch) when it factors a copy."""
+        from .dense_linalg_kernel import dense_linalg_kernel, workspace_type  # (it builds on this module)
+
+        kernel = dense_linalg_kernel(op, self.kernel_name(op.routine.data))
+        arguments = [buffers[v] for v in op.inputs] + [target]
+        workspace = workspace_type(op)
+        if workspace is not None:
+            sizes = self.dynamic_sizes(b, workspace, symbols)
+            arguments.append(b.insert(loop.AllocOp(buffer_type(workspace), sizes)).result)
+            temporaries.append(arguments[-1])
+        self.kernels.append(kernel)
+        b.insert(func.CallOp(kernel.sym_name.data, arguments, []))
+
     @staticmethod
     def dynamic_sizes(b: Builder, t: TensorType, symbols: SymbolSizes) -> list[SSAValue]:
         return [symbols.size(b, d, t) for d in shape_of(t) if isinstance(d, str)]
@@ -470,7 +497,7 @@ class TEToLoopPass(ModulePass):
             signature = (*function.function_type.inputs.data, *function.function_type.outputs.data)
             # a function of no inputs whose outputs fold to constants is an entry too
             if any(isinstance(t, TensorType) for t in signature) or any(
-                isinstance(o, te.ComputeOp | te.ScatterOp | te.ScanOp) for o in function.body.walk()
+                isinstance(o, te.ComputeOp | te.ScatterOp | te.ScanOp | te.DenseLinalgOp) for o in function.body.walk()
             ):
                 _HostLowering(function).lower()
 

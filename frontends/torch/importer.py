@@ -75,7 +75,27 @@ def _decompose(ep: Any) -> Any:
         op = getattr(getattr(torch.ops.aten, packet), overload)
         if op in table:
             del table[op]
-    return ep.run_decompositions(table)
+    return _without_error_checks(ep.run_decompositions(table))
+
+
+def _without_error_checks(ep: Any) -> Any:
+    """``ep`` without the ``_linalg_check_errors`` that decomposed linalg functions
+    (``inv``, ``solve``, ``cholesky``) run on their ``info`` result, threaded through an
+    effect token: a kernel cannot raise (``ops/dense_linalg.py`` says what singular
+    inputs give instead). The tokens are removed first (they are inputs and outputs)."""
+    import torch
+
+    check = torch.ops.aten._linalg_check_errors.default
+    effects = [n for n in ep.graph.nodes if n.op == "call_function" and n.target is torch.ops.higher_order.with_effects]
+    if not any(len(n.args) > 1 and n.args[1] is check for n in effects):
+        return ep
+    from torch.export._remove_effect_tokens_pass import _remove_effect_tokens
+
+    ep = _remove_effect_tokens(ep)
+    for node in [n for n in ep.graph.nodes if n.op == "call_function" and n.target is check]:
+        ep.graph.erase_node(node)
+    ep.graph.eliminate_dead_code()
+    return ep
 
 
 def _user_frame(node: Any) -> tuple[str, int] | None:

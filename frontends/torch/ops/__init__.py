@@ -2,9 +2,11 @@
 
 from . import (  # noqa: F401
     activations,
+    antialias,
     attention,
     control_flow,
     creation,
+    dense_linalg,
     elementwise,
     grid_sample,
     indexing,
@@ -14,5 +16,6 @@ from . import (  # noqa: F401
     order,
     reduce,
     shape,
+    special,
     volumetric,
 )
