@@ -2,7 +2,6 @@
 
 from . import (  # noqa: F401
     activations,
-    antialias,
     attention,
     control_flow,
     creation,
@@ -16,6 +15,5 @@ from . import (  # noqa: F401
     order,
     reduce,
     shape,
-    special,
     volumetric,
 )
