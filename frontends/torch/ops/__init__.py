@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     activations,
+    antialias,
     attention,
     control_flow,
     creation,
