@@ -495,8 +495,9 @@ class TEToLoopPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             signature = (*function.function_type.inputs.data, *function.function_type.outputs.data)
-            # a function of no inputs whose outputs fold to constants is an entry too
-            if any(isinstance(t, TensorType) for t in signature) or any(
+            # a function of no inputs whose outputs fold to constants is an entry too, as
+            # is one of no inputs and no outputs (a model that computes nothing)
+            if not signature or any(isinstance(t, TensorType) for t in signature) or any(
                 isinstance(o, te.ComputeOp | te.ScatterOp | te.ScanOp | te.DenseLinalgOp) for o in function.body.walk()
             ):
                 _HostLowering(function).lower()

@@ -60,6 +60,14 @@ def test_a_model_without_inputs(rng, opt_level):
             np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
 
 
+def test_a_model_without_inputs_or_outputs():
+    """A model that computes nothing (no inputs, no outputs) builds and returns ()."""
+    module = tk.GraphBuilder().finish()
+    assert tk.build(module)() == ()
+    for kind in KINDS:
+        assert tk.create_executor(kind, module).evaluate()() == ()
+
+
 def test_unknown_executor_kind_is_named():
     with pytest.raises(ValueError, match="unknown executor kind 'relay'.*graph.*vm"):
         tk.create_executor("relay", _mlp_module(np.random.default_rng(0)))
