@@ -62,6 +62,8 @@ def test_conv3d(rng, conv):
         dict(in_channels=4, out_channels=3, kernel_size=2, stride=2),
         dict(in_channels=3, out_channels=5, kernel_size=3, stride=(2, 1, 2), padding=1, output_padding=(1, 0, 1)),
         dict(in_channels=3, out_channels=2, kernel_size=(3, 2, 2), dilation=(2, 1, 1), bias=False),
+        dict(in_channels=4, out_channels=6, kernel_size=3, stride=2, padding=1, groups=2),
+        dict(in_channels=6, out_channels=3, kernel_size=(2, 3, 3), stride=(1, 2, 1), groups=3, bias=False),
     ],
 )
 def test_conv_transpose3d(rng, conv):

@@ -89,13 +89,12 @@ def conv_transpose3d(ctx: ImportContext, node, x, weight, bias, stride, padding,
     (a transposed convolution is a convolution of the dilated input); the taps stacked
     into the channels of one 2-d transposed convolution for height and width."""
     b = ctx.b
-    if groups != 1:
-        raise NotImplementedError(f"transposed 3-d convolution with groups={groups} (only groups=1)")
     (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = _triple(stride), _triple(padding), _triple(dilation)
     (od_pad, oh_pad, ow_pad) = _triple(output_padding)
     n, channels, depth, height, width = shape_of(x.type)
     _static_depth(x, "a transposed 3-d convolution")
-    _, out_channels, kd, kh, kw = shape_of(weight.type)
+    _, per_group_out, kd, kh, kw = shape_of(weight.type)
+    per_group, out_channels = channels // groups, per_group_out * groups
     if sd > 1:  # zeros between the depth slices: (N, C, D, sd, H, W) -> (N, C, D*sd, H, W), cut to (D-1)*sd+1
         spread = b.reshape(x, (n, channels, depth, 1, height, width))
         zeros = b.broadcast_to(ctx.scalar(0.0, x), (n, channels, depth, sd - 1, height, width))
@@ -115,13 +114,16 @@ def conv_transpose3d(ctx: ImportContext, node, x, weight, bias, stride, padding,
     stacked = b.concat(
         [b.reshape(b.transpose(t, [0, 2, 1, 3, 4]), (rows, 1, channels, height, width)) for t in taps], axis=1
     )
-    stacked = b.reshape(stacked, (rows, kd * channels, height, width))
-    # weight (C, O, KD, KH, KW) -> depth flipped -> (KD, C, O, KH, KW) -> (KD*C, O, KH, KW)
-    w = b.transpose(b.flip(weight, [2]), [2, 0, 1, 3, 4])
-    w = b.reshape(w, (kd * channels, out_channels, kh, kw))
+    # channels ordered (group, tap, channel in group), as conv2d_transpose's groups expect
+    stacked = b.reshape(stacked, (rows, kd, groups, per_group, height, width))
+    stacked = b.reshape(b.transpose(stacked, [0, 2, 1, 3, 4, 5]), (rows, groups * kd * per_group, height, width))
+    # weight (C, O/g, KD, KH, KW) -> depth flipped -> (g, KD, C/g, O/g, KH, KW) -> (g*KD*C/g, O/g, KH, KW)
+    w = b.reshape(b.flip(weight, [2]), (groups, per_group, per_group_out, kd, kh, kw))
+    w = b.reshape(b.transpose(w, [0, 3, 1, 2, 4, 5]), (groups * kd * per_group, per_group_out, kh, kw))
     y = b.conv2d_transpose(
-        stacked, w, bias, strides=(sh, sw), padding=(ph, pw), output_padding=(oh_pad, ow_pad), dilation=(dh, dw)
-    )
+        stacked, w, bias, strides=(sh, sw), padding=(ph, pw), output_padding=(oh_pad, ow_pad), dilation=(dh, dw),
+        groups=groups,
+    )  # fmt: skip
     _, _, out_h, out_w = shape_of(y.type)
     y = b.reshape(y, (n, out_depth, out_channels, out_h, out_w))
     return b.transpose(y, [0, 2, 1, 3, 4])
