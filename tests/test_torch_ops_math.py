@@ -499,3 +499,30 @@ def test_round_decimals_is_torch_bit_for_bit(rng, dtype):
     got = tk.build(_import(fn, [torch.from_numpy(x)]))(x)
     for d, g, w in zip(decimals, got, fn(torch.from_numpy(x))):
         np.testing.assert_array_equal(g.view(np.uint8), w.numpy().view(np.uint8), err_msg=f"decimals={d}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_frexp_and_ldexp_are_torch_bit_for_bit(rng, dtype):
+    """frexp over magnitudes from subnormal to huge (the exponent from log2 corrected where
+    it rounds across a power of two: values just below 2**k), zeros, infinities and NaN;
+    ldexp with float and integer exponents, to the bit."""
+    info = np.finfo(dtype)
+    n = 3000
+    x = (rng.standard_normal(n) * np.exp2(rng.integers(info.minexp - info.nmant + 2, info.maxexp - 2, n))).astype(dtype)
+    x[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, 0.5, -info.smallest_subnormal]
+    x[8:20] = np.exp2(np.arange(-6, 6)).astype(dtype) * (1 - info.epsneg)
+    e = rng.integers(-30, 30, n).astype(dtype)
+    i = rng.integers(-20, 20, n)
+
+    def fn(x, e, i):
+        return (*torch.frexp(x), torch.ldexp(x, e), torch.ldexp(x, i), torch.ldexp(i, e))
+
+    tensors = [torch.from_numpy(a) for a in (x, e, i)]
+    got = tk.build(_import(fn, tensors))(x, e, i)
+    for g, w in zip(got, fn(*tensors), strict=True):
+        w = w.numpy()
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g.view(np.uint8), w.view(np.uint8))
+
+
+COVERED.update(("frexp.Tensor", "ldexp.Tensor"))

@@ -174,6 +174,39 @@ def signbit(ctx: ImportContext, node, x):
     return ctx.b.compare(x, ctx.scalar(0, x), "lt")
 
 
+@converter("aten.ldexp.Tensor")
+def ldexp(ctx: ImportContext, node, x, exponent):
+    """``x * 2**exponent`` in the result's float type, as torch computes it (one product:
+    ``2**exponent`` past the type's range is inf or 0 first)."""
+    x = ctx.cast(x, ctx.dtype(node))
+    return ctx.b.mul(x, ctx.b.exp2(ctx.cast(exponent, ctx.dtype(node))))
+
+
+@converter("aten.frexp.Tensor")
+def frexp(ctx: ImportContext, node, x):
+    """``(m, e)`` with ``x = m * 2**e`` and ``0.5 <= |m| < 1`` (int32 ``e``); zeros give
+    (0, 0), infinities and NaN themselves and 0, as C's frexp. ``e`` from ``log2|x|`` is
+    corrected by one where that rounded across a power of two."""
+    g = ctx.b
+    magnitude = g.abs(x)
+    e = g.add(g.floor(g.log2(magnitude)), ctx.scalar(1.0, x))
+    finite = g.compare(magnitude, ctx.scalar(np.inf, x), "lt")
+    nonzero = g.compare(magnitude, ctx.scalar(0.0, x), "gt")
+    regular = g.bitwise_and(finite, nonzero)  # NaN compares false: not regular
+    e = g.where(regular, e, ctx.scalar(0.0, x))
+
+    def scaled(e):  # |x| * 2**-e, the power in two halves (2**149 overflows float32)
+        half = g.trunc(g.div(e, ctx.scalar(2.0, e)))
+        return g.mul(g.mul(magnitude, g.exp2(g.neg(half))), g.exp2(g.sub(half, e)))
+
+    m = scaled(e)
+    e = g.where(g.compare(m, ctx.scalar(1.0, m), "ge"), g.add(e, ctx.scalar(1.0, e)), e)
+    e = g.where(g.compare(m, ctx.scalar(0.5, m), "lt"), g.sub(e, ctx.scalar(1.0, e)), e)
+    e = g.where(regular, e, ctx.scalar(0.0, x))
+    m = g.where(regular, g.copysign(scaled(e), x), x)
+    return m, ctx.cast(e, np.dtype(np.int32))
+
+
 @converter("aten.round.decimals")
 def round_decimals(ctx: ImportContext, node, x, *, decimals=0):
     """torch's kernel, bit for bit: ``rint(x * 10**d) / 10**d`` (``rint(x / 10**-d) * 10**-d``
