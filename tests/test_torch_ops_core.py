@@ -490,6 +490,22 @@ def test_slice_scatter_and_copy(rng):
     check(_slice_assign, (f32(3, 5, 7), f32(3, 3, 7)), rng, ("slice_scatter.default",))
 
 
+def _strided_assign(x, v):
+    """Interleaved halves, as rotary embeddings write them: ``out[..., 0::2] = a``."""
+    a, b = x[..., 0::2], x[..., 1::2]
+    out = torch.empty_like(x)
+    out[..., 0::2] = a * v - b
+    out[..., 1::2] = b * v + a
+    y = x.clone()
+    y[:, 1:6:3] = 0.5
+    y[-1, ::2] = v[0, :1]
+    return out, y
+
+
+def test_slice_scatter_with_steps(rng):
+    check(_strided_assign, (f32(3, 6, 8), f32(6, 4)), rng, ("slice_scatter.default",))
+
+
 def test_copy_not_decomposed(rng):
     # a broadcasting in-place copy: aten.copy.default (the decomposition turns it into expand)
     check(lambda x, v: A.copy(x, v), (f32(3, 5), f32(5)), rng, ("copy.default",), decompose=False)

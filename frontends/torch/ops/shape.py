@@ -125,18 +125,26 @@ def diagonal_scatter(ctx: ImportContext, node, x, src, offset=0, dim1=0, dim2=1)
 
 @converter("aten.slice_scatter.default")
 def slice_scatter(ctx: ImportContext, node, base, src, dim=0, start=None, end=None, step=1):
-    """``base`` with ``base[start:end:step]`` along ``dim`` replaced by ``src``: the
-    pieces before and after, concatenated around ``src`` (unit steps)."""
-    if step != 1:
-        raise NotImplementedError(f"slice_scatter with step {step} is not supported (only step 1)")
+    """``base`` with ``base[start:end:step]`` along ``dim`` replaced by ``src``: for unit
+    steps the pieces before and after, concatenated around ``src``; for longer steps
+    (``x[..., ::2] = v``) a scatter of ``src`` at the positions the slice reads."""
     dim = dim % ctx.rank(base)
-    size = base.type.get_shape()[dim]
-    start, end = slice(start, end).indices(size)[:2]
+    size = shape_of(base.type)[dim]
+    if not isinstance(size, int):
+        raise NotImplementedError(f"slice_scatter along the symbolic axis {dim} ({size}) is not supported")
+    start, end, _ = slice(start, end, step).indices(size)
     end = max(start, end)
+    src = ctx.cast(src, ctx.dtype(node))
+    if step != 1:
+        positions = np.arange(start, end, step, dtype=np.int64)
+        along = [1] * ctx.rank(base)
+        along[dim] = len(positions)
+        index = ctx.b.broadcast_to(ctx.constant(positions.reshape(along)), shape_of(src.type))
+        return ctx.b.scatter(ctx.cast(base, ctx.dtype(node)), index, src, axis=dim, mode="update")
     pieces = []
     if start > 0:
         pieces.append(ctx.b.slice(base, [0], [start], [dim], [1]))
-    pieces.append(ctx.cast(src, ctx.dtype(node)))
+    pieces.append(src)
     if end < size:
         pieces.append(ctx.b.slice(base, [end], [size], [dim], [1]))
     return pieces[0] if len(pieces) == 1 else ctx.b.concat(pieces, axis=dim)
