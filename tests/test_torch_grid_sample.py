@@ -1,7 +1,8 @@
-"""F.grid_sample (frontends/torch/ops/grid_sample.py) against torch eager: bilinear and
-nearest, zeros and border padding, both align_corners, grids reaching outside the image,
-a symbolic batch, a spatial transformer (affine_grid + grid_sample), and clear errors
-for the modes we do not support."""
+"""F.grid_sample (frontends/torch/ops/grid_sample.py) against torch eager: bilinear, nearest
+and bicubic on images, trilinear and nearest on volumes, zeros, border and reflection
+padding, both align_corners, grids reaching well outside the image (several reflections),
+a symbolic batch, a spatial transformer (affine_grid + grid_sample), and a clear error
+for symbolic image sizes."""
 
 from __future__ import annotations
 
@@ -24,24 +25,38 @@ class Sample(torch.nn.Module):
         return F.grid_sample(x, grid, **self.options)
 
 
-def _inputs(rng, batch=2):
-    x = torch.from_numpy(rng.standard_normal((batch, 3, 7, 9)).astype(np.float32))
-    grid = torch.from_numpy((rng.random((batch, 5, 6, 2)) * 2.6 - 1.3).astype(np.float32))  # some points outside
-    return x, grid
+def _inputs(rng, batch=2, image=(7, 9), out=(5, 6), reach=1.3):
+    x = torch.from_numpy(rng.standard_normal((batch, 3, *image)).astype(np.float32))
+    grid = (rng.random((batch, *out, len(image))) * 2 - 1) * reach  # some points outside
+    return x, torch.from_numpy(grid.astype(np.float32))
+
+
+def _check(rng, model, **shapes):
+    lib = tk.build(from_exported_program(torch.export.export(model, _inputs(rng, **shapes))))
+    for _ in range(2):
+        x, grid = _inputs(rng, **shapes)
+        expected = model(x, grid).numpy()
+        got = lib(x.numpy(), grid.numpy())
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample(rng, mode, padding_mode, align_corners):
+    reach = 3.2 if padding_mode == "reflection" else 1.3
+    _check(rng, Sample(mode=mode, padding_mode=padding_mode, align_corners=align_corners), reach=reach)
 
 
 @pytest.mark.parametrize("mode", ["bilinear", "nearest"])
-@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align_corners", [False, True])
-def test_grid_sample(rng, mode, padding_mode, align_corners):
+def test_grid_sample_volumes(rng, mode, padding_mode, align_corners):
+    """5-d inputs (aten.grid_sampler_3d): trilinear or nearest over (D, H, W)."""
+    reach = 2.6 if padding_mode == "reflection" else 1.3
     model = Sample(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
-    lib = tk.build(from_exported_program(torch.export.export(model, _inputs(rng))))
-    for _ in range(2):
-        x, grid = _inputs(rng)
-        expected = model(x, grid).numpy()
-        got = lib(x.numpy(), grid.numpy())
-        assert got.shape == expected.shape
-        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    _check(rng, model, image=(4, 6, 5), out=(3, 5, 2), reach=reach)
 
 
 class SpatialTransformer(torch.nn.Module):
@@ -70,8 +85,7 @@ def test_spatial_transformer_with_a_symbolic_batch(rng):
         np.testing.assert_allclose(lib(x.numpy()), expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("options", [dict(mode="bicubic"), dict(padding_mode="reflection")])
-def test_unsupported_modes_are_named(rng, options):
-    ep = torch.export.export(Sample(align_corners=False, **options), _inputs(rng))
-    with pytest.raises(TorchImportError, match="bicubic|reflection"):
+def test_symbolic_image_sizes_are_refused_by_name(rng):
+    ep = torch.export.export(Sample(align_corners=False), _inputs(rng), dynamic_shapes=({2: torch.export.Dim("h", min=4)}, None))
+    with pytest.raises(TorchImportError, match="symbolic spatial sizes"):
         from_exported_program(ep)
