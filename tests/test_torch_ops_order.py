@@ -41,6 +41,26 @@ def test_order_statistics(rng, fn, makers, expect):
     check(fn, makers, rng, (expect,))
 
 
+def small_ints(*shape, dtype=np.float32):
+    """Values from a handful, so that runs tie (the mode is the smallest of the tied)."""
+    return lambda rng: torch.from_numpy(rng.integers(-2, 3, shape).astype(dtype))
+
+
+@pytest.mark.parametrize(
+    "fn, makers",
+    [
+        (lambda x: torch.mode(x, 1), (small_ints(5, 9),)),
+        (lambda x: torch.mode(x, 0, keepdim=True), (small_ints(7, 4, 3),)),
+        (lambda x: (torch.mode(x), torch.mode(x[..., :1])), (small_ints(3, 4, 11, dtype=np.int64),)),
+        (lambda x: torch.mode(x, -1), (f32(4, 6),)),
+    ],
+    ids=["ties-dim1", "keepdim-dim0", "int64-last-and-length-1", "distinct"],
+)
+def test_mode(rng, fn, makers):
+    """Values and the last position holding them, as torch."""
+    check(fn, makers, rng, ("mode.default",))
+
+
 def with_nans(*shape):
     """Floats with about a third NaN, and whole rows of NaN."""
 

@@ -1,5 +1,5 @@
 """Order statistics, binary search and counting: ``kthvalue``, ``median`` and
-``nanmedian`` (lower median, as torch), ``bucketize``, ``searchsorted`` and ``histc``.
+``nanmedian`` (lower median, as torch), ``mode``, ``bucketize``, ``searchsorted`` and ``histc``.
 
 An order statistic is argsort's first k indices (a partial sort), of which the last is
 the k-th smallest; its value is gathered. A search counts the boundaries below each
@@ -148,3 +148,36 @@ def histc(ctx: ImportContext, node, x, bins=100, min=0, max=0):
     hits = b.compare(b.reshape(position, (*shape_of(position.type), 1)), ctx.constant(np.arange(bins, dtype=np.int64)), "eq")
     counts = b.reduce_sum(ctx.cast(hits, np.dtype(np.int64)), [0], keepdims=False)
     return ctx.cast(counts, ctx.dtype(node))
+
+
+@converter("aten.mode.default", scalars_as_vectors=True)
+def mode(ctx: ImportContext, node, x, dim=-1, keepdim=False):
+    """The most frequent value along ``dim`` (the smallest of those tied, as torch) and the
+    last position holding it. Sorted, each run of equal values has its length at its last
+    element (its position minus the run's start, a running max of run starts, plus one);
+    the first run end of the longest length is the mode."""
+    b = ctx.b
+    dim = dim % ctx.rank(x)
+    n = _static_length(x, dim, "mode")
+    rank = ctx.rank(x)
+    along = [1] * rank
+    along[dim] = n
+    position = ctx.constant(np.arange(n, dtype=np.int64).reshape(along))
+    ordered = b.gather(x, b.argsort(x, dim, descending=False, k=n), dim)
+    if n > 1:
+        differs = b.compare(b.slice(ordered, [1], [n], [dim], [1]), b.slice(ordered, [0], [n - 1], [dim], [1]), "ne")
+        edge = b.broadcast_to(b.constant(np.asarray(True)), tuple(1 if d == dim else s for d, s in enumerate(shape_of(x.type))))
+        starts_run = b.concat([edge, differs], axis=dim)
+        ends_run = b.concat([differs, edge], axis=dim)
+    else:
+        starts_run = ends_run = b.broadcast_to(b.constant(np.asarray(True)), shape_of(x.type))
+    # the running max of (start + 1) at starts, 0 elsewhere: unique, so its position is the run's start
+    run_start = b.cumargmax(b.where(starts_run, b.add(position, ctx.scalar(1, position)), ctx.scalar(0, position)), dim)
+    length = b.where(ends_run, b.add(b.sub(position, run_start), ctx.scalar(1, position)), ctx.scalar(0, position))
+    longest = b.compare(length, b.reduce_max(length, [dim], keepdims=True), "eq")
+    first = b.argmax(ctx.cast(longest, np.dtype(np.int32)), dim, keepdims=True)
+    value = b.gather(ordered, first, dim)
+    last = b.reduce_max(b.where(b.compare(x, value, "eq"), position, ctx.scalar(-1, position)), [dim], keepdims=True)
+    if keepdim:
+        return value, last
+    return _drop_axis(ctx, value, dim), _drop_axis(ctx, last, dim)
