@@ -161,6 +161,18 @@ def test_boolean_mask_indexing_is_a_clear_error():
         from_exported_program(ep)
 
 
+def test_nonzero_static(rng):
+    """The static-size nonzero: fewer non-zeros than rows (filled), more (cut), bools, 1-d."""
+
+    def fn(x, m):
+        return (
+            torch.nonzero_static(x, size=6), torch.nonzero_static(x, size=40, fill_value=7),
+            torch.nonzero_static(m, size=3), torch.nonzero_static(x[0, 0], size=2),
+        )  # fmt: skip
+
+    check(fn, lambda r: (randint(r, -1, 2, (3, 4, 5)).float(), torch.from_numpy(r.random(7) > 0.5)), rng, runs=3)
+
+
 # ---------------------------------------------------------------------------
 # cumsum, argmax/argmin, max/min with indices, topk, sort
 

@@ -564,3 +564,25 @@ def repeat(ctx: ImportContext, node, x, repeats):
     interleaved = [d for size in shape for d in (1, size)]
     tiled = [d for r, size in zip(repeats, shape) for d in (r, size)]
     return b.reshape(b.broadcast_to(b.reshape(x, interleaved), tiled), ctx.shape(node))
+
+
+@converter("aten.nonzero_static.default")
+def nonzero_static(ctx: ImportContext, node, x, *, size, fill_value=-1):
+    """The coordinates of the first ``size`` non-zero elements in row-major order, rows
+    past their count filled with ``fill_value`` (the static-shape ``nonzero``). Element
+    ``i`` goes to row ``cumsum(nonzero)[i] - 1``; zeros, and non-zeros past ``size``, to
+    one extra row that is cut off: a scatter of each element's (constant) coordinates."""
+    b = ctx.b
+    shape = shape_of(x.type)
+    if not shape or not all(isinstance(d, int) for d in shape):
+        raise NotImplementedError(f"nonzero_static of a tensor of shape {tuple(shape)} (static, rank >= 1 only)")
+    count = int(np.prod(shape))
+    flags = b.compare(b.reshape(x, (count,)), ctx.scalar(0, x), "ne")
+    order = b.sub(b.cumsum(ctx.cast(flags, np.dtype(np.int64)), 0), ctx.constant(np.int64(1)))
+    kept = b.bitwise_and(flags, b.compare(order, ctx.constant(np.int64(size)), "lt"))
+    row = b.where(kept, order, ctx.constant(np.int64(size)))
+    coordinates = np.stack(np.unravel_index(np.arange(count), shape), axis=1).astype(np.int64)
+    index = b.broadcast_to(b.reshape(row, (count, 1)), coordinates.shape)
+    filled = ctx.constant(np.full((size + 1, len(shape)), fill_value, np.int64))
+    placed = b.scatter(filled, index, ctx.constant(coordinates), axis=0, mode="update")
+    return b.slice(placed, [0], [size], [0], [1])
