@@ -490,6 +490,12 @@ def test_slice_scatter_and_copy(rng):
     check(_slice_assign, (f32(3, 5, 7), f32(3, 3, 7)), rng, ("slice_scatter.default",))
 
 
+def test_cat_skips_empty_vectors(rng):
+    """torch's legacy rule: a 1-d empty tensor beside tensors of a higher rank is skipped."""
+    check(lambda x: (torch.cat([x.new_zeros(0), x], 1), torch.cat([x, x.new_zeros(0), x])), (f32(3, 5),), rng,
+          ("cat.default",))  # fmt: skip
+
+
 def _strided_assign(x, v):
     """Interleaved halves, as rotary embeddings write them: ``out[..., 0::2] = a``."""
     a, b = x[..., 0::2], x[..., 1::2]

@@ -119,8 +119,8 @@ def bucketize(ctx: ImportContext, node, x, boundaries, *, out_int32=False, right
 
 @converter("aten.searchsorted.Tensor")
 def searchsorted(ctx: ImportContext, node, sorted_sequence, x, *, out_int32=False, right=False, side=None, sorter=None):
-    if sorter is not None:
-        raise NotImplementedError("searchsorted with a sorter is not supported (sort the sequence first)")
+    if sorter is not None:  # the sequence in sorted order
+        sorted_sequence = ctx.b.gather(sorted_sequence, sorter, ctx.rank(sorted_sequence) - 1)
     if ctx.rank(sorted_sequence) > 1 and shape_of(sorted_sequence.type)[:-1] != shape_of(x.type)[:-1]:
         raise ValueError(
             f"searchsorted: the leading dims of the sequence {shape_of(sorted_sequence.type)} and of the "
@@ -135,12 +135,16 @@ def histc(ctx: ImportContext, node, x, bins=100, min=0, max=0):
     outside and NaN are not counted), in ``x``'s dtype. The bin is torch's arithmetic in
     ``x``'s dtype, ``trunc((x - min) * bins / (max - min))`` (``max`` itself in the last
     bin), not a comparison with the edges: an element just below an edge can round
-    into the bin above, as in torch. ``min == max`` (the data's own range) is refused."""
-    if min == max:
-        raise NotImplementedError("histc with min == max (a range taken from the data) is not supported")
+    into the bin above, as in torch. ``min == max`` takes the data's own range (widened
+    by one each way where that is a single value), as torch does."""
     b = ctx.b
     flat = b.reshape(x, (int(np.prod(shape_of(x.type))),)) if ctx.rank(x) != 1 else x
     low, high = ctx.scalar(min, flat), ctx.scalar(max, flat)
+    if min == max:
+        low, high = b.reduce_min(flat, [0], keepdims=False), b.reduce_max(flat, [0], keepdims=False)
+        single = b.compare(low, high, "eq")
+        one = ctx.scalar(1, flat)
+        low, high = b.where(single, b.sub(low, one), low), b.where(single, b.add(high, one), high)
     scaled = b.div(b.mul(b.sub(flat, low), ctx.scalar(bins, flat)), b.sub(high, low))
     position = b.min(ctx.cast(b.trunc(scaled), np.dtype(np.int64)), ctx.constant(np.int64(bins - 1)))
     inside = b.bitwise_and(b.compare(flat, low, "ge"), b.compare(flat, high, "le"))  # (NaN: neither)

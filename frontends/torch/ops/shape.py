@@ -50,7 +50,10 @@ def expand(ctx: ImportContext, node, x, sizes, implicit=False):
 
 @converter("aten.cat.default")
 def cat(ctx: ImportContext, node, tensors, dim=0):
-    tensors = [ctx.cast(t, ctx.dtype(node)) for t in tensors]
+    # torch skips 1-d empty tensors beside others of a higher rank (legacy: torch.cat([torch.tensor([]), x]))
+    rank = len(ctx.shape(node))
+    kept = [t for t in tensors if not (rank > 1 and shape_of(t.type) == (0,))]
+    tensors = [ctx.cast(t, ctx.dtype(node)) for t in kept]
     return ctx.b.concat(tensors, axis=dim)
 
 
