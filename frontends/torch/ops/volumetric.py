@@ -172,6 +172,16 @@ def max_pool3d_with_indices(ctx: ImportContext, node, x, kernel, stride=(), padd
     return batched(ctx, x, 5, pool)
 
 
+def _adaptive_depth(ctx: ImportContext, x, out_d: int, reduce, what: str):
+    """Depth bins ``[floor(i*D/OD), ceil((i+1)*D/OD))`` of ``x`` each reduced by ``reduce``."""
+    depth = _static_depth(x, what)
+    bins = []
+    for i in range(out_d):
+        start, end = (i * depth) // out_d, -(-((i + 1) * depth) // out_d)
+        bins.append(reduce(ctx.b.slice(x, [start], [end], [2], [1]), [2], keepdims=True))
+    return bins[0] if out_d == 1 else ctx.b.concat(bins, axis=2)
+
+
 @converter("aten.adaptive_max_pool3d.default")
 def adaptive_max_pool3d(ctx: ImportContext, node, x, output_size):
     """Depth bins (as adaptive_avg_pool3d's) reduced by max, then the 2-d adaptive max."""
@@ -179,12 +189,7 @@ def adaptive_max_pool3d(ctx: ImportContext, node, x, output_size):
     out_d, out_h, out_w = _triple(output_size)
 
     def pool(x):
-        depth = _static_depth(x, "adaptive_max_pool3d")
-        bins = []
-        for i in range(out_d):
-            start, end = (i * depth) // out_d, -(-((i + 1) * depth) // out_d)
-            bins.append(b.reduce_max(b.slice(x, [start], [end], [2], [1]), [2], keepdims=True))
-        pooled = bins[0] if out_d == 1 else b.concat(bins, axis=2)
+        pooled = _adaptive_depth(ctx, x, out_d, b.reduce_max, "adaptive_max_pool3d")
         values = _pool_2d_of_depth(ctx, pooled, lambda y: b.adaptive_max_pool2d(y, output_size=(out_h, out_w)))
         if not result_used(node, 1):
             return values, None
@@ -228,12 +233,7 @@ def adaptive_avg_pool3d(ctx: ImportContext, node, x, output_size):
     out_d, out_h, out_w = _triple(output_size)
 
     def pool(x):
-        depth = _static_depth(x, "adaptive_avg_pool3d")
-        bins = []
-        for i in range(out_d):
-            start, end = (i * depth) // out_d, -(-((i + 1) * depth) // out_d)
-            bins.append(b.reduce_mean(b.slice(x, [start], [end], [2], [1]), [2], keepdims=True))
-        pooled = bins[0] if out_d == 1 else b.concat(bins, axis=2)
+        pooled = _adaptive_depth(ctx, x, out_d, b.reduce_mean, "adaptive_avg_pool3d")
         return _pool_2d_of_depth(ctx, pooled, lambda y: b.adaptive_avg_pool2d(y, output_size=(out_h, out_w)))
 
     return batched(ctx, x, 5, pool)
