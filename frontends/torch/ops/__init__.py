@@ -16,5 +16,6 @@ from . import (  # noqa: F401
     order,
     reduce,
     shape,
+    special,
     volumetric,
 )
