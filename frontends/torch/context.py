@@ -14,6 +14,7 @@ from ...runtime.dim_expr import DimExprError, free_symbols, lower
 from ...runtime.dim_arith import canonical
 from ...runtime.signature import is_torch_bfloat16, torch_bfloat16_bits
 from ..builder import GraphBuilder
+from .complex import PART_DTYPES
 
 TORCH_TO_NUMPY = {
     "torch.float32": np.float32,
@@ -81,6 +82,9 @@ class ImportContext:
 
     def __init__(self, builder: GraphBuilder):
         self.b = builder
+        #: while an op is converted once per part of a complex value (``complex.py``), the
+        #: complex dtypes of its nodes read as the float type of the parts
+        self.complex_parts = False
 
     # -- fx node facts ------------------------------------------------------------
 
@@ -89,9 +93,11 @@ class ImportContext:
         """The (possibly symbolic) shape of the tensor an fx node produces."""
         return tuple(symbol_name(d) for d in node.meta["val"].shape)
 
-    @staticmethod
-    def dtype(node: Any) -> np.dtype:
-        return numpy_dtype_of_torch(node.meta["val"].dtype, f"{node.name}: ")
+    def dtype(self, node: Any) -> np.dtype:
+        dtype = node.meta["val"].dtype
+        if self.complex_parts and str(dtype) in PART_DTYPES:
+            return PART_DTYPES[str(dtype)]
+        return numpy_dtype_of_torch(dtype, f"{node.name}: ")
 
     # -- values ---------------------------------------------------------------------
 

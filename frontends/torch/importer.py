@@ -23,6 +23,7 @@ from ...runtime.dim_expr import free_symbols
 from ...signature import set_dim_ranges
 from ..builder import GraphBuilder
 from . import ops  # noqa: F401  (registers the converters)
+from .complex import COMPLEX_CONVERTERS, Complex, convert_complex, has_complex, is_complex_node
 from .context import ImportContext, UnsupportedDtypeError, numpy_dtype_of_torch, symbol_name, tensor_to_numpy
 from .opmath import CONVERSION_ERRORS, convert_node, ops_after
 from .registry import CONVERTERS, target_name
@@ -124,7 +125,8 @@ def unsupported_nodes(graph: Any) -> dict[str, list[str]]:
     for node in graph.nodes:
         if node.op == "call_function" and not _is_dead(node):
             name = target_name(node.target)
-            if name not in CONVERTERS and name not in _STRUCTURAL and not _is_size_arithmetic(node):
+            known = name in CONVERTERS or name in COMPLEX_CONVERTERS or name in _STRUCTURAL
+            if not known and not _is_size_arithmetic(node):
                 missing.setdefault(name, []).append(node.name)
     return missing
 
@@ -153,11 +155,21 @@ class _Importer:
             val = node.meta.get("val")
             if not hasattr(val, "shape"):
                 raise TorchImportError(f"input '{node.name}' is not a tensor ({type(val).__name__}): not supported")
+            if is_complex_node(node):
+                raise TorchImportError(
+                    f"input '{node.name}' is a complex tensor ({val.dtype}): complex inputs are not supported, pass "
+                    "torch.view_as_real of it (complex values are computed inside a model only)"
+                )
             self.values[node] = self.builder.input(node.name, self.ctx.shape(node), self._dtype(node))
         for node in lifted:
             spec = specs[node.name]
             if spec.kind not in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
                 raise TorchImportError(f"input '{node.name}' of kind {spec.kind.name} is not supported")
+            if is_complex_node(node) and not self.keep_params_as_input:  # two constants
+                data = self._tensor(spec).detach().resolve_conj().numpy()
+                parts = (np.ascontiguousarray(p) for p in (data.real, data.imag))
+                self.values[node] = Complex(*(self.builder.constant(p) for p in parts))
+                continue
             try:
                 array = self._tensor_data(spec)
             except UnsupportedDtypeError as e:
@@ -169,10 +181,12 @@ class _Importer:
                 self.values[node] = self.builder.constant(array, spec.target)
                 self.values[node].owner.location = NameLoc(StringAttr(node.name), NoneAttr())
 
-    def _tensor_data(self, spec: Any) -> np.ndarray:
+    def _tensor(self, spec: Any) -> Any:
         tensor = self.ep.state_dict.get(spec.target)
-        if tensor is None:
-            tensor = self.ep.constants[spec.target]
+        return self.ep.constants[spec.target] if tensor is None else tensor
+
+    def _tensor_data(self, spec: Any) -> np.ndarray:
+        tensor = self._tensor(spec)
         numpy_dtype_of_torch(tensor.dtype, f"{spec.target}: ")
         return tensor_to_numpy(tensor)  # shares memory with the torch tensor: no copy of the weights
 
@@ -220,7 +234,10 @@ class _Importer:
         block = self.builder._block
         before = block.last_op
         try:
-            result = convert_node(self.ctx, node, CONVERTERS[name], args, kwargs)
+            if has_complex((args, kwargs)) or is_complex_node(node):
+                result = convert_complex(self.ctx, node, name, args, kwargs)
+            else:
+                result = convert_node(self.ctx, node, CONVERTERS[name], args, kwargs)
         except CONVERSION_ERRORS as e:
             raise TorchImportError(f"cannot import node '{node.name}' ({name}){_where(node)}: {e}") from e
         _check_shapes(node, name, result)
@@ -292,6 +309,7 @@ def _check_shapes(node: Any, name: str, result: Any) -> None:
     metas = node.meta.get("val")
     metas = metas if isinstance(metas, list | tuple) else [metas]
     for k, (value, meta) in enumerate(zip(values, metas)):
+        value = value.real if isinstance(value, Complex) else value
         if not isinstance(value, SSAValue) or not hasattr(meta, "shape") or not hasattr(value.type, "get_shape"):
             continue
         ours, theirs = shape_of(value.type), tuple(symbol_name(d) for d in meta.shape)
@@ -308,6 +326,8 @@ def _flatten_outputs(result: Any) -> list[SSAValue]:
         return []
     if isinstance(result, SSAValue):
         return [result]
+    if isinstance(result, Complex):
+        raise TorchImportError("the model returns a complex tensor: return torch.view_as_real of it instead")
     if isinstance(result, list | tuple):
         return [v for r in result for v in _flatten_outputs(r)]
     raise TorchImportError(f"the model returns a {type(result).__name__}, not a tensor: not supported")

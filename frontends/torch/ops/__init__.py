@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     activations,
     antialias,
     attention,
+    complex_ops,
     control_flow,
     creation,
     dense_linalg,

@@ -1,0 +1,116 @@
+"""Complex values inside models (frontends/torch/complex.py, ops/complex_ops.py) against
+torch eager: FFTs of every kind (rfft/irfft, fft/ifft, 2-d and n-d, the three norms, cut
+and zero-padded lengths), complex products, parameters and slice assignment (a Fourier
+neural operator layer), abs/angle/view_as_real; and clear errors for complex inputs and
+outputs and for ops we do not convert on complex values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the torch frontend tests need torch")
+nn = torch.nn
+
+import tensorkiln as tk  # noqa: E402
+from tensorkiln.frontends.torch import TorchImportError, from_exported_program  # noqa: E402
+from torch_op_cases import Fn  # noqa: E402
+
+
+def check(model, shapes, rng, dtype=np.float32, rtol=2e-5, atol=2e-5):
+    """Compile on one set of inputs, compare with torch on two fresh ones."""
+    make = lambda: tuple(torch.from_numpy(rng.standard_normal(s).astype(dtype)) for s in shapes)  # noqa: E731
+    lib = tk.build(from_exported_program(torch.export.export(model, make())))
+    for _ in range(2):
+        inputs = make()
+        expected = torch.utils._pytree.tree_leaves(model(*inputs))
+        got = lib(*[t.numpy() for t in inputs])
+        got = got if isinstance(got, tuple) else (got,)
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            e = e.detach().resolve_neg().resolve_conj().numpy()
+            assert g.shape == e.shape and g.dtype == e.dtype
+            np.testing.assert_allclose(g, e, rtol=rtol, atol=atol * max(1.0, np.abs(e).max()))
+
+
+def _transforms(x):
+    fft = torch.fft
+    real = torch.view_as_real
+    return (
+        real(fft.rfft(x)), real(fft.rfft(x, norm="ortho")), real(fft.rfft(x, n=7)), real(fft.rfft(x, n=24, dim=1)),
+        real(fft.fft(x)), real(fft.fft(x, norm="forward", dim=0)), fft.ifft(x).real, fft.ifft(x).imag, real(fft.fft2(x)),
+        real(fft.fftn(x, dim=(0, 2))), real(fft.rfft2(x, norm="ortho")), fft.irfft(fft.rfft(x)),
+        fft.irfft(fft.rfft(x), n=13), fft.irfft(fft.rfft(x), n=25), fft.irfft2(fft.rfft2(x), s=(6, 10)),
+        fft.ifft(fft.fft(x, dim=1), dim=1).real, fft.ifft(fft.rfft(x)).imag,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype, tolerance", [(np.float32, 2e-5), (np.float64, 1e-12)], ids=["float32", "float64"])
+def test_fft_transforms(rng, dtype, tolerance):
+    check(Fn(_transforms), [(3, 6, 10)], rng, dtype, tolerance, tolerance)
+
+
+class FNet(nn.Module):
+    """FNet's token mixing: the real part of a 2-d FFT over (sequence, hidden)."""
+
+    def forward(self, x):
+        return torch.fft.fft(torch.fft.fft(x, dim=-1), dim=-2).real
+
+
+class LongConvolution(nn.Module):
+    """An FFT convolution (Hyena, S4): rfft of signal and kernel, product, irfft, cut."""
+
+    def forward(self, u, k):
+        n = u.shape[-1]
+        return torch.fft.irfft(torch.fft.rfft(u, n=2 * n) * torch.fft.rfft(k, n=2 * n), n=2 * n)[..., :n]
+
+
+class SpectralConv2d(nn.Module):
+    """A Fourier neural operator layer: complex weights on the lowest modes."""
+
+    def __init__(self, channels=4, modes=3):
+        super().__init__()
+        torch.manual_seed(0)
+        self.modes = modes
+        self.weight = nn.Parameter(torch.randn(channels, channels, modes, modes, dtype=torch.cfloat) / channels)
+
+    def forward(self, x):
+        m = self.modes
+        x_ft = torch.fft.rfft2(x)
+        out = torch.zeros(x.shape[0], self.weight.shape[1], x.shape[-2], x.shape[-1] // 2 + 1, dtype=torch.cfloat)
+        out[:, :, :m, :m] = torch.einsum("bixy,ioxy->boxy", x_ft[:, :, :m, :m], self.weight)
+        return torch.fft.irfft2(out, s=(x.shape[-2], x.shape[-1])) + x
+
+
+class Spectrum(nn.Module):
+    """Magnitude and phase, complex arithmetic with scalars and real tensors, conj, polar."""
+
+    def forward(self, x, y):
+        z = torch.fft.rfft(x, norm="ortho")
+        w = torch.fft.rfft(y)
+        mixed = (z * w.conj() + 2 * z - w / (w.abs() + 1)) / (1 + 0.5j)
+        return z.abs(), torch.angle(w), torch.view_as_real(mixed), torch.view_as_real(torch.polar(z.abs(), torch.angle(w)))
+
+
+@pytest.mark.parametrize(
+    "model, shapes",
+    [(FNet(), [(2, 7, 12)]), (LongConvolution(), [(2, 3, 16), (3, 16)]), (SpectralConv2d(), [(2, 4, 8, 10)]),
+     (Spectrum(), [(3, 10), (3, 10)])],
+    ids=["fnet", "long-convolution", "fno-layer", "spectrum"],
+)  # fmt: skip
+def test_models_computing_with_complex_values(rng, model, shapes):
+    check(model, shapes, rng)
+
+
+def test_complex_inputs_and_outputs_are_refused_by_name():
+    with pytest.raises(TorchImportError, match="returns a complex tensor"):
+        from_exported_program(torch.export.export(Fn(lambda x: torch.fft.rfft(x)), (torch.randn(8),)))
+    ep = torch.export.export(Fn(lambda z: torch.view_as_real(z * 2)), (torch.randn(8, dtype=torch.cfloat),))
+    with pytest.raises(TorchImportError, match=r"input .* is a complex tensor \(torch.complex64\): complex inputs are not supported"):
+        from_exported_program(ep)
+
+
+def test_an_op_we_do_not_convert_on_complex_values_is_named():
+    ep = torch.export.export(Fn(lambda x: torch.view_as_real(torch.exp(torch.fft.rfft(x)))), (torch.randn(8),))
+    with pytest.raises(TorchImportError, match="aten.exp.default on complex tensors is not supported"):
+        from_exported_program(ep)
