@@ -187,6 +187,10 @@ class _BodyEmitter:
         #: induction variables (``row_stages.py``)
         self.per_row: dict[te.ComputeOp, SSAValue] = {}
         self.row: list[SSAValue] = []
+        #: inlined elements already computed in a block, by (producer, block, indices): a
+        #: value read twice is computed once (re-emitting it per read grows exponentially
+        #: along a chain of such reads)
+        self.computed: dict[tuple[te.ComputeOp, Block, tuple[SSAValue, ...]], SSAValue] = {}
 
     def at_row(self, indices: Sequence[SSAValue], shape: Sequence[int | str]) -> bool:
         """Whether ``indices`` into a tensor of ``shape`` address the current row: its
@@ -213,8 +217,11 @@ class _BodyEmitter:
                     hoisted = self.per_row.get(source.compute)
                     if hoisted is not None and self.at_row(indices, shape_of(op.tensor.type)):
                         self.values[op.result] = hoisted  # computed once for this row
-                    else:
-                        self.values[op.result] = self.emit_compute(b, source.compute, indices)
+                        return
+                    key = (source.compute, b.insertion_point.block, tuple(indices))
+                    if key not in self.computed:
+                        self.computed[key] = self.emit_compute(b, source.compute, indices)
+                    self.values[op.result] = self.computed[key]
                     return
                 new = loop.LoadOp(source, indices)
             case te.DimOp():
