@@ -8,7 +8,9 @@ and steady state reported apart. Writes its table to BENCHMARKS.md (section
 Workloads: a 3-d convolution layer and a small 3-d U-Net (one 2-d convolution over
 stacked depth taps), scatter_add / index_put (line-by-line scatter kernels), instance norm,
 F.normalize + cosine similarity (vector norms), rotary position embedding (sin/cos), cumsum
-(a te.scan: one running value per row).
+(a te.scan: one running value per row); batched matrix inverse and solve (one sequential
+kernel per matrix), FFTs (a DFT per axis as a GEMM: FNet token mixing, an FFT long
+convolution, a Fourier neural operator layer), volumetric grid_sample, antialiased resize.
 """
 
 from __future__ import annotations
@@ -111,7 +113,72 @@ def cumsum():
     )
 
 
-CASES = [conv3d_layer, unet3d, scatter_add, index_put, instance_norm, cosine, rope, cumsum]
+def inverse():
+    a = torch.randn(64, 32, 32) + 32 * torch.eye(32)
+    return "torch.linalg.inv of 64 32x32 matrices", Fn(lambda a: torch.linalg.inv(a)), (a,)
+
+
+def solve():
+    a = torch.randn(16, 96, 96) + 96 * torch.eye(96)
+    return "torch.linalg.solve, 16 96x96 systems, 8 right-hand sides", Fn(torch.linalg.solve), (a, torch.randn(16, 96, 8))
+
+
+def fnet_mixing():
+    return (
+        "FNet mixing: fft2(x).real, 4x128x256",
+        Fn(lambda x: torch.fft.fft(torch.fft.fft(x, dim=-1), dim=-2).real),
+        (torch.randn(4, 128, 256),),
+    )
+
+
+def fft_long_convolution():
+    def fn(u, k):
+        n = u.shape[-1]
+        return torch.fft.irfft(torch.fft.rfft(u, n=2 * n) * torch.fft.rfft(k, n=2 * n), n=2 * n)[..., :n]
+
+    return "FFT long convolution (Hyena), 64 channels x 1024", Fn(fn), (torch.randn(1, 64, 1024), torch.randn(64, 1024))
+
+
+class SpectralConv2d(nn.Module):
+    def __init__(self, channels=32, modes=12):
+        super().__init__()
+        torch.manual_seed(3)
+        self.modes = modes
+        self.weight = nn.Parameter(torch.randn(channels, channels, modes, modes, dtype=torch.cfloat) / channels)
+
+    def forward(self, x):
+        m = self.modes
+        x_ft = torch.fft.rfft2(x)
+        out = torch.zeros(x.shape[0], self.weight.shape[1], x.shape[-2], x.shape[-1] // 2 + 1, dtype=torch.cfloat)
+        out[:, :, :m, :m] = torch.einsum("bixy,ioxy->boxy", x_ft[:, :, :m, :m], self.weight)
+        return torch.fft.irfft2(out, s=(x.shape[-2], x.shape[-1]))
+
+
+def fno_layer():
+    return "FNO spectral conv, 32 channels on 64x64, 12 modes", SpectralConv2d().eval(), (torch.randn(4, 32, 64, 64),)
+
+
+def grid_sample_3d():
+    grid = torch.rand(1, 32, 32, 32, 3) * 2 - 1
+    return (
+        "grid_sample of a 8x32x32x32 volume (trilinear, VoxelMorph)",
+        Fn(lambda x: F.grid_sample(x, grid, align_corners=True)),
+        (torch.randn(1, 8, 32, 32, 32),),
+    )
+
+
+def antialias_resize():
+    return (
+        "antialiased bilinear resize 3x512x512 -> 224x224",
+        Fn(lambda x: F.interpolate(x, size=(224, 224), mode="bilinear", antialias=True)),
+        (torch.randn(1, 3, 512, 512),),
+    )
+
+
+CASES = [
+    conv3d_layer, unet3d, scatter_add, index_put, instance_norm, cosine, rope, cumsum, inverse, solve, fnet_mixing,
+    fft_long_convolution, fno_layer, grid_sample_3d, antialias_resize,
+]  # fmt: skip
 
 
 def main() -> None:
@@ -146,7 +213,7 @@ def main() -> None:
             )
             print(" | ".join(rows[-1]), flush=True)
     body = [
-        "## Op families beyond the zoo: 3-d convolution, scatter, norms, rotary embedding",
+        "## Op families beyond the zoo: 3-d convolution, scatter, norms, rotary embedding, linalg, FFT, resampling",
         "",
         f"`benchmarks/op_families.py` on {machine()}; build = one cold `tk.build` (s; disk cache off), first run = its first call,",
         f"steady state = medians of {args.repeat} calls per thread count, tensorkiln, torch eager and torch.compile",
