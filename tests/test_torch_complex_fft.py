@@ -50,6 +50,23 @@ def test_fft_transforms(rng, dtype, tolerance):
     check(Fn(_transforms), [(3, 6, 10)], rng, dtype, tolerance, tolerance)
 
 
+def _long_transforms(x, u, k):
+    """Lengths the four-step split takes (256 = 16 x 16, 255 = 15 x 17, 210, 300, 2048),
+    forward and inverse, real and complex."""
+    fft, real = torch.fft, torch.view_as_real
+    n = u.shape[-1]
+    return (
+        real(fft.fft(x)), real(fft.rfft(x, norm="ortho")), fft.irfft(fft.rfft(x), n=256),
+        real(fft.ifft(fft.fft(x, dim=-1), dim=-1)), fft.irfft(fft.rfft(u, n=2 * n) * fft.rfft(k, n=2 * n), n=2 * n)[..., :n],
+        fft.irfft(fft.rfft(x[..., :255]), n=255), real(fft.fft(x[..., :210])), fft.irfft(fft.rfft(x), n=300),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype, tolerance", [(np.float32, 2e-6), (np.float64, 1e-14)], ids=["float32", "float64"])
+def test_long_transforms_split_in_four_steps(rng, dtype, tolerance):
+    check(Fn(_long_transforms), [(3, 256), (2, 4, 1024), (4, 1024)], rng, dtype, tolerance, tolerance)
+
+
 class FNet(nn.Module):
     """FNet's token mixing: the real part of a 2-d FFT over (sequence, hidden)."""
 
