@@ -13,6 +13,8 @@ from .runtime.signature import Signature, TensorSpec
 
 #: function attribute: the range of each symbolic dim (torch.export's range constraints)
 DIM_RANGES_ATTR = "tk.dim_ranges"
+#: function attribute: the index of the argument that is the random state (``[seed, call]``)
+RANDOM_STATE_ATTR = "tk.random_state"
 
 
 def signature_of(function: func.FuncOp) -> Signature:
@@ -39,7 +41,13 @@ def signature_of(function: func.FuncOp) -> Signature:
         dims += [d for r in op.results if hasattr(r.type, "get_shape") for d in shape_of(r.type)]
         dims += op.size_requirements() if hasattr(op, "size_requirements") else []
     computed = sorted({d for d in dims if isinstance(d, str) and not is_symbol(d) and "-" in d})
-    return Signature(inputs, outputs, dim_ranges(function), tuple(computed))
+    return Signature(inputs, outputs, dim_ranges(function), tuple(computed), random_state_index(function))
+
+
+def random_state_index(function: func.FuncOp) -> int | None:
+    """The argument of ``function`` that holds the random state, if it has one."""
+    attr = function.attributes.get(RANDOM_STATE_ATTR)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
 def dim_ranges(function: func.FuncOp) -> tuple[tuple[str, int, int | None], ...]:

@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType, i1
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i1, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from ..dialects.graph import GRAPH_OPS, ConstantOp
 from ..dialects.graph.types import Dim, element_type_of, numpy_dtype
+from ..signature import RANDOM_STATE_ATTR
 
 _OPS_BY_METHOD = {op.name.removeprefix("graph."): op for op in GRAPH_OPS}
 
@@ -42,6 +43,8 @@ class GraphBuilder:
         self._builder = Builder(InsertPoint.at_end(self._block))
         self._input_names: list[str] = []
         self._constants = 0
+        self._random_state: SSAValue | None = None
+        self._random_streams = 0
 
     # -- values ---------------------------------------------------------------
 
@@ -70,6 +73,19 @@ class GraphBuilder:
             dtype = numpy_dtype(like.type.element_type) if like is not None else np.float32
             return self.constant(np.asarray(operand, dtype=dtype))
         raise TypeError(f"cannot use {type(operand).__name__} as a graph operand")
+
+    def draw(self, distribution: str, shape: Sequence[Dim], dtype: Any = np.float32, sources: Sequence[SSAValue] = ()) -> SSAValue:
+        """Random ``"uniform"`` ([0, 1)) or ``"normal"`` numbers (float32 or float64) of
+        ``shape``; ``sources`` carry its symbolic dims. The first draw adds the function's
+        random-state input (``rng_state``, which callers of the compiled model leave out);
+        each draw is its own stream of numbers.
+
+        Example: ``noise = b.draw("normal", (4, 16))``
+        """
+        if self._random_state is None:
+            self._random_state = self.input("rng_state", (2,), np.int64)
+        stream, self._random_streams = self._random_streams, self._random_streams + 1
+        return self.random(self._random_state, distribution, stream, shape, element_type_of(dtype), sources)
 
     # -- ops --------------------------------------------------------------------
 
@@ -103,6 +119,8 @@ class GraphBuilder:
         self._builder.insert(func.ReturnOp(*outputs))
         function_type = ([a.type for a in self._block.args], [o.type for o in outputs])
         function = func.FuncOp(self.name, function_type, Region(self._block))
+        if self._random_state is not None:
+            function.attributes[RANDOM_STATE_ATTR] = IntegerAttr(self._random_state.index, i64)
         module = ModuleOp([function])
         module.verify()
         return module

@@ -178,6 +178,9 @@ def _suffix(t: Attribute) -> str:
 
 def vector_constant(b: Builder, values: Sequence[int | float], t: Attribute) -> SSAValue:
     vt = VectorType(llvm_type(t), [len(values)])
+    if isinstance(t, IntegerType) and t.width.data > 1:  # lane * stride may leave the type's range: wrap, as the scalar code does
+        width = t.width.data
+        values = [((v + (1 << (width - 1))) % (1 << width)) - (1 << (width - 1)) for v in values]
     return _ins(b, llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(vt, list(values)), vt))
 
 

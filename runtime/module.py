@@ -22,13 +22,14 @@ from .graph_program import GraphProgram
 from .profiler import BenchmarkResult, ProfileReport, benchmark, profile_kernels
 from .signature import Signature
 from .workspace import Workspaces
+from .random_state import Seedable
 
 
 def _dynamic_dims(shape: Sequence[Any]) -> list[int]:
     return [k for k, d in enumerate(shape) if not isinstance(d, int)]
 
 
-class CompiledModule:
+class CompiledModule(Seedable):
     """``lib(*inputs)`` runs the model; returns an array, or a tuple for several outputs."""
 
     def __init__(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ml_dtypes
@@ -17,6 +17,7 @@ import numpy as np
 
 from .dim_arith import solve
 from .dim_expr import evaluate, free_symbols, is_symbol
+from .random_state import RandomState
 
 Dim = int | str
 
@@ -51,17 +52,35 @@ class Signature:
     ranges: tuple[tuple[str, int, int | None], ...] = ()
     #: dims computed in the function that a small size can make negative (``n - 2`` after a slice)
     computed_dims: tuple[str, ...] = ()
+    #: the input that is the random-number state (``runtime/random_state.py``), if the
+    #: function draws random numbers: callers may leave it out, the state fills it
+    random_state: int | None = None
+    rng: RandomState = field(default_factory=RandomState, compare=False, repr=False)
 
     def check_inputs(self, args: Sequence[Any]) -> list[np.ndarray]:
         """Contiguous numpy arrays for ``args``, or a ValueError naming the bad argument."""
         arrays, _ = self.bind(args)
         return arrays
 
+    def complete(self, args: Sequence[Any]) -> list[Any]:
+        """``args`` with the random state added where the caller left it out (the next
+        state of ``rng``), or a ValueError when their number is wrong."""
+        hidden = self.random_state
+        if hidden is not None and len(args) == len(self.inputs) - 1:
+            return [*args[:hidden], self.rng.next_state(), *args[hidden:]]
+        if len(args) != len(self.inputs):
+            names = ", ".join(s.name for k, s in enumerate(self.inputs) if k != hidden)
+            count = len(self.inputs) - (hidden is not None)
+            raise ValueError(f"expected {count} arguments ({names}), got {len(args)}")
+        return list(args)
+
+    def manual_seed(self, seed: int) -> None:
+        """Restart the random numbers of the calls that leave the random state out."""
+        self.rng.manual_seed(seed)
+
     def bind(self, args: Sequence[Any]) -> tuple[list[np.ndarray], dict[str, int]]:
         """Check ``args``; return them as contiguous arrays and the value of each symbol."""
-        if len(args) != len(self.inputs):
-            names = ", ".join(s.name for s in self.inputs)
-            raise ValueError(f"expected {len(self.inputs)} arguments ({names}), got {len(args)}")
+        args = self.complete(args)
         symbols: dict[str, int] = {}
         where: dict[str, str] = {}
         computed: list[tuple[TensorSpec, int, str, int]] = []
@@ -134,6 +153,7 @@ class Signature:
             "outputs": [s.to_json() for s in self.outputs],
             "ranges": [list(r) for r in self.ranges],
             "computed_dims": list(self.computed_dims),
+            "random_state": self.random_state,
         }
 
     @staticmethod
@@ -143,6 +163,7 @@ class Signature:
             tuple(TensorSpec.from_json(s) for s in d["outputs"]),
             tuple((name, lowest, highest) for name, lowest, highest in d.get("ranges", [])),
             tuple(d.get("computed_dims", [])),
+            d.get("random_state"),
         )
 
 

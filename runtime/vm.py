@@ -31,6 +31,7 @@ import numpy as np
 
 from .profiler import BenchmarkResult, benchmark
 from .signature import Signature
+from .random_state import Seedable
 
 OPCODES = ("call", "const", "move", "jump_unless", "jump", "ret")
 
@@ -144,7 +145,7 @@ def _truth(array: np.ndarray, pc: int) -> bool:
     return bool(array.reshape(-1)[0])
 
 
-class VirtualMachine:
+class VirtualMachine(Seedable):
     """Runs a :class:`VMProgram` with its compiled functions.
 
     Example: ``y = VirtualMachine(program, functions)(x)``

@@ -23,6 +23,7 @@ import numpy as np
 
 from ...runtime.dim_expr import evaluate, is_symbol
 from ...runtime.signature import Signature, is_torch_bfloat16, torch_bfloat16_bits
+from ...runtime.random_state import Seedable
 
 #: CUDA's limits on grid sizes per axis
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
@@ -135,7 +136,7 @@ class _Launcher:
         module.run_device(buffers[: len(module.inputs)], outputs)
 
 
-class CudaModule:
+class CudaModule(Seedable):
     """A model compiled for CUDA: callable like ``tk.build``'s CPU modules."""
 
     def __init__(
@@ -182,9 +183,7 @@ class CudaModule:
     def _bind(self, args: Sequence[Any]) -> tuple[list[Any], dict[str, int]]:
         """Device arrays for ``args``, checked against the signature, and the symbols' values
         (a dim written as an expression of symbols, ``4*s0``, is checked after)."""
-        specs = self.signature.inputs
-        if len(args) != len(specs):
-            raise ValueError(f"expected {len(specs)} arguments ({', '.join(s.name for s in specs)}), got {len(args)}")
+        specs, args = self.signature.inputs, self.signature.complete(args)
         arrays, symbols, computed = [], {}, []
         for spec, arg in zip(specs, args):
             a = _to_device(self._cp, arg, spec.name)

@@ -5,14 +5,14 @@ Ops are grouped by family, one file each; this module assembles the dialect.
 
 from xdsl.ir import Dialect
 
-from . import constant, dense_linalg, elementwise, indexing, linalg, nn, reduce, shape
+from . import constant, dense_linalg, elementwise, indexing, linalg, nn, random, reduce, shape
 from .base import GraphOp, OpPatternKind
 from .constant import ConstantOp
 from .control import IfOp, RegionYieldOp, WhileOp
 from .fusion import FusedOp, YieldOp
 from .types import DimNamesAttr, WeightAttr
 
-_FAMILIES = (constant, elementwise, linalg, nn, shape, reduce, indexing, dense_linalg)
+_FAMILIES = (constant, elementwise, linalg, nn, shape, reduce, indexing, dense_linalg, random)
 
 
 def _ops_of(module) -> list[type[GraphOp]]:

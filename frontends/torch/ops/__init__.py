@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     math,
     nn,
     order,
+    random,
     reduce,
     shape,
     special,

@@ -23,15 +23,6 @@ def leaky_relu(ctx: ImportContext, node, x, negative_slope=0.01):
     return ctx.b.where(_positive(ctx, x), x, ctx.b.mul(x, ctx.scalar(negative_slope, x)))
 
 
-@converter("aten.rrelu_with_noise_functional.default")
-def rrelu_with_noise(ctx: ImportContext, node, x, noise, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
-    """Randomized leaky ReLU; in eval() its slope is the mean of [lower, upper]. (The op
-    also returns the noise tensor, unchanged outside training.)"""
-    if training:
-        raise NotImplementedError("rrelu in training mode draws random slopes: export the model in eval()")
-    return leaky_relu(ctx, node, x, (lower + upper) / 2), noise
-
-
 @converter("aten.elu.default")
 def elu(ctx: ImportContext, node, x, alpha=1.0, scale=1.0, input_scale=1.0):
     """``scale * x`` for ``x > 0``, else ``scale * alpha * (exp(x * input_scale) - 1)``."""

@@ -6,6 +6,7 @@ from ....dialects.graph.types import format_shape, shape_of
 from ..context import ImportContext
 from ..registry import converter, result_used
 from .pool_indices import adaptive_taps, first_max_indices, window_taps
+from .random import training_dropout
 from .volumetric import batched, conv3d, conv_transpose3d
 
 
@@ -197,18 +198,24 @@ def group_norm(ctx: ImportContext, node, x, weight, bias, batch, channels, spati
     return (y, b.reshape(mean, (shape[0], groups)), b.reshape(rstd, (shape[0], groups)))
 
 
-@converter("aten.dropout.default", "aten.feature_dropout.default", "aten.alpha_dropout.default")
+@converter(
+    "aten.dropout.default", "aten.feature_dropout.default", "aten.alpha_dropout.default",
+    "aten.feature_alpha_dropout.default",
+)
 def dropout(ctx: ImportContext, node, x, p, train):
-    if train and p > 0:
-        raise NotImplementedError(f"dropout in training mode (p={p}) is not supported: export the model in eval()")
-    return x
+    """Identity in eval(); in training, random keep-masks (``ops/random.py``)."""
+    if not train or p == 0:
+        return x
+    name = str(node.target)
+    return training_dropout(ctx, x, p, per_channel="feature" in name, alpha="alpha" in name)[0]
 
 
 @converter("aten.native_dropout.default")
 def native_dropout(ctx: ImportContext, node, x, p, train):
-    if train and p > 0:
-        raise NotImplementedError(f"dropout in training mode (p={p}) is not supported: export the model in eval()")
-    return (x, None)  # the keep-mask is not computed; nothing may use it
+    """``(result, keep-mask)``; in eval() the mask (all True) is not computed."""
+    if not train or not p:
+        return (x, None)
+    return training_dropout(ctx, x, p)
 
 
 # -- upsampling: torch's interpolate (nearest, nearest-exact, bilinear; 1-d as 2-d of height 1) --
