@@ -48,16 +48,19 @@ def _bind_params(fn: Callable[..., Any], params: dict[str, Any]) -> Callable[...
     if unknown:
         raise ValueError(f"params {unknown} are not inputs of the function (inputs: {', '.join(names)})")
     free = [k for k, name in enumerate(names) if name not in params]
+    # the random state (models that draw random numbers) may be left out: fn fills it
+    hidden = fn.signature.random_state
 
     def run(*args: Any) -> Any:
-        if len(args) != len(free):
+        given = free if hidden is None or len(args) == len(free) else [k for k in free if k != hidden]
+        if len(args) != len(given):
             raise ValueError(
-                f"expected {len(free)} arguments ({', '.join(names[k] for k in free)}), got {len(args)}"
+                f"expected {len(given)} arguments ({', '.join(names[k] for k in given)}), got {len(args)}"
             )
         full: list[Any] = [params.get(name) for name in names]
-        for k, a in zip(free, args):
+        for k, a in zip(given, args):
             full[k] = a
-        return fn(*full)
+        return fn(*[a for k, a in enumerate(full) if k in given or k not in free])
 
     run.signature = fn.signature  # type: ignore[attr-defined]
     return run
