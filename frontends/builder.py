@@ -82,6 +82,10 @@ class GraphBuilder:
 
         Example: ``noise = b.draw("normal", (4, 16))``
         """
+        if self._builder.insertion_point.block is not self._block:
+            # regions are isolated from above: the state would have to be threaded through
+            # (and advanced per loop iteration)
+            raise NotImplementedError("random numbers inside control flow (graph.if / graph.while) are not supported")
         if self._random_state is None:
             self._random_state = self.input("rng_state", (2,), np.int64)
         stream, self._random_streams = self._random_streams, self._random_streams + 1

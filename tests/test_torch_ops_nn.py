@@ -17,7 +17,6 @@ import tensorkiln as tk  # noqa: E402
 from tensorkiln.dialects.graph import nn as graph_nn  # noqa: E402
 from tensorkiln.dialects.graph.types import shape_of  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
-from tensorkiln.frontends.torch.importer import TorchImportError  # noqa: E402
 
 TOLERANCE = 1e-5
 
@@ -442,11 +441,16 @@ def test_group_norm_1d_input(rng):
     check(rng, nn.GroupNorm(2, 6), torch.zeros(3, 6, 7))
 
 
-def test_training_dropout_is_refused():
+def test_training_dropout_without_decomposition(rng):
+    """aten.dropout itself (not decomposed) in training: kept values scaled by 1/(1-p)
+    (the random masks are tested in test_torch_random.py)."""
     model = Fn(lambda x: F.dropout(x, 0.5, training=True))
-    ep = torch.export.export(model, (torch.zeros(3, 4),))
-    with pytest.raises(TorchImportError, match="training mode"):
-        from_exported_program(ep, decompose=False)
+    x = torch.from_numpy(rng.standard_normal((30, 41)).astype(np.float32))
+    ep = torch.export.export(model, (x,))
+    y = tk.build(from_exported_program(ep, decompose=False))(x.numpy())
+    kept = y != 0
+    assert 0.4 < kept.mean() < 0.6
+    np.testing.assert_allclose(y[kept], 2 * x.numpy()[kept], rtol=1e-6)
 
 
 # ---------------------------------------------------------------------------

@@ -210,3 +210,16 @@ def test_an_explicit_generator_is_refused():
     g = torch.Generator().manual_seed(0)
     with pytest.raises(tk.UnsupportedOperatorError, match="aten.rand.generator"):
         _build(lambda x: x + torch.rand(3, generator=g), torch.zeros(3))
+
+
+def test_random_ops_inside_control_flow_are_refused_by_name():
+    def branchy(x):
+        return torch.cond(x.sum() > 0, lambda x: x + torch.rand_like(x), lambda x: x - 1, (x,))
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return branchy(x)
+
+    ep = torch.export.export(Model(), (torch.randn(3, 4),))
+    with pytest.raises(Exception, match="random numbers inside control flow"):
+        from_exported_program(ep)
