@@ -60,7 +60,9 @@ def _bind_params(fn: Callable[..., Any], params: dict[str, Any]) -> Callable[...
         full: list[Any] = [params.get(name) for name in names]
         for k, a in zip(given, args):
             full[k] = a
-        return fn(*[a for k, a in enumerate(full) if k in given or k not in free])
+        if hidden is not None and hidden not in given:
+            del full[hidden]  # fn fills it
+        return fn(*full)
 
     run.signature = fn.signature  # type: ignore[attr-defined]
     return run

@@ -17,20 +17,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers import THREADS, compiled_fn, eager_fn, interleaved_at_threads, load_average, ms, ratio  # noqa: E402
+from peers import load_average, time_workloads  # noqa: E402
 from kernels import Fn  # noqa: E402
 from report import machine, table, write_section  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-import tensorkiln as tk  # noqa: E402
 from tensorkiln.executors import compile_cache  # noqa: E402
-from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 
 nn, F = torch.nn, torch.nn.functional
 
@@ -181,37 +178,18 @@ CASES = [
 ]  # fmt: skip
 
 
+def _relative_error(got, expected) -> list[str]:
+    error = float(np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-30))
+    return [f"{error:.1e}"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
     args = parser.parse_args()
     compile_cache.set_cache_dir(None)  # cold builds: no object code from an earlier run
-    rows = []
-    for make in CASES:
-        name, model, inputs = make()
-        start = time.perf_counter()
-        lib = tk.build(from_exported_program(torch.export.export(model, inputs)))
-        build = time.perf_counter() - start
-        arrays = [t.numpy() for t in inputs]
-        start = time.perf_counter()
-        got = lib(*arrays)
-        first = time.perf_counter() - start
-        with torch.no_grad():
-            expected = model(*inputs).numpy()
-        error = float(np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-30))
-        torch._dynamo.reset()  # the Fn workloads share one forward: each compiles afresh
-        compiled = None if args.no_compile else compiled_fn(model, inputs)
-        if isinstance(compiled, str):
-            print(f"  {name}: {compiled}")
-        fns = {n: [lambda: lib(*arrays), eager_fn(model, inputs), compiled if callable(compiled) else None] for n in THREADS}
-        times = interleaved_at_threads(fns, args.repeat)
-        for n in THREADS:
-            t = times[n]
-            rows.append(
-                [name, str(n), f"{build:.1f}", ms(first), *map(ms, t), ratio(t[0], t[1]), ratio(t[0], t[2]), f"{error:.1e}"]
-            )
-            print(" | ".join(rows[-1]), flush=True)
+    rows = time_workloads(CASES, args.repeat, not args.no_compile, _relative_error)
     body = [
         "## Op families beyond the zoo: 3-d convolution, scatter, norms, rotary embedding, linalg, FFT, resampling",
         "",

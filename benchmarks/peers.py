@@ -174,3 +174,38 @@ __all__ = [
     "tensorkiln_fn",
 ]
 
+
+
+Workload = Callable[[], tuple[str, torch.nn.Module, tuple[torch.Tensor, ...]]]
+
+
+def time_workloads(
+    cases: Sequence[Workload], repeat: int, use_compile: bool, summarize: Callable[[object, object], list[str]]
+) -> list[list[str]]:
+    """For each ``(name, model, inputs)`` of ``cases``: one cold ``tk.build`` and its first
+    call, then tensorkiln, torch eager and torch.compile interleaved at each thread count.
+    One row per thread count: name, threads, build (s), first run, the three medians (ms),
+    the two ratios, then ``summarize(ours, torch's)`` (the outputs of the first calls)."""
+    rows = []
+    for make in cases:
+        name, model, inputs = make()
+        start = time.perf_counter()
+        lib = tk.build(from_exported_program(torch.export.export(model, inputs)))
+        build = time.perf_counter() - start
+        arrays = [t.numpy() for t in inputs]
+        start = time.perf_counter()
+        got = lib(*arrays)
+        first = time.perf_counter() - start
+        with torch.no_grad():
+            expected = model(*inputs).numpy()
+        torch._dynamo.reset()  # workloads sharing one forward (Fn) each compile afresh
+        compiled = compiled_fn(model, inputs) if use_compile else None
+        if isinstance(compiled, str):
+            print(f"  {name}: {compiled}")
+        fns = {n: [lambda: lib(*arrays), eager_fn(model, inputs), compiled if callable(compiled) else None] for n in THREADS}
+        times = interleaved_at_threads(fns, repeat)
+        for n in THREADS:
+            t = times[n]
+            rows.append([name, str(n), f"{build:.1f}", ms(first), *map(ms, t), ratio(t[0], t[1]), ratio(t[0], t[2]), *summarize(got, expected)])
+            print(" | ".join(rows[-1]), flush=True)
+    return rows

@@ -199,3 +199,16 @@ def test_emitted_cuda_compiles(tmp_path):
     source = tk.emit_source(_draws_module(), target="cuda -arch=sm_90")
     assert ">>" in source and "random" in source
     test_cuda_nvcc.compile_all({"random": source}, tmp_path)
+
+
+def test_params_bound_by_name_leave_the_state_out():
+    b = GraphBuilder()
+    x, w = b.input("x", (3, 5)), b.input("w", (5,))
+    module = b.finish(b.add(b.mul(x, w), b.draw("uniform", (3, 5))))
+    x_value, w_value = RNG.standard_normal((3, 5)).astype(np.float32), RNG.standard_normal(5).astype(np.float32)
+    for kind in ("interpreter", "aot"):
+        f = tk.create_executor(kind, module, params={"w": w_value}).evaluate()
+        noise = f(x_value) - x_value * w_value
+        assert noise.shape == (3, 5) and 0 <= noise.min() and noise.max() < 1
+        state = _state()
+        np.testing.assert_allclose(f(x_value, state), interpret(module)(x_value, w_value, state), rtol=1e-6)

@@ -9,7 +9,8 @@ One line per sample: ``op.variant[k] STATUS detail`` with STATUS one of ``ok``,
 the missing ATen ops), ``error`` (any other failure: the message and where it was
 raised), ``export_fail`` (torch.export itself failed: not ours), ``timeout``. A summary
 by status ends the run. Complex results are compared as ``view_as_real`` pairs (a model
-may not return complex tensors). Ops with uninitialised results (``empty*``) always mismatch.
+may not return complex tensors). Ops with uninitialised results (``empty*``) and random ops
+(``rand*``, ``normal``, ``bernoulli``, ...: our generator is not torch's) always mismatch.
 """
 
 from __future__ import annotations
