@@ -4,6 +4,7 @@ is carried from one element to the next)."""
 
 from __future__ import annotations
 
+import math as math_module
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, math
@@ -50,6 +51,18 @@ def _unit_interval(s: Scalar, bits: SSAValue, element) -> SSAValue:
     return s.mul(s.cast(top, element), s.const(2.0**-mantissa, element))
 
 
+#: cos(pi v) = sum_k (-1)^k pi^(2k) / (2k)! v^(2k), to v^22: within 1e-11 on [-1, 1]
+COS_PI_SERIES = [(-1) ** k * math_module.pi ** (2 * k) / math_module.factorial(2 * k) for k in range(12)]
+
+
+def _cos_pi(s: Scalar, v2: SSAValue, element) -> SSAValue:
+    """``cos(pi v)`` from ``v**2`` by Horner's rule."""
+    acc = s.const(COS_PI_SERIES[-1], element)
+    for c in reversed(COS_PI_SERIES[:-1]):
+        acc = s.add(s.mul(acc, v2), s.const(c, element))
+    return acc
+
+
 @compute_rule(rnd.RandomOp)
 def random(t: TEBuilder, op: rnd.RandomOp) -> SSAValue:
     element, stream, normal = op.dtype, op.stream.value.data, op.distribution.data == "normal"
@@ -67,7 +80,9 @@ def random(t: TEBuilder, op: rnd.RandomOp) -> SSAValue:
         u2 = _unit_interval(s, _mix64(s, s.add(second, counter)), element)
         one, two = s.const(1.0, element), s.const(2.0, element)
         radius = s.math(math.SqrtOp, s.mul(s.neg(two), s.math(math.LogOp, s.sub(one, u1))))
-        angle = s.mul(s.const(2 * 3.141592653589793, element), u2)
-        return s.mul(radius, s.math(math.CosOp, angle))
+        # cos(2 pi u2) = -cos(pi v), v = 2 u2 - 1 in [-1, 1): a polynomial (libm's cos is a
+        # scalar call that stops vectorization, and its argument range is not needed here)
+        v = s.sub(s.mul(u2, two), one)
+        return s.mul(s.neg(radius), _cos_pi(s, s.mul(v, v), element))
 
     return t.compute(f"random_{op.distribution.data}", op.result.type, [op.state], body)
