@@ -1,4 +1,4 @@
-"""expand-math: f32 ``math.exp/log/tanh/erf/powf`` as branch-free ``arith`` code.
+"""expand-math: f32 ``math.exp/log/tanh/erf/sin/cos/powf`` as branch-free ``arith`` code.
 
 LLVM turns ``llvm.exp.f32`` / ``llvm.log.f32`` and the libm calls ``tanhf``/``erff``/``powf``
 into scalar calls, and a call in a loop body stops the loop vectoriser: an elementwise
@@ -21,6 +21,10 @@ Methods (every constant is written as the hex of an exactly representable float)
 * ``erf``: ``x + x*P(x^2)`` for |x| < 0.875, ``1 - exp(Q(|x|))`` for 0.875 <= |x| < 4
   (``Q`` approximates ``log(erfc)``), 1 above; ``P`` and ``Q`` are minimax fits (Lawson
   iterations on Chebyshev nodes, coefficients rounded to f32 one by one with refits).
+* ``sin``, ``cos``: in f64, ``|x| * 2/pi mod 4`` exactly for every f32 (a Payne-Hanek
+  reduction by nine 24-bit chunks of 2/pi, each product exact, no table lookup), the
+  quadrant picking the Taylor series of sin or cos of the remainder (|r| <= pi/4);
+  ``sin(-x) = -sin(x)``.
 * ``powf``: a constant exponent in {-1, 0, 1, 2, 3} becomes multiplications;
   otherwise ``exp(b*log|a|)`` evaluated in f64 (log and exp by the same reduction with
   f64 series), which is accurate for every ``a`` and ``b`` after the f32 rounding, with
@@ -28,7 +32,8 @@ Methods (every constant is written as the hex of an exactly representable float)
   ``pow(x, 0) = pow(1, y) = 1``) by selects.
 
 Accuracy, checked against float64 numpy over all floats in range: exp and log within
-about 1 ulp, tanh and erf within 1e-7 absolute (1-2 ulp), powf correctly rounded in
+about 1 ulp, tanh, erf, sin and cos within 1e-7 absolute (sin and cos within half an ulp of
+the exact value nearly everywhere, also for |x| up to 3.4e38), powf correctly rounded in
 almost all cases (see ``tests/test_expand_math.py``). NaN propagates, infinities and
 zeros follow numpy. Ops on other types (f64, vectors) are left alone.
 
@@ -440,6 +445,55 @@ def exp_f64_for_f32(d: Emitter, y: SSAValue) -> SSAValue:
     return d.mul(d.poly(r, EXP_SERIES), d.power_of_two(n))
 
 
+#: 2/pi in 24-bit chunks (fdlibm's table): 2/pi = sum_j TWO_OVER_PI_CHUNKS[j] * 2^(-24(j+1)).
+#: Nine chunks (216 bits) cover the largest f32, 2^128: later bits only add below 2^-60.
+TWO_OVER_PI_CHUNKS = (0xA2F983, 0x6E4E44, 0x1529FC, 0x2757D1, 0xF534DD, 0xC0DB62, 0x95993C, 0x439041, 0xFE5163)
+#: Taylor series of sin(r)/r and cos(r) in r^2, to r^12: on |r| <= pi/4 within 1e-11
+SIN_SERIES = [(-1) ** k / pymath.factorial(2 * k + 1) for k in range(6)]
+COS_SERIES = [(-1) ** k / pymath.factorial(2 * k) for k in range(7)]
+
+
+def _quarter_turns_f64(d: Emitter, a: SSAValue) -> SSAValue:
+    """``a * 2/pi mod 4`` for a non-negative f32 value ``a`` widened to f64, for every f32
+    (Payne-Hanek reduction without a table lookup): each chunk's product with ``a`` has at
+    most 48 significant bits, so it and its remainder mod 4 are exact in f64; their sum
+    keeps about 2^-48 absolute."""
+    total = None
+    for j, chunk in enumerate(TWO_OVER_PI_CHUNKS):
+        term = d.mul(a, d.const(chunk * 2.0 ** (-24 * (j + 1))))
+        term = d.sub(term, d.mul(d.floor(d.mul(term, d.const(0.25))), d.const(4.0)))
+        total = term if total is None else d.add(total, term)
+    return d.sub(total, d.mul(d.floor(d.mul(total, d.const(0.25))), d.const(4.0)))
+
+
+def _sin_quadrants_f32(e: Emitter, x: SSAValue, quarter_turns: int) -> SSAValue:
+    """``sin(|x| + quarter_turns * pi/2)`` for f32 ``x``, in f64: ``|x| = (n + f) * pi/2``
+    with integer ``n`` and |f| <= 1/2 (exact reduction, see ``_quarter_turns_f64``), then the
+    series of sin or cos of ``r = f * pi/2`` picked and signed by ``n``."""
+    d = e.sibling(f64)
+    turns = _quarter_turns_f64(d, d.abs(e.extend(x, f64)))
+    n, nf = d.round_to_integer(turns)
+    r = d.mul(d.sub(turns, nf), d.const(pymath.pi / 2))
+    r2 = d.mul(r, r)
+    sine, cosine = d.mul(r, d.poly(r2, SIN_SERIES)), d.poly(r2, COS_SERIES)
+    quadrant = d.iadd(n, d.iconst(quarter_turns))
+    odd = d._emit(arith.CmpiOp(d.iand(quadrant, 1), d.iconst(0), "ne"))  # noqa: SLF001
+    negative = d._emit(arith.CmpiOp(d.iand(quadrant, 2), d.iconst(0), "ne"))  # noqa: SLF001
+    value = d.select(odd, cosine, sine)
+    return d.truncate(d.select(negative, d._emit(arith.NegfOp(value)), value), f32)  # noqa: SLF001
+
+
+def sin_f32(e: Emitter, x: SSAValue) -> SSAValue:
+    """``sin(x)`` = sign(x) * sin(|x|), within 1e-7 absolute for every f32."""
+    value = _sin_quadrants_f32(e, x, 0)
+    return e.select(e.cmp("olt", x, e.const(0.0)), e._emit(arith.NegfOp(value)), value)  # noqa: SLF001
+
+
+def cos_f32(e: Emitter, x: SSAValue) -> SSAValue:
+    """``cos(x)`` = cos(|x|) = sin(|x| + pi/2), within 1e-7 absolute for every f32."""
+    return _sin_quadrants_f32(e, x, 1)
+
+
 def powf_f32(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     """``pow(a, b)`` for f32 with numpy's (C99's) special values, via f64 exp/log."""
     d = e.sibling(f64)
@@ -511,7 +565,7 @@ def replace_with(
 
 UNARY = {
     math.ExpOp: exp_f32, math.LogOp: log_f32, math.TanhOp: tanh_f32, math.ErfOp: erf_f32,
-    math.ExpM1Op: expm1_f32, math.Log1pOp: log1p_f32,
+    math.ExpM1Op: expm1_f32, math.Log1pOp: log1p_f32, math.SinOp: sin_f32, math.CosOp: cos_f32,
 }  # fmt: skip
 
 

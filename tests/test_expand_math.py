@@ -39,6 +39,8 @@ REFERENCE = {
     "expm1": np.expm1,
     "log1p": np.log1p,
     "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "sin": np.sin,
+    "cos": np.cos,
 }
 #: (relative, absolute) tolerance per op
 TOLERANCE = {
@@ -49,6 +51,8 @@ TOLERANCE = {
     "expm1": (2e-7, 0.0),
     "log1p": (2e-7, 0.0),
     "sigmoid": (0.0, 2e-7),
+    "sin": (0.0, 1e-7),
+    "cos": (0.0, 1e-7),
 }
 
 _CACHE: dict = {}
@@ -117,6 +121,8 @@ def inputs_for(op: str, shape, rng: np.random.Generator) -> np.ndarray:
     elif op == "log1p":  # tiny arguments both ways, near -1, huge ones
         x = rng.choice([-1, 1], shape) * np.exp(rng.uniform(-60, 0, shape))
         x = np.where(rng.random(shape) < 0.3, np.exp(rng.uniform(-10, 80, shape)), x)
+    elif op in ("sin", "cos"):  # tiny to huge: the reduction is exact for every f32
+        x = rng.uniform(-4, 4, shape) * np.exp(rng.uniform(-30, 86, shape))
     else:
         x = rng.uniform(-100, 100, shape)
     x = x.astype(np.float32).reshape(-1)
@@ -147,14 +153,14 @@ def test_unary_special_values(op: str) -> None:
         assert got[2] == 1 and got[3] == -1
 
 
-@pytest.mark.parametrize("op", ["exp", "log", "tanh", "erf", "expm1", "log1p"])
+@pytest.mark.parametrize("op", ["exp", "log", "tanh", "erf", "expm1", "log1p", "sin", "cos"])
 def test_unary_million_points(op: str, rng: np.random.Generator) -> None:
     """About 1e6 random points over [-100, 100] (log: |x|, and tiny/huge magnitudes)."""
     shape = (1000, 1001)
     x = rng.uniform(-100, 100, shape).astype(np.float32)
     if op == "log":
         x = np.abs(x) * np.exp(rng.uniform(-80, 80, shape)).astype(np.float32)
-    if op in ("expm1", "log1p"):
+    if op in ("expm1", "log1p", "sin", "cos"):
         x = inputs_for(op, shape, rng)
     got = compiled_unary(op, shape)(x)
     with np.errstate(all="ignore"):
@@ -162,12 +168,12 @@ def test_unary_million_points(op: str, rng: np.random.Generator) -> None:
     assert_matches(got, want, *TOLERANCE[op])
 
 
-def test_exp_tanh_expm1_log1p_over_a_sweep_of_all_floats() -> None:
+def test_exp_tanh_expm1_log1p_sin_cos_over_a_sweep_of_all_floats() -> None:
     """Every 251st f32 bit pattern (all magnitudes and signs, 17M values) through exp, tanh,
-    expm1 and log1p."""
+    expm1, log1p, sin and cos."""
     bits = np.arange(0, 1 << 32, 251, dtype=np.uint64).astype(np.uint32)
     x = bits.view(np.float32)[: (bits.size // 1000) * 1000].reshape(-1, 1000)
-    for op in ("exp", "tanh", "expm1", "log1p"):
+    for op in ("exp", "tanh", "expm1", "log1p", "sin", "cos"):
         got = compiled_unary(op, x.shape)(x)
         with np.errstate(all="ignore"):
             want = REFERENCE[op](x.astype(np.float64))
@@ -269,12 +275,12 @@ def _host_has_avx512() -> bool:
     return bool(llvm.get_host_cpu_features().get("avx512f", False))
 
 
-@pytest.mark.parametrize("op", ["exp", "tanh", "erf", "sigmoid", "log", "expm1", "log1p"])
+@pytest.mark.parametrize("op", ["exp", "tanh", "erf", "sigmoid", "log", "expm1", "log1p", "sin", "cos"])
 def test_kernel_is_vector_code_without_libm_calls(op: str) -> None:
     lib = compiled_unary(op, (64, 1024))
     asm = lib.assembly()
     calls = re.findall(r"\bcall[a-z]*\s+(\S+)", asm)
-    assert not [c for c in calls if re.search(r"exp|log|tanh|erf|pow", c)], calls
+    assert not [c for c in calls if re.search(r"exp|log|tanh|erf|pow|sin|cos", c)], calls
     if _host_has_avx512():
         assert "zmm" in asm
     else:
