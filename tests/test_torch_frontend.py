@@ -379,3 +379,35 @@ def test_in_place_slice_assignment(index):
     x = torch.randn(3, 6)
     module = from_exported_program(torch.export.export(Assign(), (x,)))
     np.testing.assert_array_equal(tk.build(module)(x.numpy()), Assign()(x).numpy())
+
+
+def test_inputs_updated_in_place_are_not_returned():
+    """torch.export returns an input's new value (x.add_) before the model's outputs: the
+    compiled model returns what the model returns, as torch eager does."""
+
+    class Bump(nn.Module):
+        def forward(self, x, y):
+            x.add_(1.5)
+            return x * y, y - 1
+
+    rng = np.random.default_rng()
+    x, y = (torch.from_numpy(rng.standard_normal((3, 5)).astype(np.float32)) for _ in range(2))
+    lib = tk.build(from_exported_program(torch.export.export(Bump(), (x.clone(), y))))
+    got = lib(x.numpy(), y.numpy())
+    assert len(got) == 2
+    np.testing.assert_allclose(got[0], ((x + 1.5) * y).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got[1], (y - 1).numpy(), rtol=1e-6)
+
+
+def test_buffers_updated_in_place_are_refused_by_name():
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("calls", torch.zeros(()))
+
+        def forward(self, x):
+            self.calls.add_(1)
+            return x * 2
+
+    with pytest.raises(TorchImportError, match="updates calls in place"):
+        from_exported_program(torch.export.export(Counter(), (torch.randn(3),)))

@@ -285,8 +285,25 @@ class _Importer:
             if node.op == "call_function" and not _is_dead(node):
                 self.call(node)
             elif node.op == "output":
-                outputs = _flatten_outputs(self.arg(node.args[0]))
+                outputs = _flatten_outputs(self.arg(self.user_outputs(node.args[0])))
         return self.builder.finish(*outputs)
+
+    def user_outputs(self, returned: Any) -> list[Any]:
+        """The values the model returns, without the new values of inputs it updates in
+        place (``x.add_(1)``: torch.export returns them first; a compiled model does not
+        write them back). A buffer or parameter updated in place (batch norm's running
+        statistics in train(), a KV cache) would not keep its new value between calls:
+        refused."""
+        from torch.export.graph_signature import OutputKind
+
+        specs = self.ep.graph_signature.output_specs
+        state = [s.target for s in specs if s.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION)]
+        if state:
+            raise TorchImportError(
+                f"the model updates {', '.join(state)} in place: a compiled model keeps no state between calls "
+                "(batch norm in train() updates its running statistics: export the model in eval())"
+            )
+        return [value for value, spec in zip(returned, specs, strict=True) if spec.kind != OutputKind.USER_INPUT_MUTATION]
 
 
 def _range_constraints(ep: Any, function: func.FuncOp) -> dict[str, tuple[int, int | None]]:
