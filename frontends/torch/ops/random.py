@@ -5,8 +5,9 @@ log_normal, cauchy), randperm, multinomial, and dropout / rrelu in training mode
 Every one is built from ``graph.random`` draws (uniform [0, 1) or standard normal, see
 ``dialects/graph/random.py``) and ordinary graph arithmetic. The numbers follow the
 same distributions as torch's, not torch's sequence: a compiled model has its own
-generator (``lib.manual_seed``), and every call draws new numbers. A ``generator``
-argument is refused (the model's state is the generator).
+generator (``lib.manual_seed``), and every call draws new numbers. An explicit
+``generator`` is refused (the model's state is the generator; torch exports most such calls
+as their own ``.generator`` overloads, which are named as unsupported).
 """
 
 from __future__ import annotations
@@ -30,12 +31,15 @@ def _no_generator(generator) -> None:
         raise NotImplementedError("an explicit torch.Generator is not supported: the compiled model has its own (lib.manual_seed)")
 
 
+def _draw_dtype(dtype: np.dtype) -> type:
+    """float64 is drawn as such, every other dtype from float32 draws."""
+    return np.float64 if np.dtype(dtype) == np.float64 else np.float32
+
+
 def _draw(ctx: ImportContext, distribution: str, shape, dtype: np.dtype, candidates: Sequence[SSAValue] = ()) -> SSAValue:
-    """``distribution`` numbers of ``shape`` in ``dtype`` (float64 drawn as such, every
-    other dtype from float32 draws)."""
-    draw_dtype = np.float64 if np.dtype(dtype) == np.float64 else np.float32
+    """``distribution`` numbers of ``shape`` in ``dtype``."""
     sources = ctx.dim_sources(shape, candidates) if any(isinstance(d, str) for d in shape) else []
-    return ctx.cast(ctx.b.draw(distribution, tuple(shape), draw_dtype, sources), dtype)
+    return ctx.cast(ctx.b.draw(distribution, tuple(shape), _draw_dtype(dtype), sources), dtype)
 
 
 def _like(ctx: ImportContext, node, distribution: str, candidates: Sequence[SSAValue] = ()) -> SSAValue:
@@ -45,9 +49,11 @@ def _like(ctx: ImportContext, node, distribution: str, candidates: Sequence[SSAV
 
 def _affine(ctx: ImportContext, x: SSAValue, scale, shift) -> SSAValue:
     """``x * scale + shift``: numbers or tensors (cast to ``x``'s type)."""
-    b = ctx.b
-    as_value = lambda v: ctx.cast(v, np.dtype(_dtype(x))) if isinstance(v, SSAValue) else ctx.scalar(v, x)  # noqa: E731
-    return b.add(b.mul(x, as_value(scale)), as_value(shift))
+
+    def as_value(v):
+        return ctx.cast(v, _dtype(x)) if isinstance(v, SSAValue) else ctx.scalar(v, x)
+
+    return ctx.b.add(ctx.b.mul(x, as_value(scale)), as_value(shift))
 
 
 def _dtype(x: SSAValue) -> np.dtype:
@@ -55,14 +61,12 @@ def _dtype(x: SSAValue) -> np.dtype:
 
 
 @converter("aten.rand.default")
-def rand(ctx: ImportContext, node, size, *, generator=None, **kwargs):
-    _no_generator(generator)
+def rand(ctx: ImportContext, node, size, **kwargs):
     return _like(ctx, node, "uniform")
 
 
 @converter("aten.randn.default")
-def randn(ctx: ImportContext, node, size, *, generator=None, **kwargs):
-    _no_generator(generator)
+def randn(ctx: ImportContext, node, size, **kwargs):
     return _like(ctx, node, "normal")
 
 
@@ -86,14 +90,12 @@ def _integers(ctx: ImportContext, node, low: int, high: int, candidates: Sequenc
 
 
 @converter("aten.randint.default")
-def randint(ctx: ImportContext, node, high, size, *, generator=None, **kwargs):
-    _no_generator(generator)
+def randint(ctx: ImportContext, node, high, size, **kwargs):
     return _integers(ctx, node, 0, high)
 
 
 @converter("aten.randint.low")
-def randint_low(ctx: ImportContext, node, low, high, size, *, generator=None, **kwargs):
-    _no_generator(generator)
+def randint_low(ctx: ImportContext, node, low, high, size, **kwargs):
     return _integers(ctx, node, low, high)
 
 
@@ -167,7 +169,7 @@ def cauchy(ctx: ImportContext, node, x, median=0.0, sigma=1.0, *, generator=None
 
 def _bernoulli(ctx: ImportContext, node, probability, candidates: Sequence[SSAValue]) -> SSAValue:
     """1 with ``probability`` (a number or a tensor), else 0, in the node's dtype."""
-    u = _draw(ctx, "uniform", ctx.shape(node), np.float64 if ctx.dtype(node) == np.float64 else np.float32, candidates)
+    u = _draw(ctx, "uniform", ctx.shape(node), _draw_dtype(ctx.dtype(node)), candidates)
     p = ctx.cast(probability, _dtype(u)) if isinstance(probability, SSAValue) else ctx.scalar(probability, u)
     return ctx.cast(ctx.b.compare(u, p, "lt"), ctx.dtype(node))
 
@@ -185,9 +187,8 @@ def bernoulli_p(ctx: ImportContext, node, x, p=0.5, *, generator=None):
 
 
 @converter("aten.randperm.default")
-def randperm(ctx: ImportContext, node, n, *, generator=None, **kwargs):
+def randperm(ctx: ImportContext, node, n, **kwargs):
     """The order that sorts n uniform float64 draws (ties: about n**2 / 2**54)."""
-    _no_generator(generator)
     if not isinstance(n, int):
         raise NotImplementedError(f"randperm of a size computed in the model ({n}) is not supported")
     u = _draw(ctx, "uniform", (n,), np.float64)
@@ -202,7 +203,7 @@ def multinomial(ctx: ImportContext, node, probs, num_samples, replacement=False,
     _no_generator(generator)
     b, shape = ctx.b, shape_of(probs.type)
     categories = shape[-1]
-    weights = ctx.cast(probs, np.float64 if _dtype(probs) == np.float64 else np.float32)
+    weights = ctx.cast(probs, _draw_dtype(_dtype(probs)))
     if not replacement:
         if isinstance(categories, str) or num_samples > categories:
             raise ValueError(f"multinomial: {num_samples} samples without replacement of {categories} categories")
