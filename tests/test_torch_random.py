@@ -223,3 +223,36 @@ def test_random_ops_inside_control_flow_are_refused_by_name():
     ep = torch.export.export(Model(), (torch.randn(3, 4),))
     with pytest.raises(Exception, match="random numbers inside control flow"):
         from_exported_program(ep)
+
+
+ALPHA = 1.7580993408473766  # SELU's negative saturation, -alpha * scale
+
+
+@pytest.mark.parametrize("flavour, per_channel, alpha", [
+    (torch.nn.functional.dropout2d, True, False),
+    (torch.nn.functional.feature_alpha_dropout, True, True),
+    (torch.nn.functional.alpha_dropout, False, True),
+])
+def test_dropout_flavours_without_decomposition(flavour, per_channel, alpha):
+    """aten.feature_dropout / alpha_dropout / feature_alpha_dropout kept whole: dropped
+    elements take 0 (alpha: the saturation value, scaled), kept ones x / (1 - p) (alpha:
+    a * x + alpha * a * p); a channel's elements share their decision when per channel."""
+    p = 0.4
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return flavour(x, p, training=True)
+
+    x = torch.randn(6, 40, 9, 11)
+    y = tk.build(from_exported_program(torch.export.export(Model(), (x,)), decompose=False))(x.numpy())
+    if alpha:
+        a = 1 / math.sqrt((ALPHA**2 * p + 1) * (1 - p))
+        kept_value, dropped_value = a * x.numpy() + ALPHA * a * p, np.full(y.shape, ALPHA * a * (p - 1))
+    else:
+        kept_value, dropped_value = x.numpy() / (1 - p), np.zeros(y.shape)
+    kept = np.isclose(y, kept_value, rtol=1e-5, atol=1e-5)
+    dropped = np.isclose(y, dropped_value, rtol=1e-5, atol=1e-5)
+    assert np.all(kept | dropped)
+    assert _close(dropped.mean(), p, 0.5, 240 if per_channel else y.size)
+    channel_decisions = kept.reshape(6, 40, -1)
+    assert np.all(channel_decisions == channel_decisions[:, :, :1]) == per_channel

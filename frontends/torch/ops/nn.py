@@ -198,16 +198,22 @@ def group_norm(ctx: ImportContext, node, x, weight, bias, batch, channels, spati
     return (y, b.reshape(mean, (shape[0], groups)), b.reshape(rstd, (shape[0], groups)))
 
 
-@converter(
-    "aten.dropout.default", "aten.feature_dropout.default", "aten.alpha_dropout.default",
-    "aten.feature_alpha_dropout.default",
-)
-def dropout(ctx: ImportContext, node, x, p, train):
-    """Identity in eval(); in training, random keep-masks (``ops/random.py``)."""
-    if not train or p == 0:
-        return x
-    name = str(node.target)
-    return training_dropout(ctx, x, p, per_channel="feature" in name, alpha="alpha" in name)[0]
+def _dropout(per_channel: bool, alpha: bool):
+    """The converter of one dropout flavour: identity in eval(), random keep-masks in
+    training (``ops/random.py``)."""
+
+    def convert(ctx: ImportContext, node, x, p, train):
+        if not train or p == 0:
+            return x
+        return training_dropout(ctx, x, p, per_channel=per_channel, alpha=alpha)[0]
+
+    return convert
+
+
+converter("aten.dropout.default")(_dropout(per_channel=False, alpha=False))
+converter("aten.feature_dropout.default")(_dropout(per_channel=True, alpha=False))
+converter("aten.alpha_dropout.default")(_dropout(per_channel=False, alpha=True))
+converter("aten.feature_alpha_dropout.default")(_dropout(per_channel=True, alpha=True))
 
 
 @converter("aten.native_dropout.default")
