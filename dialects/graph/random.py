@@ -63,10 +63,8 @@ STATE_SHAPE = (2,)
 
 def mix64(z: int) -> int:
     """SplitMix64's finaliser on a Python int (mod 2**64)."""
-    z &= MASK64
-    z = ((z ^ (z >> MIX_SHIFTS[0])) * MIX_MULTIPLIERS[0]) & MASK64
-    z = ((z ^ (z >> MIX_SHIFTS[1])) * MIX_MULTIPLIERS[1]) & MASK64
-    return z ^ (z >> MIX_SHIFTS[2])
+    with np.errstate(over="ignore"):
+        return int(_mix64_array(np.uint64(z & MASK64)))
 
 
 def axis_multiplier(distance: int) -> int:
