@@ -131,6 +131,8 @@ GPU_STRATEGIES: tuple[tuple[str, tuple[Strategy, ...]], ...] = (
     # an implicit GEMM; grouped convolutions (no row/column split): register tiles over
     # the output's rows and columns
     ("conv2d", (gemm_shared, gemm)),
+    # rows reading the matrices of their groups: no shared tile of B is common to a block
+    ("grouped_matmul", (gemm,)),
 )
 
 

@@ -26,6 +26,7 @@ A = torch.ops.aten
 from tensorkiln.frontends.torch import TorchImportError, from_exported_program
 from tensorkiln.frontends.torch.importer import _decompose
 from tensorkiln.frontends.torch.registry import CONVERTERS
+from moe_ops import grouped_mm_fallback  # noqa: E402
 from torch_op_cases import CaseTable, Fn, check, overloads, qualified  # noqa: E402
 
 # -- inputs: each maker is rng -> a fresh torch tensor --------------------------------------------
@@ -360,6 +361,40 @@ class Linears(nn.Module):
         return self.fc(x), self.no_bias(x), F.linear(x, w, b), F.linear(x[0], w), F.linear(x[0, 0], w, b), self.fc(x[None])
 
 
+def offsets(total: int, groups: int):
+    """Sorted int32 ends of ``groups`` consecutive groups covering ``total`` positions,
+    the second group empty (torch leaves positions past the last end unset)."""
+
+    def make(rng):
+        ends = np.sort(rng.integers(0, total + 1, groups))
+        ends[1], ends[-1] = ends[0], total
+        return torch.from_numpy(ends.astype(np.int32))
+
+    return make
+
+
+def small_ints(*shape):
+    """Floats holding small integers: sums of their products are exact in any order."""
+    return lambda rng: torch.from_numpy(rng.integers(-4, 5, shape).astype(np.float32))
+
+
+def _grouped_mm(rows, experts, columns, weights, row_ends, column_ends):
+    """torch._grouped_mm's four forms, in bfloat16 (torch exports no other dtype) on
+    small integers (exact, whatever the order of the sums): rows by group
+    (mixture-of-experts), columns by group, the contraction by group, and a batch."""
+    rows, experts, columns, weights = (t.bfloat16() for t in (rows, experts, columns, weights))
+    products = (
+        F.grouped_mm(rows, experts, offs=row_ends), F.grouped_mm(weights, columns, offs=column_ends),
+        F.grouped_mm(columns, columns.T.contiguous(), offs=column_ends), F.grouped_mm(weights, experts),
+        F.grouped_mm(rows, experts, offs=row_ends, out_dtype=torch.bfloat16),
+    )  # fmt: skip
+    return tuple(p.float() for p in products)
+
+
+def _transformers_grouped_mm(rows, experts, ends):
+    return grouped_mm_fallback(rows, experts, offs=ends) * 2
+
+
 LINALG = [
     case("mm-addmm", _mm, (f32(3, 4), f32(4, 5), f32(5), f32(3, 5)), "mm.default", "addmm.default"),
     case("mm-addmm-f64", _mm, (f64(3, 4), f64(4, 5), f64(5), f64(3, 5))),
@@ -371,6 +406,10 @@ LINALG = [
          (f32(4, 6), f32(3, 4, 5), f32(3, 5, 6)), "addbmm.default"),
     case("bilinear", nn.Bilinear(5, 6, 4), (f32(3, 5), f32(3, 6)), "_trilinear.default"),
     case("bilinear-batched", lambda a, b, w: F.bilinear(a, b, w), (f32(2, 3, 5), f32(2, 3, 6), f32(4, 5, 6))),
+    case("grouped-mm", _grouped_mm, (*(small_ints(*s) for s in ((13, 8), (4, 8, 16), (8, 24), (4, 5, 8))), offsets(13, 4), offsets(24, 4)),
+         "_grouped_mm.default"),
+    case("grouped-mm-transformers", _transformers_grouped_mm, (f32(13, 8), f32(4, 8, 12), offsets(13, 4)),
+         "transformers.grouped_mm_fallback.default"),
     case("pdist", lambda x: (F.pdist(x), F.pdist(x, 1), F.pdist(x, 3), F.pdist(x, float("inf"))), (f32(6, 5),),
          "_pdist_forward.default"),
 ]  # fmt: skip

@@ -5,6 +5,7 @@ Examples::
     %c = graph.matmul %a, %b : tensor<16x8xf32>, tensor<8x32xf32> -> tensor<16x32xf32>
     %c = graph.batch_matmul %a, %b : tensor<4x16x8xf32>, tensor<1x8x32xf32> -> tensor<4x16x32xf32>
     %y = graph.dense %x, %w, %bias : tensor<1x784xf32>, tensor<512x784xf32>, tensor<512xf32> -> tensor<1x512xf32>
+    %y = graph.grouped_matmul %x, %w, %groups : tensor<12x64xf32>, tensor<8x64x32xf32>, tensor<12xi32> -> tensor<12x32xf32>
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ from .base import (
     OpPatternKind,
     expect_rank,
     expect_same_element,
+    operand_element,
     operand_shape,
 )
-from .types import broadcast_shapes, is_bool, tensor_type
+from .types import broadcast_shapes, is_bool, is_int, tensor_type
 
 
 def _check_contraction(k_lhs, k_rhs) -> None:
@@ -138,3 +140,51 @@ class DenseOp(GraphOp):
     def reference(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
         y = np.matmul(x, w.T)
         return y + bias if bias is not None else y
+
+
+@irdl_op_definition
+class GroupedMatMulOp(GraphOp):
+    """Each row times the matrix its group selects (mixture-of-experts layers):
+    ``lhs (S, K) x rhs (G, K, N), groups (S,) -> (S, N)`` with
+    ``result[s] = lhs[s] @ rhs[groups[s]]``, and a zero row where ``groups[s]`` is outside
+    ``[0, G)`` (torch's ``_grouped_mm`` leaves rows past its last offset unset). Rows need
+    not be sorted by group; the weights are read in place, never gathered per row.
+
+    Example::
+
+        %y = graph.grouped_matmul %x, %w, %g : tensor<12x64xf32>, tensor<8x64x32xf32>, tensor<12xi32> -> tensor<12x32xf32>
+    """
+
+    name = "graph.grouped_matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    groups = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$lhs `,` $rhs `,` $groups attr-dict `:` type($lhs) `,` type($rhs) `,` type($groups) `->` type($result)"
+    )
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OUT_ELEMWISE_FUSABLE
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, groups: SSAValue | Operation):
+        self._build([lhs, rhs, groups])
+
+    def infer_result_type(self) -> TensorType:
+        a, b, g = operand_shape(self.lhs), operand_shape(self.rhs), operand_shape(self.groups)
+        expect_rank("lhs", a, 2)
+        expect_rank("rhs", b, 3)
+        expect_rank("groups", g, 1)
+        _check_contraction(a[1], b[1])
+        if g[0] != a[0]:
+            raise VerifyException(f"groups must have one entry per row of lhs ({a[0]}), got {g[0]}")
+        if not is_int(operand_element(self.groups)):
+            raise VerifyException(f"groups must be an integer tensor, got {self.groups.type}")
+        element = expect_same_element("lhs and rhs", self.lhs.type, self.rhs.type)
+        if is_bool(element):
+            raise VerifyException("operands must be numeric, got i1")
+        return tensor_type((a[0], b[2]), element)
+
+    def reference(self, a: np.ndarray, b: np.ndarray, groups: np.ndarray) -> np.ndarray:
+        valid = (groups >= 0) & (groups < b.shape[0])
+        rows = np.einsum("sk,skn->sn", a, b[np.where(valid, groups, 0)])
+        return np.where(valid[:, None], rows, 0).astype(a.dtype)

@@ -126,6 +126,13 @@ class ImportContext:
                 return found
         raise NotImplementedError(f"the symbolic dims {sorted(needed)} of {format_shape(shape)} are not dims of any input")
 
+    def positions(self, length: Dim, candidates: Sequence[SSAValue] = ()) -> SSAValue:
+        """``0 .. length - 1`` as int64: a constant when ``length`` is static, else a
+        ``graph.arange`` whose size comes from ``candidates`` or the inputs."""
+        if isinstance(length, int):
+            return self.constant(np.arange(length, dtype=np.int64))
+        return self.b.arange(length, 0, 1, element_type_of(np.int64), self.dim_sources((length,), candidates))
+
     def size_value(self, dim: Dim) -> SSAValue:
         """A 0-d int64 tensor holding ``dim`` (a size the model computes with, ``x.shape[1] - 1``):
         each symbol is the sum of a ones vector that long, the expression graph arithmetic."""

@@ -1,7 +1,9 @@
-"""TE rules of matmul, batch_matmul and dense: a sum over the contraction axis."""
+"""TE rules of matmul, batch_matmul, dense and grouped_matmul: a sum over the contraction axis."""
 
 from __future__ import annotations
 
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, i1
 from xdsl.ir import SSAValue
 
 from ...dialects.graph import linalg
@@ -57,3 +59,20 @@ def dense(t: TEBuilder, op: linalg.DenseOp) -> SSAValue:
         return s.add(acc, s.read(bias[0], [n])) if bias else acc
 
     return t.compute("dense", op.result.type, inputs, element)
+
+
+@compute_rule(linalg.GroupedMatMulOp)
+def grouped_matmul(t: TEBuilder, op: linalg.GroupedMatMulOp) -> SSAValue:
+    """Row ``i`` reads the matrix of its group (clamped into range, so never out of
+    bounds) and is zero when the group is out of range."""
+
+    def element(s: Scalar, idx, ins):
+        (i, j), (a, b, groups) = idx, ins
+        group = s.math(arith.IndexCastOp, s.read(groups, [i]), IndexType())
+        count = s.dim(b, 0)
+        valid = s.select(s.cmp("lt", group, s.index(0)), s.const(False, i1), s.cmp("lt", group, count))
+        at = s.clamp(group, s.index(0), s.sub(count, s.index(1)))
+        acc = _dot(s, a, lambda k: [i, k], b, lambda k: [at, k, j], s.dim(a, 1))
+        return s.select(valid, acc, s.const(0, a.type.element_type))
+
+    return t.compute("grouped_matmul", op.result.type, [op.lhs, op.rhs, op.groups], element)

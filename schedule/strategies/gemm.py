@@ -170,6 +170,23 @@ def gemm(
                 pass
 
 
+@register_strategy(
+    "grouped_gemm_register_tile",
+    ops=("grouped_matmul",),
+    plevel=15,
+    applies=is_gemm,
+    decisions={"rows": (1, 2, 4, 6, 8), "vectors": (1, 2, 3, 4), "panel_first": (False, True)},
+)
+def grouped_gemm(
+    s: Schedule, info: KernelInfo, rows: int | None = None, vectors: int | None = None, panel_first: bool | None = None
+) -> None:
+    """The GEMM register tile on rows that each read their group's matrix: B's vectors
+    are loaded per row of the tile (rows of one tile may belong to different groups), so
+    no panel of B is packed. Rows sorted by group (mixture-of-experts dispatch) still
+    read the same B addresses from L1 within a group."""
+    gemm(s, info, rows=rows, vectors=vectors, panel_first=panel_first, pack_panel=False, fuse_rows=False)
+
+
 def _row_loops_fused(s: Schedule, info: KernelInfo) -> KernelInfo:
     """The output loops just before the columns that B (the operand read along the
     columns) does not depend on, fused into one row loop: a dense layer on (1, 7, 7, 768)
@@ -224,7 +241,7 @@ def index_sources(values) -> set[SSAValue]:
 #: graph ops that do not turn normal values into denormals in practice: products and
 #: (piecewise-)linear epilogues
 FLUSH_SAFE_OPS = frozenset(
-    {"matmul", "batch_matmul", "dense", "conv2d", "add", "sub", "mul", "neg", "relu", "max", "min", "reshape",
+    {"matmul", "batch_matmul", "grouped_matmul", "dense", "conv2d", "add", "sub", "mul", "neg", "relu", "max", "min", "reshape",
      "transpose", "broadcast_to"}
 )  # fmt: skip
 

@@ -122,13 +122,7 @@ def eye(ctx: ImportContext, node, n, m=None, **kwargs):
     dtype = ctx.dtype(node)
     if isinstance(rows, int) and isinstance(columns, int):
         return ctx.constant(np.eye(rows, columns, dtype=dtype))
-
-    def positions(length):
-        if isinstance(length, int):
-            return ctx.constant(np.arange(length, dtype=np.int64))
-        return ctx.b.arange(length, 0, 1, element_type_of(np.int64), ctx.dim_sources((length,)))
-
-    diagonal = ctx.b.compare(ctx.b.reshape(positions(rows), (rows, 1)), positions(columns), "eq")
+    diagonal = ctx.b.compare(ctx.b.reshape(ctx.positions(rows), (rows, 1)), ctx.positions(columns), "eq")
     return ctx.cast(diagonal, dtype)
 
 

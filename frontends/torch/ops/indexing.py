@@ -8,10 +8,13 @@ ones wrap as in torch.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from xdsl.dialects.builtin import i1
 
-from ....dialects.graph.types import broadcast_shapes, format_shape, is_float_dtype, numpy_dtype, shape_of
+from ....dialects.graph.types import Dim, broadcast_shapes, format_shape, is_float_dtype, numpy_dtype, shape_of
+from ....runtime import dim_arith
 from ..context import ImportContext, numpy_dtype_of_torch
 from ..registry import converter
 
@@ -82,12 +85,17 @@ def gather(ctx: ImportContext, node, x, dim, index, sparse_grad=False):
     return ctx.b.gather(x, index, dim % ctx.rank(x))
 
 
-def _wrap_clamp(ctx: ImportContext, index, size: int):
+def _wrap_clamp(ctx: ImportContext, index, size: Dim):
     """An i64 index tensor with negative entries wrapped and the rest clamped into [0, size)."""
     b = ctx.b
     index = ctx.cast(index, np.int64)
-    wrapped = b.where(b.compare(index, ctx.scalar(0, index), "lt"), b.add(index, ctx.scalar(size, index)), index)
-    return b.min(b.max(wrapped, ctx.scalar(0, index)), ctx.scalar(max(size - 1, 0), index))
+    if isinstance(size, int):
+        length, last = ctx.scalar(size, index), ctx.scalar(max(size - 1, 0), index)
+    else:
+        length = ctx.size_value(size)
+        last = b.max(b.sub(length, ctx.scalar(1, length)), ctx.scalar(0, length))
+    wrapped = b.where(b.compare(index, ctx.scalar(0, index), "lt"), b.add(index, length), index)
+    return b.min(b.max(wrapped, ctx.scalar(0, index)), last)
 
 
 @converter("aten.index.Tensor")
@@ -95,7 +103,7 @@ def index(ctx: ImportContext, node, x, indices):
     """``x[i0, i1, ...]`` with integer index tensors (``None`` for whole axes).
 
     One index tensor is a ``graph.take``. Several are combined into one linear index over
-    the indexed axes (which must be static), as torch's advanced indexing: the index
+    the indexed axes (static or symbolic), as torch's advanced indexing: the index
     shapes broadcast together, and their shape replaces the indexed axes in place when
     those are adjacent, or comes first when they are not.
     """
@@ -125,7 +133,7 @@ def _merge_indexed_axes(ctx: ImportContext, x, positions):
     """``x`` with its indexed axes brought together (first when they are not adjacent,
     as torch puts the index shape first) and merged into one axis; returns
     ``(merged, axis, linear index, permutation applied to x or None)``. The indexed
-    axes must be static."""
+    axes may be symbolic (their sizes then computed at run time)."""
     b = ctx.b
     axes = [axis for axis, _ in positions]
     x_shape = shape_of(x.type)
@@ -136,19 +144,15 @@ def _merge_indexed_axes(ctx: ImportContext, x, positions):
         x_shape = shape_of(x.type)
         axes = list(range(len(axes)))
     sizes = [x_shape[a] for a in axes]
-    if any(isinstance(d, str) for d in sizes):
-        raise NotImplementedError(
-            f"indexing the symbolic axes {axes} of {format_shape(x_shape)} with several index tensors"
-        )
     broadcast_shapes(*(shape_of(t.type) for _, t in positions))  # a clear error if they do not
     linear = None
-    stride = 1
+    stride: Dim = 1
     for size, (_, t) in reversed(list(zip(sizes, positions))):
         term = _wrap_clamp(ctx, t, size)
         if stride != 1:
-            term = b.mul(term, ctx.scalar(stride, term))
+            term = b.mul(term, ctx.scalar(stride, term) if isinstance(stride, int) else ctx.size_value(stride))
         linear = term if linear is None else b.add(term, linear)
-        stride *= size
+        stride = dim_arith.mul(stride, size)
     first = axes[0]
     merged = b.reshape(x, [*x_shape[:first], stride, *x_shape[first + len(axes) :]])
     return merged, first, linear, permutation
@@ -175,9 +179,7 @@ def index_put(ctx: ImportContext, node, x, indices, values, accumulate=False):
     # values broadcast to merged[..., linear, ...], the index shape flattened to one axis
     m_shape = shape_of(merged.type)
     index_shape = shape_of(linear.type)
-    count = int(np.prod(index_shape)) if all(isinstance(d, int) for d in index_shape) else None
-    if count is None:
-        raise NotImplementedError(f"index_put with a symbolic index shape {format_shape(index_shape)}")
+    count = functools.reduce(dim_arith.mul, index_shape, 1)
     before, after = m_shape[:first], m_shape[first + 1 :]
     updates = b.broadcast_to(values, [*before, *index_shape, *after])
     updates = b.reshape(updates, [*before, count, *after])
