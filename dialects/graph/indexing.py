@@ -38,6 +38,8 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     TensorType,
+    bf16,
+    f16,
     f32,
     i1,
     i64,
@@ -860,6 +862,8 @@ class ArangeOp(_ShapedSourceOp):
         return self.start.type
 
     def in_float32(self, operands: Sequence[SSAValue]) -> ArangeOp:
+        if self.element() not in (bf16, f16):  # only a source (giving sizes) was 16-bit
+            return super().in_float32(operands)
         (length,) = self.target_shape()
         return ArangeOp(length, scalar_value(self.start), scalar_value(self.step), f32, operands)
 

@@ -1,0 +1,161 @@
+"""``graph.grouped_matmul`` (each row times the matrix of its group: mixture-of-experts
+layers) compiled for the CPU and as emulated GPU kernels, checked against numpy; and a
+mixture-of-experts block written the way Hugging Face transformers writes it (top-k
+routing, rows sorted by expert, ``_grouped_mm`` or transformers' custom op, unsorted
+and summed per token) against torch eager, for symbolic token counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from strategy_helpers import chosen_strategies
+
+import tensorkiln as tk
+from tensorkiln.interpreter import interpret
+
+RNG = np.random.default_rng()
+
+
+def _module(rows, depth: int, columns: int, groups: int, dtype=np.float32, group_dtype=np.int32):
+    b = tk.GraphBuilder()
+    x = b.input("x", (rows, depth), dtype)
+    w = b.input("w", (groups, depth, columns), dtype)
+    g = b.input("g", (rows,), group_dtype)
+    return b.finish(b.grouped_matmul(x, w, g))
+
+
+def _reference(x, w, g):
+    valid = (g >= 0) & (g < w.shape[0])
+    want = np.einsum("sk,skn->sn", x.astype(np.float64), w[np.clip(g, 0, w.shape[0] - 1)].astype(np.float64))
+    return np.where(valid[:, None], want, 0)
+
+
+def _inputs(rows, depth, columns, groups, dtype=np.float32, sort=True):
+    x = RNG.standard_normal((rows, depth)).astype(dtype)
+    w = RNG.standard_normal((groups, depth, columns)).astype(dtype)
+    g = RNG.integers(-2, groups + 2, rows).astype(np.int32)  # some out of range: zero rows
+    return x, w, np.sort(g) if sort else g
+
+
+@pytest.mark.parametrize(
+    "rows, depth, columns, groups",
+    [(1, 1, 1, 1), (13, 7, 5, 3), (37, 29, 45, 5), (64, 96, 128, 8), (130, 33, 70, 17)],
+)
+def test_compiled_matches_numpy(rows, depth, columns, groups):
+    module = _module(rows, depth, columns, groups)
+    assert chosen_strategies(module)["grouped_matmul"] in {"grouped_gemm_register_tile", "reduce_rows"}
+    lib = tk.build(module)
+    for sort in (True, False):  # MoE dispatch sorts rows by expert; any order is allowed
+        x, w, g = _inputs(rows, depth, columns, groups, sort=sort)
+        got = lib(x, w, g)
+        assert got.shape == (rows, columns) and got.dtype == np.float32
+        np.testing.assert_allclose(got, _reference(x, w, g), rtol=1e-5, atol=1e-5 * depth)
+        assert not got[(g < 0) | (g >= groups)].any()
+
+
+def test_symbolic_rows_and_the_interpreter():
+    module = _module("s", 24, 20, 6, np.float64, np.int64)
+    lib = tk.build(module)
+    for rows in (1, 9, 50):
+        x, w, g = _inputs(rows, 24, 20, 6, np.float64)
+        g = g.astype(np.int64)
+        got = lib(x, w, g)
+        np.testing.assert_allclose(got, _reference(x, w, g), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(interpret(module)(x, w, g), got, rtol=1e-12, atol=1e-12)
+
+
+def test_verifier_names_what_is_wrong():
+    b = tk.GraphBuilder()
+    x, w = b.input("x", (5, 4)), b.input("w", (3, 4, 6))
+    with pytest.raises(Exception, match="one entry per row of lhs"):
+        b.grouped_matmul(x, w, b.input("g", (4,), np.int32))
+    with pytest.raises(Exception, match="groups must be an integer tensor"):
+        b.grouped_matmul(x, w, b.input("gf", (5,)))
+    with pytest.raises(Exception, match="contraction dims differ"):
+        b.grouped_matmul(x, b.input("w2", (3, 5, 6)), b.input("g2", (5,), np.int32))
+
+
+# -- the GPU path, without a GPU -------------------------------------------------------
+
+
+def test_emulated_gpu_kernels_match_the_cpu():
+    from tensorkiln.backends.cuda.pipeline import build_emulated
+
+    module = _module("s", 40, 70, 5)
+    x, w, g = _inputs(67, 40, 70, 5, sort=False)
+    got = build_emulated(module)(x, w, g)
+    np.testing.assert_allclose(got, _reference(x, w, g), rtol=1e-5, atol=1e-4)
+
+
+def test_emitted_cuda_compiles(tmp_path):
+    import test_cuda_nvcc
+
+    if test_cuda_nvcc.NVCC is None:
+        pytest.skip("nvcc is not installed (CUDA toolkit); nothing to compile with")
+    source = tk.emit_source(_module("s", 40, 70, 5), target="cuda -arch=sm_90")
+    assert "grouped_matmul" in source
+    test_cuda_nvcc.compile_all({"grouped_matmul": source}, tmp_path)
+
+
+# -- mixture-of-experts blocks from torch ------------------------------------------------
+
+torch = pytest.importorskip("torch", reason="the torch frontend tests need torch")
+F = torch.nn.functional
+
+from moe_ops import grouped_mm_fallback  # noqa: E402
+
+from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
+
+
+class MixtureOfExperts(torch.nn.Module):
+    """A sparse MoE feed-forward block as Hugging Face transformers (Mixtral, Qwen-MoE)
+    computes it: top-k experts per token, the (token, expert) pairs sorted by expert,
+    rows per expert counted (histc) and summed into offsets, a gated up projection and
+    a down projection as grouped products, weighted, unsorted and summed per token."""
+
+    def __init__(self, hidden: int, intermediate: int, experts: int, top_k: int, transformers_op: bool):
+        super().__init__()
+        self.router = torch.nn.Linear(hidden, experts, bias=False)
+        self.gate_up = torch.nn.Parameter(torch.randn(experts, hidden, 2 * intermediate) / hidden**0.5)
+        self.down = torch.nn.Parameter(torch.randn(experts, intermediate, hidden) / intermediate**0.5)
+        self.experts, self.top_k, self.transformers_op = experts, top_k, transformers_op
+
+    def product(self, rows, weights, offsets):
+        if self.transformers_op:
+            return grouped_mm_fallback(rows, weights, offs=offsets)
+        return F.grouped_mm(rows, weights, offs=offsets)
+
+    def forward(self, x):
+        tokens = x.shape[:-1]
+        x = x.reshape(-1, x.shape[-1])
+        # routed in float32: bfloat16 probabilities tie often, and ties may pick either expert
+        weights, experts = torch.topk(F.linear(x.float(), self.router.weight.float()).softmax(-1), self.top_k)
+        weights = (weights / weights.sum(-1, keepdim=True)).to(x.dtype)
+        order_experts, order = torch.sort(experts.reshape(-1))
+        rows = x[order // self.top_k]
+        counts = torch.histc(order_experts.float(), bins=self.experts, min=0, max=self.experts - 1)
+        offsets = torch.cumsum(counts, 0, dtype=torch.int32)
+        gate, up = self.product(rows, self.gate_up, offsets).chunk(2, -1)
+        out = self.product(F.silu(gate) * up, self.down, offsets) * weights.reshape(-1)[order, None]
+        unsorted = torch.empty_like(order)
+        unsorted[order] = torch.arange(order.shape[0])
+        return out[unsorted].reshape(*tokens, self.top_k, -1).sum(-2)
+
+
+@pytest.mark.parametrize("transformers_op", [True, False], ids=["transformers-op", "aten-grouped-mm"])
+def test_mixture_of_experts_block_for_any_token_count(transformers_op):
+    torch.manual_seed(int(RNG.integers(1 << 30)))
+    dtype = torch.float32 if transformers_op else torch.bfloat16  # torch exports _grouped_mm in bfloat16 only
+    model = MixtureOfExperts(24, 40, 6, 2, transformers_op).to(dtype).eval()
+    tokens = torch.export.Dim("tokens", min=2, max=256)
+    ep = torch.export.export(model, (torch.randn(2, 5, 24, dtype=dtype),), dynamic_shapes=({1: tokens},))
+    lib = tk.build(from_exported_program(ep))
+    for count in (3, 17, 64):
+        x = torch.randn(2, count, 24, dtype=dtype)
+        with torch.no_grad():
+            want = model(x).float().numpy()
+        got = lib(x)  # torch tensors in (bfloat16 ones too); numpy out (ml_dtypes.bfloat16)
+        assert got.shape == want.shape and got.dtype.name == str(dtype).removeprefix("torch.")
+        error = np.linalg.norm(got.astype(np.float32) - want) / np.linalg.norm(want)
+        # bfloat16: both compute each op in float32 and round its result (equal here)
+        assert error < (1e-6 if dtype == torch.float32 else 1e-2), error
