@@ -828,9 +828,9 @@ _NN_CORE = {
 
 
 def test_every_core_overload_has_a_case():
-    """Every overload registered in elementwise/linalg/shape/reduce.py, and the norm and pooling ones
+    """Every overload registered in elementwise/linalg/grouped/shape/reduce.py, and the norm and pooling ones
     of nn.py, is named by a case above (and each case checks that its program uses them)."""
-    modules = {f"tensorkiln.frontends.torch.ops.{m}" for m in ("elementwise", "linalg", "shape", "reduce")}
+    modules = {f"tensorkiln.frontends.torch.ops.{m}" for m in ("elementwise", "linalg", "grouped", "shape", "reduce")}
     registered = {name for name, fn in CONVERTERS.items() if fn.__module__ in modules} | _NN_CORE
     assert len(registered) > 90
     covered = {qualified(e) for e in COVERED}

@@ -149,6 +149,9 @@ class GroupedMatMulOp(GraphOp):
     ``result[s] = lhs[s] @ rhs[groups[s]]``, and a zero row where ``groups[s]`` is outside
     ``[0, G)`` (torch's ``_grouped_mm`` leaves rows past its last offset unset). Rows need
     not be sorted by group; the weights are read in place, never gathered per row.
+    A 3-d ``lhs (S, M, K)`` is S blocks of M rows, a group per block:
+    ``result[s] = lhs[s] @ rhs[groups[s]]`` of shape (S, M, N) (the rows of a block
+    share their matrix: a GEMM tile over them reads it once).
 
     Example::
 
@@ -171,20 +174,22 @@ class GroupedMatMulOp(GraphOp):
 
     def infer_result_type(self) -> TensorType:
         a, b, g = operand_shape(self.lhs), operand_shape(self.rhs), operand_shape(self.groups)
-        expect_rank("lhs", a, 2)
+        expect_rank("lhs", a, 2, 3)
         expect_rank("rhs", b, 3)
         expect_rank("groups", g, 1)
-        _check_contraction(a[1], b[1])
+        _check_contraction(a[-1], b[1])
         if g[0] != a[0]:
-            raise VerifyException(f"groups must have one entry per row of lhs ({a[0]}), got {g[0]}")
+            what = "row" if len(a) == 2 else "block"
+            raise VerifyException(f"groups must have one entry per {what} of lhs ({a[0]}), got {g[0]}")
         if not is_int(operand_element(self.groups)):
             raise VerifyException(f"groups must be an integer tensor, got {self.groups.type}")
         element = expect_same_element("lhs and rhs", self.lhs.type, self.rhs.type)
         if is_bool(element):
             raise VerifyException("operands must be numeric, got i1")
-        return tensor_type((a[0], b[2]), element)
+        return tensor_type((*a[:-1], b[2]), element)
 
     def reference(self, a: np.ndarray, b: np.ndarray, groups: np.ndarray) -> np.ndarray:
         valid = (groups >= 0) & (groups < b.shape[0])
-        rows = np.einsum("sk,skn->sn", a, b[np.where(valid, groups, 0)])
-        return np.where(valid[:, None], rows, 0).astype(a.dtype)
+        blocks = a.reshape(a.shape[0], -1, a.shape[-1])
+        rows = np.einsum("smk,skn->smn", blocks, b[np.where(valid, groups, 0)])
+        return np.where(valid[:, None, None], rows, 0).reshape(*a.shape[:-1], b.shape[2]).astype(a.dtype)

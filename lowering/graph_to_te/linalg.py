@@ -63,16 +63,16 @@ def dense(t: TEBuilder, op: linalg.DenseOp) -> SSAValue:
 
 @compute_rule(linalg.GroupedMatMulOp)
 def grouped_matmul(t: TEBuilder, op: linalg.GroupedMatMulOp) -> SSAValue:
-    """Row ``i`` reads the matrix of its group (clamped into range, so never out of
-    bounds) and is zero when the group is out of range."""
+    """Row (or block) ``i`` reads the matrix of its group (clamped into range, so never
+    out of bounds) and is zero when the group is out of range."""
 
     def element(s: Scalar, idx, ins):
-        (i, j), (a, b, groups) = idx, ins
+        (i, *rows, j), (a, b, groups) = idx, ins
         group = s.math(arith.IndexCastOp, s.read(groups, [i]), IndexType())
         count = s.dim(b, 0)
         valid = s.select(s.cmp("lt", group, s.index(0)), s.const(False, i1), s.cmp("lt", group, count))
         at = s.clamp(group, s.index(0), s.sub(count, s.index(1)))
-        acc = _dot(s, a, lambda k: [i, k], b, lambda k: [at, k, j], s.dim(a, 1))
+        acc = _dot(s, a, lambda k: [i, *rows, k], b, lambda k: [at, k, j], s.dim(a, len(idx) - 1))
         return s.select(valid, acc, s.const(0, a.type.element_type))
 
     return t.compute("grouped_matmul", op.result.type, [op.lhs, op.rhs, op.groups], element)

@@ -180,11 +180,49 @@ def gemm(
 def grouped_gemm(
     s: Schedule, info: KernelInfo, rows: int | None = None, vectors: int | None = None, panel_first: bool | None = None
 ) -> None:
-    """The GEMM register tile on rows that each read their group's matrix: B's vectors
-    are loaded per row of the tile (rows of one tile may belong to different groups), so
-    no panel of B is packed. Rows sorted by group (mixture-of-experts dispatch) still
-    read the same B addresses from L1 within a group."""
+    """The GEMM register tile on rows that each read their group's matrix ``B[g, k, j]``:
+    B's vectors are loaded per row of the tile (rows of one tile may belong to
+    different groups), so no panel is copied at run time. Constant weights (a model's
+    experts) whose columns the tile divides are re-laid out at compile time into each
+    group's contiguous column panels ``P[g, j / width, k, width]``: rows of B lie
+    ``width`` floats apart instead of N (512 rows x 512 -> 2048, 8 groups, 2 threads,
+    AVX2: 18.6 -> 11.9 ms). Blocks of rows sharing a group (a 3-d lhs) get a tile whose
+    rows divide the block, and read each vector of B once for the tile's rows."""
+    n = s.extent(info.output_loops[-1])
+    block = s.extent(info.output_loops[-2]) if len(info.output_loops) == 3 else None
+    if block is not None and rows is None and vectors is None:
+        rows, vectors = _block_tile(info, block, n)
+    vectors = vectors or column_vectors(n, info)
+    rows = rows or tile_rows(info, vectors)
+    weight = argument_read_as(
+        info, lambda arg, indices, j, k: arg in info.constant_args and len(indices) == 3 and indices[1:] == (k, j)
+    )
+    if weight is not None and n is not None and n % (vectors * info.lanes) == 0 and panel_first is None:
+        gemm_on_packed_panels(s, info, weight, [0, 2, 1, 3], 2, rows, vectors, fuse_rows=False)
+        return
     gemm(s, info, rows=rows, vectors=vectors, panel_first=panel_first, pack_panel=False, fuse_rows=False)
+
+
+def _block_tile(info: KernelInfo, block: int, columns: int | None) -> tuple[int | None, int | None]:
+    """(rows, vectors) of a register tile for blocks of ``block`` rows sharing a matrix:
+    rows dividing the block (a tile never spans two blocks, none computed twice), then
+    the most FMAs per load (A broadcasts + B vectors) among the tiles that fit the
+    registers and divide the columns. (None, None) if none does."""
+    choices = GEMM_VECTOR_CHOICES if info.vector_registers >= 32 else NARROW_VECTOR_CHOICES
+    best, best_score = (None, None), 0.0
+    for rows in range(min(block, MAX_ROWS), 0, -1):
+        if block % rows:
+            continue
+        for vectors in choices:
+            width = vectors * info.lanes
+            if rows * vectors > tile_accumulators(info, vectors):
+                continue
+            if columns is not None and columns % width and vectors > 1:
+                continue  # columns in whole tiles: a constant B packs into panels of the tile's width
+            score = rows * vectors / (rows + vectors)
+            if score > best_score:
+                best, best_score = (rows, vectors), score
+    return best
 
 
 def _row_loops_fused(s: Schedule, info: KernelInfo) -> KernelInfo:

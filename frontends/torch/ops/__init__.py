@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     dense_linalg,
     elementwise,
     grid_sample,
+    grouped,
     indexing,
     linalg,
     math,

@@ -1,0 +1,84 @@
+"""Mixture-of-experts feed-forward blocks (Mixtral / Qwen-MoE / OLMoE style, computed as
+Hugging Face transformers computes them: rows sorted by expert, grouped products):
+tensorkiln vs torch eager (``F.grouped_mm``) and torch.compile, 1 and 2 threads,
+interleaved; build, first run and steady state apart. Writes its table to BENCHMARKS.md
+(section ``moe``).
+
+    .venv/bin/python benchmarks/moe.py [--repeat 30] [--no-compile]
+
+The block is ``tests/moe_ops.py``'s (no transformers needed): float32, exported with
+transformers' ``grouped_mm_fallback`` op as transformers exports it, which tensorkiln
+compiles to ``graph.grouped_matmul`` (each row times its expert's matrix, the weights
+read in place).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))  # the MoE block and transformers' op
+from peers import load_average, time_workloads  # noqa: E402
+from report import machine, table, write_section  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from moe_ops import MixtureOfExperts  # noqa: E402
+
+from tensorkiln.executors import compile_cache  # noqa: E402
+
+
+def _block(name: str, tokens: int, hidden: int, intermediate: int, experts: int, top_k: int):
+    def make():
+        torch.manual_seed(0)
+        model = MixtureOfExperts(hidden, intermediate, experts, top_k, transformers_op=False).eval()
+        return name, model, (torch.randn(tokens, hidden),)
+
+    make.__name__ = name
+    return make
+
+
+CASES = [
+    _block("Mixtral-like: 8 experts top-2, d 512, ffn 1024, 256 tokens (prefill)", 256, 512, 1024, 8, 2),
+    _block("Mixtral-like: 8 experts top-2, d 512, ffn 1024, 4 tokens (decode)", 4, 512, 1024, 8, 2),
+    _block("OLMoE-like: 64 experts top-8, d 512, ffn 256, 128 tokens", 128, 512, 256, 64, 8),
+]
+
+
+def _relative_error(got, expected) -> list[str]:
+    error = float(np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-30))
+    return [f"{error:.1e}"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
+    args = parser.parse_args()
+    compile_cache.set_cache_dir(None)  # cold builds: no object code from an earlier run
+    rows = time_workloads(CASES, args.repeat, not args.no_compile, _relative_error)
+    body = [
+        "## Mixture-of-experts blocks: grouped products",
+        "",
+        f"`benchmarks/moe.py` on {machine()}; the block of `tests/moe_ops.py` in float32 (router, top-k,",
+        "rows sorted by expert, gated up projection and down projection as grouped products, weighted sum",
+        "per token); torch eager runs `F.grouped_mm`, torch.compile and torch.export take transformers'",
+        "`grouped_mm_fallback` op (a loop over experts), as transformers does. build = one cold `tk.build`",
+        f"(s), first run = its first call, steady state = medians of {args.repeat} calls per thread count, the",
+        "peers called in turn, thread counts alternating in 3 blocks. tk/x > 1: tensorkiln is slower.",
+        f"Load average at the end: {load_average()}.",
+        "",
+        table(
+            ["workload", "threads", "build (s)", "first run (ms)", "tensorkiln (ms)", "torch eager (ms)",
+             "torch.compile (ms)", "tk/torch", "tk/compile", "rel. L2 err"],
+            rows,
+        ),
+    ]
+    write_section("moe", "\n".join(body))
+
+
+if __name__ == "__main__":
+    main()
