@@ -64,6 +64,25 @@ def test_symbolic_rows_and_the_interpreter():
         np.testing.assert_allclose(interpret(module)(x, w, g), got, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("blocks, block, depth, columns", [(9, 8, 40, 64), (5, 6, 17, 30), (3, 1, 8, 16)])
+def test_blocks_of_rows_share_their_group(blocks, block, depth, columns):
+    """A 3-d lhs: a group per block of rows (how the torch converter lays out sorted rows)."""
+    groups = 4
+    b = tk.GraphBuilder()
+    w = RNG.standard_normal((groups, depth, columns)).astype(np.float32)  # a constant: packed panels
+    x, g = b.input("x", ("n", block, depth)), b.input("g", ("n",), np.int32)
+    module = b.finish(b.grouped_matmul(x, w, g))
+    lib = tk.build(module)
+    xs = RNG.standard_normal((blocks, block, depth)).astype(np.float32)
+    gs = RNG.integers(-1, groups + 1, blocks).astype(np.int32)
+    got = lib(xs, gs)
+    valid = (gs >= 0) & (gs < groups)
+    want = np.einsum("smk,skn->smn", xs.astype(np.float64), w[np.clip(gs, 0, groups - 1)].astype(np.float64))
+    assert got.shape == (blocks, block, columns)
+    np.testing.assert_allclose(got, np.where(valid[:, None, None], want, 0), rtol=1e-5, atol=1e-5 * depth)
+    np.testing.assert_allclose(interpret(module)(xs, gs), got, rtol=1e-5, atol=1e-5 * depth)
+
+
 def test_verifier_names_what_is_wrong():
     b = tk.GraphBuilder()
     x, w = b.input("x", (5, 4)), b.input("w", (3, 4, 6))
