@@ -235,6 +235,25 @@ def test_a_bounded_slice_is_checked_against_the_exported_range(tmp_path):
         deployed(np.zeros((2, 65), "f4"))
 
 
+class PositionTable(nn.Module):
+    """BERT's embeddings: a fixed table of positions (a static axis) cut to the input's
+    length (``table[:, :seq]``, ``table[:, start:seq:2]``, the last ``seq - 1``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.randn(1, 40, 4))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        return x + self.table[:, :seq], self.table[:, 1:seq:2] * 2, self.table[:, 40 - (seq - 1):]
+
+
+def test_static_axes_sliced_at_symbolic_bounds():
+    torch.manual_seed(3)
+    t = Dim("t", min=2, max=40)
+    _check_at_lengths(PositionTable(), (torch.randn(2, 9, 4),), ({1: t},), (2, 9, 40), [(1,)])
+
+
 def test_split_of_a_symbolic_axis_is_refused_by_name():
     """Pieces whose bounds are neither constants nor the end minus one (``s0`` of
     ``2*s0``) are not expressible yet: a clear error, not a wrong slice."""

@@ -2,12 +2,13 @@
 of each exported, imported, built and compared with torch eager.
 
     pip install transformers   # not a dependency of tensorkiln
-    python -m tensorkiln.tools.hf_sweep [--models llama,mixtral] > hf.txt
+    python -m tensorkiln.tools.hf_sweep [--models llama,mixtral] [--dynamic] > hf.txt
 
 One line per model: ``name STATUS detail`` with STATUS ``ok`` (every output within a
 relative L2 error of 1e-4; the errors are listed), ``mismatch``, ``export_fail``
-(torch.export itself failed: not ours) or ``error`` (the stage and the message). A
-summary by status ends the run. Configurations are tiny (hidden size 32, two layers) so
+(torch.export itself failed: not ours) or ``error`` (the stage and the message); with
+``--dynamic`` token models are exported for any sequence length and run at 5, 13 and 40
+tokens (others report ``static``). A summary by status ends the run. Configurations are tiny (hidden size 32, two layers) so
 that the whole survey takes minutes; the weights are random.
 """
 
@@ -147,8 +148,37 @@ def _tensors(value: Any) -> list[Any]:
     return []
 
 
-def check(make: Callable[[], tuple[Any, dict]]) -> tuple[str, str]:
-    """(status, detail) of one model."""
+#: token inputs whose sequence axis (1) is symbolic with ``--dynamic``
+SEQUENCE_INPUTS = ("input_ids", "attention_mask", "decoder_input_ids")
+
+
+def _dynamic_shapes(inputs: dict) -> dict | None:
+    """A symbolic sequence length per token input (the decoder's its own), or None."""
+    import torch
+
+    if not any(name in inputs for name in SEQUENCE_INPUTS):
+        return None
+    encoder, decoder = torch.export.Dim("sequence", min=2, max=64), torch.export.Dim("target", min=2, max=64)
+    return {
+        name: ({1: decoder if name == "decoder_input_ids" else encoder} if name in SEQUENCE_INPUTS else None)
+        for name in inputs
+    }
+
+
+def _resized(inputs: dict, length: int) -> dict:
+    """The token inputs cut or tiled to ``length`` (the decoder's to ``length - 2``)."""
+    out = {}
+    for name, t in inputs.items():
+        if name in SEQUENCE_INPUTS:
+            n = length - 2 if name == "decoder_input_ids" else length
+            t = t.repeat(1, -(-n // t.shape[1]))[:, :n]
+        out[name] = t
+    return out
+
+
+def check(make: Callable[[], tuple[Any, dict]], dynamic: bool = False) -> tuple[str, str]:
+    """(status, detail) of one model; with ``dynamic``, exported for any sequence length
+    and run at three."""
     import torch
 
     import tensorkiln as tk
@@ -160,26 +190,31 @@ def check(make: Callable[[], tuple[Any, dict]]) -> tuple[str, str]:
         model.eval()
         if hasattr(model, "config"):
             model.config.use_cache = False
-        with torch.no_grad():
-            want = [t.numpy() for t in _tensors(model(**inputs))]
+        shapes = _dynamic_shapes(inputs) if dynamic else None
+        if dynamic and shapes is None:
+            return "static", "no token inputs"
         stage = "export"
         try:
-            program = torch.export.export(model, (), inputs, strict=False)
+            program = torch.export.export(model, (), inputs, dynamic_shapes=shapes, strict=False)
         except Exception as error:  # torch's failure, not ours
             return "export_fail", f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
         stage = "import"
         module = from_exported_program(program)
         stage = "build"
         lib = tk.build(module)
-        stage = "run"
-        got = lib(*(t.numpy() for t in inputs.values()))
-        got = list(got) if isinstance(got, tuple) else [got]
+        errors = []
+        for run in [inputs] if shapes is None else [_resized(inputs, n) for n in (5, 13, 40)]:
+            stage = "run"
+            with torch.no_grad():
+                want = [t.numpy() for t in _tensors(model(**run))]
+            got = lib(*(t.numpy() for t in run.values()))
+            got = list(got) if isinstance(got, tuple) else [got]
+            if len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want)):
+                sizes = [g.shape for g in got], [w.shape for w in want]
+                return "mismatch", f"outputs {sizes[0]}, torch {sizes[1]}"
+            errors += [float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30)) for g, w in zip(got, want)]
     except Exception as error:
         return "error", f"{stage}: {type(error).__name__}: {' | '.join(str(error).splitlines()[:3])[:300]}"
-    if len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want)):
-        shapes = [g.shape for g in got], [w.shape for w in want]
-        return "mismatch", f"outputs {shapes[0]}, torch {shapes[1]}"
-    errors = [float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30)) for g, w in zip(got, want)]
     status = "ok" if max(errors, default=0.0) < 1e-4 else "mismatch"
     return status, "rel. L2 errors " + " ".join(f"{e:.1e}" for e in errors)
 
@@ -187,6 +222,7 @@ def check(make: Callable[[], tuple[Any, dict]]) -> tuple[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", help="comma-separated names (default: all)")
+    parser.add_argument("--dynamic", action="store_true", help="a symbolic sequence length (token models)")
     args = parser.parse_args()
     try:
         import torch
@@ -202,7 +238,7 @@ def main() -> None:
     counts: Counter[str] = Counter()
     for name in names:
         start = time.perf_counter()
-        status, detail = check(cases[name])
+        status, detail = check(cases[name], args.dynamic)
         counts[status] += 1
         print(f"{name} {status} {detail} ({time.perf_counter() - start:.1f} s)", flush=True)
     print("summary:", ", ".join(f"{status} {n}" for status, n in counts.most_common()))

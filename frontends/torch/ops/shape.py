@@ -59,7 +59,26 @@ def cat(ctx: ImportContext, node, tensors, dim=0):
 
 @converter("aten.slice.Tensor", "aten.slice_copy.Tensor")
 def slice_(ctx: ImportContext, node, x, dim=0, start=None, end=None, step=1):
+    dim = dim % ctx.rank(x)
+    if isinstance(shape_of(x.type)[dim], int) and (isinstance(start, str) or isinstance(end, str)):
+        return _slice_by_positions(ctx, node, x, dim, start, step)
     return ctx.b.slice(x, [start], [end], [dim], [step])
+
+
+def _slice_by_positions(ctx: ImportContext, node, x, dim: int, start, step: int):
+    """A static axis sliced at bounds computed from sizes (BERT's
+    ``position_ids[:, :seq_len]``): a gather of ``start + step * i`` for the ``i`` of
+    the length torch computed (symbolic)."""
+    size = shape_of(x.type)[dim]
+    length = ctx.shape(node)[dim]
+    positions = ctx.positions(length, [x])
+    if step != 1:
+        positions = ctx.b.mul(positions, ctx.scalar(step, positions))
+    if isinstance(start, str):
+        positions = ctx.b.add(positions, ctx.size_value(start))
+    elif start:
+        positions = ctx.b.add(positions, ctx.scalar(start + size if start < 0 else start, positions))
+    return ctx.b.take(x, positions, dim)
 
 
 @converter("aten.select.int", "aten.select_copy.int")
