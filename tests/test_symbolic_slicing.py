@@ -250,8 +250,8 @@ class PositionTable(nn.Module):
 
 def test_static_axes_sliced_at_symbolic_bounds():
     torch.manual_seed(3)
-    t = Dim("t", min=2, max=40)
-    _check_at_lengths(PositionTable(), (torch.randn(2, 9, 4),), ({1: t},), (2, 9, 40), [(1,)])
+    t = Dim("t", min=4, max=40)  # (torch specialises slices of one element)
+    _check_at_lengths(PositionTable(), (torch.randn(2, 9, 4),), ({1: t},), (4, 9, 40), [(1,)])
 
 
 def test_split_of_a_symbolic_axis_is_refused_by_name():
