@@ -21,10 +21,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))  # the MoE block and transformers' op
-from peers import load_average, time_workloads  # noqa: E402
+from peers import WORKLOAD_COLUMNS, load_average, relative_error, time_workloads  # noqa: E402
 from report import machine, table, write_section  # noqa: E402
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from moe_ops import MixtureOfExperts  # noqa: E402
 
@@ -48,18 +47,13 @@ CASES = [
 ]
 
 
-def _relative_error(got, expected) -> list[str]:
-    error = float(np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-30))
-    return [f"{error:.1e}"]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
     args = parser.parse_args()
     compile_cache.set_cache_dir(None)  # cold builds: no object code from an earlier run
-    rows = time_workloads(CASES, args.repeat, not args.no_compile, _relative_error)
+    rows = time_workloads(CASES, args.repeat, not args.no_compile, relative_error)
     body = [
         "## Mixture-of-experts blocks: grouped products",
         "",
@@ -71,11 +65,7 @@ def main() -> None:
         "peers called in turn, thread counts alternating in 3 blocks. tk/x > 1: tensorkiln is slower.",
         f"Load average at the end: {load_average()}.",
         "",
-        table(
-            ["workload", "threads", "build (s)", "first run (ms)", "tensorkiln (ms)", "torch eager (ms)",
-             "torch.compile (ms)", "tk/torch", "tk/compile", "rel. L2 err"],
-            rows,
-        ),
+        table([*WORKLOAD_COLUMNS, "rel. L2 err"], rows),
     ]
     write_section("moe", "\n".join(body))
 

@@ -20,11 +20,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers import load_average, time_workloads  # noqa: E402
+from peers import WORKLOAD_COLUMNS, load_average, relative_error, time_workloads  # noqa: E402
 from kernels import Fn  # noqa: E402
 from report import machine, table, write_section  # noqa: E402
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from tensorkiln.executors import compile_cache  # noqa: E402
@@ -178,18 +177,13 @@ CASES = [
 ]  # fmt: skip
 
 
-def _relative_error(got, expected) -> list[str]:
-    error = float(np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-30))
-    return [f"{error:.1e}"]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
     args = parser.parse_args()
     compile_cache.set_cache_dir(None)  # cold builds: no object code from an earlier run
-    rows = time_workloads(CASES, args.repeat, not args.no_compile, _relative_error)
+    rows = time_workloads(CASES, args.repeat, not args.no_compile, relative_error)
     body = [
         "## Op families beyond the zoo: 3-d convolution, scatter, norms, rotary embedding, linalg, FFT, resampling",
         "",
@@ -199,11 +193,7 @@ def main() -> None:
         "compiled vs torch eager. Scatter ops: the input copied, then each line (every axis but the scatter",
         f"axis) applies its updates in order, lines in parallel. Load average at the end: {load_average()}.",
         "",
-        table(
-            ["workload", "threads", "build (s)", "first run (ms)", "tensorkiln (ms)", "torch eager (ms)",
-             "torch.compile (ms)", "tk/torch", "tk/compile", "rel. L2 err"],
-            rows,
-        ),
+        table([*WORKLOAD_COLUMNS, "rel. L2 err"], rows),
     ]
     write_section("op-families", "\n".join(body))
 

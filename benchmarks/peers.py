@@ -25,6 +25,7 @@ _PASSIVE_FOR_PEERS = "OMP_WAIT_POLICY" not in os.environ
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 if _PASSIVE_FOR_PEERS:
@@ -177,6 +178,17 @@ __all__ = [
 
 
 Workload = Callable[[], tuple[str, torch.nn.Module, tuple[torch.Tensor, ...]]]
+
+
+#: the columns of a :func:`time_workloads` table, before the summary's
+WORKLOAD_COLUMNS = ["workload", "threads", "build (s)", "first run (ms)", "tensorkiln (ms)", "torch eager (ms)",
+                    "torch.compile (ms)", "tk/torch", "tk/compile"]  # fmt: skip
+
+
+def relative_error(got, expected) -> list[str]:
+    """The summary column "rel. L2 err" of :func:`time_workloads`: ours vs torch eager."""
+    error = float(np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-30))
+    return [f"{error:.1e}"]
 
 
 def time_workloads(

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from peers import load_average, time_workloads  # noqa: E402
+from peers import WORKLOAD_COLUMNS, load_average, time_workloads  # noqa: E402
 from kernels import Fn  # noqa: E402
 from report import machine, table, write_section  # noqa: E402
 
@@ -93,11 +93,7 @@ def main() -> None:
         "torch.compile: Philox in the generated kernel. Mean / std of the outputs must agree (not the values).",
         f"Load average at the end: {load_average()}.",
         "",
-        table(
-            ["workload", "threads", "build (s)", "first run (ms)", "tensorkiln (ms)", "torch eager (ms)",
-             "torch.compile (ms)", "tk/torch", "tk/compile", "mean / std (tk)", "mean / std (torch)"],
-            rows,
-        ),
+        table([*WORKLOAD_COLUMNS, "mean / std (tk)", "mean / std (torch)"], rows),
     ]
     write_section("random-ops", "\n".join(body))
 
