@@ -409,5 +409,53 @@ def test_buffers_updated_in_place_are_refused_by_name():
             self.calls.add_(1)
             return x * 2
 
-    with pytest.raises(TorchImportError, match="updates calls in place"):
+    with pytest.raises(TorchImportError, match="updates calls in place.*state_as_io=True"):
         from_exported_program(torch.export.export(Counter(), (torch.randn(3),)))
+
+
+class StaticCacheAttention(nn.Module):
+    """One decoding step with a static KV cache in buffers, written in place at the
+    step's position (``index_copy_``, as transformers' StaticCache does); attention over
+    the positions written so far. A step counter buffer too."""
+
+    def __init__(self, d: int = 16, length: int = 12):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+        self.register_buffer("keys", torch.zeros(1, length, d))
+        self.register_buffer("values", torch.zeros(1, length, d))
+        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x, position):
+        self.keys.index_copy_(1, position, self.k(x))
+        self.values.index_copy_(1, position, self.v(x))
+        self.steps.add_(1)
+        scores = self.q(x) @ self.keys.transpose(1, 2)
+        seen = torch.arange(self.keys.shape[1]) <= position
+        return torch.where(seen, scores, float("-inf")).softmax(-1) @ self.values
+
+
+def test_buffers_updated_in_place_pass_through_as_state():
+    torch.manual_seed(5)
+    model = StaticCacheAttention().eval()
+    x = torch.randn(1, 1, 16)
+    ep = torch.export.export(model, (x, torch.tensor([0])))
+    module, state = from_exported_program(ep, state_as_io=True)
+    assert list(state) == ["keys", "values", "steps"]
+    assert [a.name_hint for a in module.ops.first.body.block.args] == ["x", "position", "keys", "values", "steps"]
+    lib = tk.build(module)
+    reference = StaticCacheAttention().eval()
+    reference.load_state_dict(model.state_dict())
+    for step in range(5):
+        x, position = torch.randn(1, 1, 16), torch.tensor([step])
+        with torch.no_grad():
+            want = reference(x, position)
+        out, *new = lib(x.numpy(), position.numpy(), *state.values())
+        state = dict(zip(state, new))
+        np.testing.assert_allclose(out, want.numpy(), rtol=1e-5, atol=1e-6)
+        for name, value in state.items():
+            np.testing.assert_allclose(value, getattr(reference, name).numpy(), rtol=1e-6, atol=1e-7)
+    assert state["steps"] == 5
+    # with the weights as inputs too: (module, params, state), state inputs last
+    module, params, state = from_exported_program(ep, keep_params_as_input=True, state_as_io=True)
+    assert set(state) == {"keys", "values", "steps"} and not set(state) & set(params)
+    assert [a.name_hint for a in module.ops.first.body.block.args][-3:] == ["keys", "values", "steps"]

@@ -193,6 +193,8 @@ def check(make: Callable[[], tuple[Any, dict]], dynamic: bool = False) -> tuple[
         shapes = _dynamic_shapes(inputs) if dynamic else None
         if dynamic and shapes is None:
             return "static", "no token inputs"
+        with torch.no_grad():  # once before export: some models set themselves up on the first call (RWKV)
+            model(**inputs)
         stage = "export"
         try:
             program = torch.export.export(model, (), inputs, dynamic_shapes=shapes, strict=False)

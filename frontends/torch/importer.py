@@ -132,13 +132,16 @@ def unsupported_nodes(graph: Any) -> dict[str, list[str]]:
 
 
 class _Importer:
-    def __init__(self, ep: Any, keep_params_as_input: bool, function_name: str):
+    def __init__(self, ep: Any, keep_params_as_input: bool, function_name: str, state_as_io: bool = False):
         self.ep = ep
         self.keep_params_as_input = keep_params_as_input
+        self.state_as_io = state_as_io
         self.builder = GraphBuilder(function_name)
         self.ctx = ImportContext(self.builder)
         self.values: dict[Any, Any] = {}
         self.params: dict[str, np.ndarray] = {}
+        #: buffers the model updates in place (with ``state_as_io``): name -> initial value
+        self.state: dict[str, np.ndarray] = {}
         # higher-order ops (torch.cond, while_loop) convert their branch graphs with this
         self.ctx.convert_subgraph = self.convert_subgraph
 
@@ -161,7 +164,8 @@ class _Importer:
                     "torch.view_as_real of it (complex values are computed inside a model only)"
                 )
             self.values[node] = self.builder.input(node.name, self.ctx.shape(node), self._dtype(node))
-        for node in lifted:
+        updated = self._updated_buffers() if self.state_as_io else set()
+        for node in [n for n in lifted if specs[n.name].target not in updated]:
             spec = specs[node.name]
             if spec.kind not in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
                 raise TorchImportError(f"input '{node.name}' of kind {spec.kind.name} is not supported")
@@ -180,6 +184,16 @@ class _Importer:
             else:
                 self.values[node] = self.builder.constant(array, spec.target)
                 self.values[node].owner.location = NameLoc(StringAttr(node.name), NoneAttr())
+        for node in [n for n in lifted if specs[n.name].target in updated]:  # state inputs come last
+            target = specs[node.name].target
+            self.state[target] = np.array(self._tensor_data(specs[node.name]))  # a copy: the caller's to update
+            self.values[node] = self.builder.input(_param_name(target), self.ctx.shape(node), self._dtype(node))
+
+    def _updated_buffers(self) -> set[str]:
+        from torch.export.graph_signature import OutputKind
+
+        specs = self.ep.graph_signature.output_specs
+        return {s.target for s in specs if s.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION)}
 
     def _tensor(self, spec: Any) -> Any:
         tensor = self.ep.state_dict.get(spec.target)
@@ -291,19 +305,23 @@ class _Importer:
     def user_outputs(self, returned: Any) -> list[Any]:
         """The values the model returns, without the new values of inputs it updates in
         place (``x.add_(1)``: torch.export returns them first; a compiled model does not
-        write them back). A buffer or parameter updated in place (batch norm's running
-        statistics in train(), a KV cache) would not keep its new value between calls:
-        refused."""
+        write them back). A buffer or parameter updated in place (a KV cache, batch norm's
+        running statistics in train()) would not keep its new value between calls: with
+        ``state_as_io`` its new value is an output after the model's own, else refused."""
         from torch.export.graph_signature import OutputKind
 
         specs = self.ep.graph_signature.output_specs
-        state = [s.target for s in specs if s.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION)]
-        if state:
+        mutations = (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION)
+        updates = {s.target: value for value, s in zip(returned, specs, strict=True) if s.kind in mutations}
+        if updates and not self.state_as_io:
             raise TorchImportError(
-                f"the model updates {', '.join(state)} in place: a compiled model keeps no state between calls "
-                "(batch norm in train() updates its running statistics: export the model in eval())"
+                f"the model updates {', '.join(updates)} in place: a compiled model keeps no state between calls; "
+                "import with from_exported_program(ep, state_as_io=True) to pass that state in and get it back "
+                "at each call (batch norm in train() updates its running statistics: export the model in eval())"
             )
-        return [value for value, spec in zip(returned, specs, strict=True) if spec.kind != OutputKind.USER_INPUT_MUTATION]
+        kept = (OutputKind.USER_INPUT_MUTATION, *mutations)
+        own = [value for value, spec in zip(returned, specs, strict=True) if spec.kind not in kept]
+        return own + [updates[name] for name in self.state]
 
 
 def _range_constraints(ep: Any, function: func.FuncOp) -> dict[str, tuple[int, int | None]]:
@@ -360,7 +378,8 @@ def from_exported_program(
     keep_params_as_input: bool = False,
     decompose: bool = True,
     function_name: str = "main",
-) -> ModuleOp | tuple[ModuleOp, dict[str, np.ndarray]]:
+    state_as_io: bool = False,
+) -> ModuleOp | tuple[ModuleOp, dict[str, np.ndarray]] | tuple[ModuleOp, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Import a ``torch.export.ExportedProgram`` as a graph-dialect module.
 
     Parameters and buffers become constants held by reference (the torch tensors'
@@ -371,14 +390,26 @@ def from_exported_program(
         module = from_exported_program(ep)
         module, params = from_exported_program(ep, keep_params_as_input=True)
 
+    A model that updates buffers in place (a KV cache written at each step, a counter)
+    is refused, since a compiled model keeps no state; with ``state_as_io=True`` each such
+    buffer is an input after all others and its new value an output after the model's
+    own, and the buffers' initial values are returned too (last), to pass back in::
+
+        module, state = from_exported_program(ep, state_as_io=True)
+        lib = tk.build(module)
+        for token in tokens:
+            logits, *new = lib(token, *state.values())
+            state = dict(zip(state, new))
+
     Raises UnsupportedOperatorError listing every unsupported ATen op (with counts and
     node names) before converting anything, and TorchImportError naming the node and
     the line of the model's code when a node cannot be converted.
     """
     if decompose:
         ep = _decompose(ep)
-    importer = _Importer(ep, keep_params_as_input, function_name)
+    importer = _Importer(ep, keep_params_as_input, function_name, state_as_io)
     module = importer.run()
     function = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == function_name)
     set_dim_ranges(function, _range_constraints(ep, function))
-    return (module, importer.params) if keep_params_as_input else module
+    extra = ((importer.params,) if keep_params_as_input else ()) + ((importer.state,) if state_as_io else ())
+    return (module, *extra) if extra else module
