@@ -101,7 +101,31 @@ def _floordiv(a: Poly, b: Poly) -> Poly:
             inner, j = nested
             return _add(whole, _floordiv(_add(inner, {(): rest.get((), 0) * j}), {(): j * kb}))
         return _add(whole, _atom(f"({_operand(rest)}//{kb})"))
+    quotient = _exact_quotient(a, b)
+    if quotient is not None:
+        return quotient
     return _atom(f"({_operand(a)}//{_operand(b)})")
+
+
+def _exact_quotient(a: Poly, b: Poly) -> Poly | None:
+    """``a / b`` when ``b`` is one monomial (``k*s0``, k > 0) dividing every term of ``a``
+    (``(s0*s0 + 2*s0)//s0`` is ``s0 + 2``: sizes are positive), else None."""
+    if len(b) != 1:
+        return None
+    ((divisor, k),) = b.items()
+    if k <= 0 or not divisor:
+        return None
+    out: Poly = {}
+    for monomial, c in a.items():
+        rest = list(monomial)
+        for atom in divisor:
+            if atom not in rest:
+                return None
+            rest.remove(atom)
+        if c % k:
+            return None
+        out[tuple(rest)] = c // k
+    return out
 
 
 def _nested_floordiv(p: Poly) -> tuple[Poly, int] | None:

@@ -1,6 +1,6 @@
 """Symbolic dimension expressions: a dim is a size, a symbol (``batch``, ``s0``), or an
 arithmetic expression over symbols as torch.export writes them (``4*s0``, ``s0 + 1``,
-``(s0//2)``, ``Max(1, s0)``, ``Mod(s0, 4)``).
+``(s0//2)``, ``Max(1, s0)``, ``Mod(s0, 4)``, ``s0**2``).
 
 Pure Python (the runtime evaluates output shapes with it). An expression's text is its
 identity: two dims are the same when their texts are (torch prints its canonical
@@ -59,11 +59,32 @@ def _allowed(node: ast.AST) -> bool:
     return False
 
 
+#: the largest constant power ``x**n`` spelled out as products (sympy writes ``s0**2``)
+MAX_POWER = 8
+
+
+class _PowersAsProducts(ast.NodeTransformer):
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        node = self.generic_visit(node)
+        exponent = node.right
+        if (
+            isinstance(node.op, ast.Pow)
+            and isinstance(exponent, ast.Constant)
+            and type(exponent.value) is int
+            and 1 <= exponent.value <= MAX_POWER
+        ):
+            product = node.left
+            for _ in range(exponent.value - 1):
+                product = ast.BinOp(product, ast.Mult(), node.left)
+            return product
+        return node
+
+
 @lru_cache(maxsize=1024)
 def parse(dim: str) -> ast.expr:
-    """The checked syntax tree of ``dim``."""
+    """The checked syntax tree of ``dim`` (constant powers as products)."""
     try:
-        tree = ast.parse(dim.strip(), mode="eval").body
+        tree = _PowersAsProducts().visit(ast.parse(dim.strip(), mode="eval")).body
     except SyntaxError:
         raise DimExprError(f"dim {dim!r} is not an expression over symbols") from None
     if not all(_allowed(node) for node in ast.walk(tree)):

@@ -32,6 +32,9 @@ from tensorkiln.runtime.dim_expr import evaluate
         ("Max(s0, 1) + 0", "Max(1, s0)"),
         ("5 - s0", "-s0 + 5"),
         ("s1*s0 + s0*s1", "2*s0*s1"),
+        ("((s53**2)//s53)", "s53"),  # XLNet's attention scores (torch's sympy spelling)
+        ("(2*s0*s1 + 4*s0)//(2*s0)", "s1 + 2"),
+        ("(s0*s1 + 1)//s0", "((s0*s1 + 1)//s0)"),  # not exact: kept whole
     ],
 )
 def test_canonical_spelling(text, expected):
@@ -252,6 +255,32 @@ def test_static_axes_sliced_at_symbolic_bounds():
     torch.manual_seed(3)
     t = Dim("t", min=4, max=40)  # (torch specialises slices of one element)
     _check_at_lengths(PositionTable(), (torch.randn(2, 9, 4),), ({1: t},), (4, 9, 40), [(1,)])
+
+
+class ShiftedTokens(nn.Module):
+    """Seq2seq decoder inputs (BART's shift_tokens_right: slice assignments along the
+    symbolic axis), XLNet's relative positions (an arange starting at a size), and a
+    slice torch proves whole (the last 64 of at most 64)."""
+
+    def forward(self, ids, x):
+        shifted = ids.new_zeros(ids.shape)
+        shifted[:, 1:] = ids[:, :-1].clone()
+        shifted[:, 0] = 7
+        shifted[:, 2::3] = -1
+        n = x.shape[1]
+        return shifted, torch.arange(n, -n, -1.0), x[:, -64:] * 2
+
+
+def test_assignments_and_aranges_on_symbolic_axes():
+    t = Dim("t", min=6, max=63)  # (torch's guards: t // 3 != 1, and the whole slice)
+    args = (torch.randint(0, 50, (2, 9)), torch.randn(2, 9))
+    model = ShiftedTokens()
+    lib = tk.build(from_exported_program(torch.export.export(model, args, dynamic_shapes=({1: t}, {1: t}))))
+    for length in (6, 9, 63):
+        ids, x = torch.randint(0, 50, (2, length)), torch.randn(2, length)
+        for got, want in zip(lib(ids.numpy(), x.numpy()), model(ids, x)):
+            assert got.shape == tuple(want.shape) and got.dtype == want.numpy().dtype
+            np.testing.assert_array_equal(got, want.numpy())
 
 
 def test_split_of_a_symbolic_axis_is_refused_by_name():

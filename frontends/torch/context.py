@@ -60,6 +60,29 @@ def tensor_to_numpy(tensor: Any) -> np.ndarray:
     return tensor.numpy()
 
 
+def _integer_divisions(expr: Any) -> Any:
+    """``expr`` with torch's float roundings of integer divisions (``CeilToInt(
+    FloatTrueDiv(ToFloat(n), k))``: the length of ``arange(n, -n, -1.0)``) written as
+    integer floor divisions, for a whole-valued divisor ``k``."""
+    from torch.utils._sympy.functions import CeilToInt, FloatTrueDiv, FloorDiv, FloorToInt, ToFloat
+
+    def integer(value: Any) -> Any:
+        return value.args[0] if isinstance(value, ToFloat) else value
+
+    def rounded(call: Any) -> Any:
+        quotient = call.args[0]
+        if not isinstance(quotient, FloatTrueDiv) or not quotient.args[1].is_number:
+            return call
+        k = float(quotient.args[1])
+        if k == 0 or k != int(k):
+            return call
+        n, k = integer(quotient.args[0]), int(k)
+        n, k = (n, k) if k > 0 else (-n, -k)
+        return FloorDiv(n, k) if isinstance(call, FloorToInt) else -FloorDiv(-n, k)
+
+    return expr.replace(lambda e: isinstance(e, CeilToInt | FloorToInt), rounded)
+
+
 def symbol_name(size: Any) -> Dim:
     """A torch size (int or SymInt) as a graph dim: an int, the symbol's name, or the
     expression computing it from symbols (``4*s0``; ``runtime/dim_expr.py``)."""
@@ -70,7 +93,7 @@ def symbol_name(size: Any) -> Dim:
         raise NotImplementedError(f"size {size!r} is neither an int nor a symbolic size")
     if getattr(expr, "is_Integer", False):
         return int(expr)
-    text = str(expr)
+    text = str(_integer_divisions(expr))
     try:
         return canonical(text)
     except DimExprError as e:

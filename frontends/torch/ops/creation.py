@@ -94,8 +94,11 @@ def _arange(ctx: ImportContext, node, start, end, step):
             return ctx.constant((int(start) + np.arange(length, dtype=np.int64) * int(step)).astype(dtype))
         # torch computes float aranges in double, then rounds
         return ctx.constant((start + np.arange(length, dtype=np.float64) * step).astype(dtype))
-    if isinstance(start, str) or isinstance(step, str):
-        raise NotImplementedError(f"arange with a symbolic start or step ({start}, {step})")
+    if isinstance(step, str):
+        raise NotImplementedError(f"arange with a symbolic step ({step})")
+    if isinstance(start, str):  # a size (XLNet's arange(klen, -qlen, -1.0)): i * step + start
+        positions = ctx.b.arange(length, 0, step, element_type_of(dtype), ctx.dim_sources((length,)))
+        return ctx.b.add(positions, ctx.cast(ctx.size_value(start), dtype))
     return ctx.b.arange(length, start, step, element_type_of(dtype), ctx.dim_sources((length,)))
 
 

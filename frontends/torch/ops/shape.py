@@ -60,6 +60,8 @@ def cat(ctx: ImportContext, node, tensors, dim=0):
 @converter("aten.slice.Tensor", "aten.slice_copy.Tensor")
 def slice_(ctx: ImportContext, node, x, dim=0, start=None, end=None, step=1):
     dim = dim % ctx.rank(x)
+    if step == 1 and ctx.shape(node)[dim] == shape_of(x.type)[dim]:
+        return x  # torch proved the slice whole (x[-512:] of a sequence of at most 512)
     if isinstance(shape_of(x.type)[dim], int) and (isinstance(start, str) or isinstance(end, str)):
         return _slice_by_positions(ctx, node, x, dim, start, step)
     return ctx.b.slice(x, [start], [end], [dim], [step])
@@ -152,8 +154,8 @@ def slice_scatter(ctx: ImportContext, node, base, src, dim=0, start=None, end=No
     (``x[..., ::2] = v``) a scatter of ``src`` at the positions the slice reads."""
     dim = dim % ctx.rank(base)
     size = shape_of(base.type)[dim]
-    if not isinstance(size, int):
-        raise NotImplementedError(f"slice_scatter along the symbolic axis {dim} ({size}) is not supported")
+    if not all(isinstance(v, int | None) for v in (size, start, end)):
+        return _slice_scatter_by_positions(ctx, node, base, src, dim, start, end, step)
     start, end, _ = slice(start, end, step).indices(size)
     end = max(start, end)
     src = ctx.cast(src, ctx.dtype(node))
@@ -170,6 +172,36 @@ def slice_scatter(ctx: ImportContext, node, base, src, dim=0, start=None, end=No
     if end < size:
         pieces.append(ctx.b.slice(base, [end], [size], [dim], [1]))
     return pieces[0] if len(pieces) == 1 else ctx.b.concat(pieces, axis=dim)
+
+
+def _slice_scatter_by_positions(ctx: ImportContext, node, base, src, dim: int, start, end, step: int):
+    """slice_scatter on a symbolic axis or at symbolic bounds (BART's ``shifted[:, 1:] =
+    ids[:, :-1]``): each position ``p`` of the axis takes ``src[(p - start) / step]``
+    where the slice covers it, else keeps ``base``."""
+    b = ctx.b
+    size = shape_of(base.type)[dim]
+    positions = ctx.positions(size, [base])
+
+    def bound(value, default):
+        if value is None or (isinstance(value, int) and value >= 2**62):
+            value = default
+        elif isinstance(value, int) and value < 0:
+            value = dim_arith.add(size, value)
+        bound = ctx.scalar(value, positions) if isinstance(value, int) else ctx.size_value(value)
+        return b.min(b.max(bound, ctx.scalar(0, positions)), ctx.size_value(size))
+
+    first, stop = bound(start, 0), bound(end, size)
+    offset = b.sub(positions, first)
+    never = ctx.constant(np.asarray(False))
+    covered = b.where(b.compare(positions, first, "ge"), b.compare(positions, stop, "lt"), never)
+    if step != 1:
+        on_step = b.compare(b.fmod(offset, ctx.scalar(step, offset)), ctx.scalar(0, offset), "eq")
+        covered = b.where(covered, on_step, never)
+        offset = b.div(offset, ctx.scalar(step, offset))
+    picked = b.take(ctx.cast(src, ctx.dtype(node)), offset, dim)  # out-of-range offsets clamp; not selected
+    along = [1] * ctx.rank(base)
+    along[dim] = size
+    return b.where(b.reshape(covered, along), picked, ctx.cast(base, ctx.dtype(node)))
 
 
 @converter("aten.narrow_copy.default")
