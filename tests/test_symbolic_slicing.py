@@ -259,8 +259,8 @@ def test_static_axes_sliced_at_symbolic_bounds():
 
 class ShiftedTokens(nn.Module):
     """Seq2seq decoder inputs (BART's shift_tokens_right: slice assignments along the
-    symbolic axis), XLNet's relative positions (an arange starting at a size), and a
-    slice torch proves whole (the last 64 of at most 64)."""
+    symbolic axis), XLNet's relative positions (an arange starting at a size), a slice
+    torch proves whole (the last 64 of at most 63), and a pad computed from the length."""
 
     def forward(self, ids, x):
         shifted = ids.new_zeros(ids.shape)
@@ -268,7 +268,8 @@ class ShiftedTokens(nn.Module):
         shifted[:, 0] = 7
         shifted[:, 2::3] = -1
         n = x.shape[1]
-        return shifted, torch.arange(n, -n, -1.0), x[:, -64:] * 2
+        chunks = F.pad(x, (1, (4 - n % 4) % 4), value=-1.0)  # to a multiple of 4 after one (Mamba2's chunks)
+        return shifted, torch.arange(n, -n, -1.0), x[:, -64:] * 2, chunks
 
 
 def test_assignments_and_aranges_on_symbolic_axes():

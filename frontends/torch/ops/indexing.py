@@ -482,9 +482,33 @@ def constant_pad_nd(ctx: ImportContext, node, x, pad, value=0):
         raise ValueError(f"pad {list(pad)} must have an even length of at most {2 * rank} for rank {rank}")
     low, high = [0] * rank, [0] * rank
     for k in range(len(pad) // 2):  # torch: (left, right) of the last axis first
-        low[rank - 1 - k], high[rank - 1 - k] = int(pad[2 * k]), int(pad[2 * k + 1])
+        low[rank - 1 - k], high[rank - 1 - k] = pad[2 * k], pad[2 * k + 1]
     dtype = ctx.dtype(node)
-    return ctx.b.pad(x, low, high, np.asarray(value).astype(dtype).item())
+    fill = np.asarray(value).astype(dtype).item()
+    for axis in range(rank):  # pads computed from sizes (to a multiple of a chunk: Mamba2)
+        if isinstance(low[axis], str) or isinstance(high[axis], str):
+            x = _pad_by_positions(ctx, node, x, axis, low[axis], fill)
+            low[axis] = high[axis] = 0
+    if not any(low) and not any(high):
+        return ctx.cast(x, dtype)
+    return ctx.b.pad(x, low, high, fill)
+
+
+def _pad_by_positions(ctx: ImportContext, node, x, axis: int, before, fill):
+    """``x`` padded along ``axis`` to the length torch computed, ``before`` values first
+    (an int or a size expression): position ``p`` reads ``x[p - before]`` where that
+    lies inside, else ``fill``."""
+    b = ctx.b
+    size, length = shape_of(x.type)[axis], ctx.shape(node)[axis]
+    positions = ctx.positions(length, [x])
+    if before:
+        positions = b.sub(positions, ctx.scalar(before, positions) if isinstance(before, int) else ctx.size_value(before))
+    never = ctx.constant(np.asarray(False))
+    size_value = ctx.scalar(size, positions) if isinstance(size, int) else ctx.size_value(size)
+    inside = b.where(b.compare(positions, ctx.scalar(0, positions), "ge"), b.compare(positions, size_value, "lt"), never)
+    along = [1] * ctx.rank(x)
+    along[axis] = length
+    return b.where(b.reshape(inside, along), b.take(x, positions, axis), ctx.scalar(fill, x))
 
 
 @converter("aten.stack.default")
