@@ -108,12 +108,12 @@ def _floordiv(a: Poly, b: Poly) -> Poly:
 
 
 def _exact_quotient(a: Poly, b: Poly) -> Poly | None:
-    """``a / b`` when ``b`` is one monomial (``k*s0``, k > 0) dividing every term of ``a``
-    (``(s0*s0 + 2*s0)//s0`` is ``s0 + 2``: sizes are positive), else None."""
+    """``a / b`` when ``b`` is one monomial (``k*s0``) dividing every term of ``a``
+    (``(s0*s0 + 2*s0)//s0`` is ``s0 + 2``: an exact quotient), else None."""
     if len(b) != 1:
         return None
     ((divisor, k),) = b.items()
-    if k <= 0 or not divisor:
+    if not divisor:
         return None
     out: Poly = {}
     for monomial, c in a.items():
@@ -148,6 +148,11 @@ def _call(name: str, args: list[Poly]) -> Poly:
         return {(): value} if value else {}
     if FUNCTIONS[name] == "//":
         return functools.reduce(_floordiv, args)
+    if FUNCTIONS[name] == "%" and len(args) == 2 and (_constant(args[1]) or 0) > 0:
+        # x mod k = x - k*(x//k) (k > 0): Mamba2's chunk padding s + Mod(8 - Mod(s, 8), 8)
+        # then simplifies to -8*((-s)//8), as its multiples and quotients do
+        x, k = args[0], _constant(args[1])
+        return _add(x, _mul({(): -k}, _floordiv(x, {(): k})))
     texts = [_print(a) for a in args]
     if name in ("Max", "Min"):
         texts = sorted(set(texts))

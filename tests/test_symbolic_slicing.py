@@ -35,6 +35,8 @@ from tensorkiln.runtime.dim_expr import evaluate
         ("((s53**2)//s53)", "s53"),  # XLNet's attention scores (torch's sympy spelling)
         ("(2*s0*s1 + 4*s0)//(2*s0)", "s1 + 2"),
         ("(s0*s1 + 1)//s0", "((s0*s1 + 1)//s0)"),  # not exact: kept whole
+        ("Mod(s0, 4)", "-4*(s0//4) + s0"),  # x mod k = x - k*(x//k)
+        ("Mod(-Mod(s0, 8) + 8, 8) + s0", "-8*((-s0)//8)"),  # s0 rounded up to a multiple of 8 (Mamba2)
     ],
 )
 def test_canonical_spelling(text, expected):

@@ -168,9 +168,20 @@ class ImportContext:
             ones = b.full((name,), 1, element_type_of(np.int64), self.dim_sources((name,)))
             return b.reduce_sum(ones, [0])
 
+        def floordiv(x: SSAValue, y: SSAValue) -> SSAValue:  # graph.div truncates; dims floor ((-s)//8)
+            q = b.div(x, y)
+            r = b.sub(x, b.mul(q, y))
+            zero = constant(0)
+            below = b.where(b.compare(r, zero, "ne"), b.compare(b.compare(r, zero, "lt"), b.compare(y, zero, "lt"), "ne"),
+                            b.constant(np.asarray(False)))  # fmt: skip
+            return b.sub(q, b.cast(below, element_type_of(np.int64)))
+
+        def mod(x: SSAValue, y: SSAValue) -> SSAValue:
+            return b.sub(x, b.mul(floordiv(x, y), y))
+
         if isinstance(dim, int):
             return constant(dim)
-        emit = {"+": b.add, "-": b.sub, "*": b.mul, "//": b.div, "%": b.fmod, "max": b.max, "min": b.min, "neg": b.neg}
+        emit = {"+": b.add, "-": b.sub, "*": b.mul, "//": floordiv, "%": mod, "max": b.max, "min": b.min, "neg": b.neg}
         return lower(dim, symbol, emit, constant)
 
     def cast(self, x: SSAValue, dtype: np.dtype) -> SSAValue:

@@ -4,6 +4,7 @@ as_strided."""
 from __future__ import annotations
 
 import numpy as np
+from xdsl.utils.exceptions import VerifyException
 
 from ....dialects.graph.types import element_type_of, shape_of
 from ....runtime import dim_arith
@@ -62,15 +63,21 @@ def slice_(ctx: ImportContext, node, x, dim=0, start=None, end=None, step=1):
     dim = dim % ctx.rank(x)
     if step == 1 and ctx.shape(node)[dim] == shape_of(x.type)[dim]:
         return x  # torch proved the slice whole (x[-512:] of a sequence of at most 512)
-    if isinstance(shape_of(x.type)[dim], int) and (isinstance(start, str) or isinstance(end, str)):
-        return _slice_by_positions(ctx, node, x, dim, start, step)
+    if isinstance(start, str) or isinstance(end, str):
+        if isinstance(shape_of(x.type)[dim], int):
+            return _slice_by_positions(ctx, node, x, dim, start, step)
+        try:
+            return ctx.b.slice(x, [start], [end], [dim], [step])
+        except VerifyException:  # bounds graph.slice cannot express on this axis
+            return _slice_by_positions(ctx, node, x, dim, start, step)
     return ctx.b.slice(x, [start], [end], [dim], [step])
 
 
 def _slice_by_positions(ctx: ImportContext, node, x, dim: int, start, step: int):
-    """A static axis sliced at bounds computed from sizes (BERT's
-    ``position_ids[:, :seq_len]``): a gather of ``start + step * i`` for the ``i`` of
-    the length torch computed (symbolic)."""
+    """An axis sliced at bounds computed from sizes that ``graph.slice`` does not take
+    (BERT's ``position_ids[:, :seq_len]`` of a static table; Mamba2's ``x[:, :s]`` of its
+    padded ``8*ceil(s/8)``): a gather of ``start + step * i`` for the ``i`` of the length
+    torch computed."""
     size = shape_of(x.type)[dim]
     length = ctx.shape(node)[dim]
     positions = ctx.positions(length, [x])
