@@ -14,20 +14,18 @@ read in place).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))  # the MoE block and transformers' op
-from peers import WORKLOAD_COLUMNS, load_average, relative_error, time_workloads  # noqa: E402
+from peers import WORKLOAD_COLUMNS, load_average, relative_error, run_workloads  # noqa: E402
 from report import machine, table, write_section  # noqa: E402
 
 import torch  # noqa: E402
 from moe_ops import MixtureOfExperts  # noqa: E402
 
-from tensorkiln.executors import compile_cache  # noqa: E402
 
 
 def _block(name: str, tokens: int, hidden: int, intermediate: int, experts: int, top_k: int):
@@ -48,12 +46,7 @@ CASES = [
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
-    args = parser.parse_args()
-    compile_cache.set_cache_dir(None)  # cold builds: no object code from an earlier run
-    rows = time_workloads(CASES, args.repeat, not args.no_compile, relative_error)
+    rows, repeat = run_workloads(CASES, relative_error)
     body = [
         "## Mixture-of-experts blocks: grouped products",
         "",
@@ -61,7 +54,7 @@ def main() -> None:
         "rows sorted by expert, gated up projection and down projection as grouped products, weighted sum",
         "per token); torch eager runs `F.grouped_mm`, torch.compile and torch.export take transformers'",
         "`grouped_mm_fallback` op (a loop over experts), as transformers does. build = one cold `tk.build`",
-        f"(s), first run = its first call, steady state = medians of {args.repeat} calls per thread count, the",
+        f"(s), first run = its first call, steady state = medians of {repeat} calls per thread count, the",
         "peers called in turn, thread counts alternating in 3 blocks. tk/x > 1: tensorkiln is slower.",
         f"Load average at the end: {load_average()}.",
         "",

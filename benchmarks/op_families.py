@@ -15,18 +15,16 @@ convolution, a Fourier neural operator layer), volumetric grid_sample, antialias
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers import WORKLOAD_COLUMNS, load_average, relative_error, time_workloads  # noqa: E402
+from peers import WORKLOAD_COLUMNS, load_average, relative_error, run_workloads  # noqa: E402
 from kernels import Fn  # noqa: E402
 from report import machine, table, write_section  # noqa: E402
 
 import torch  # noqa: E402
 
-from tensorkiln.executors import compile_cache  # noqa: E402
 
 nn, F = torch.nn, torch.nn.functional
 
@@ -178,17 +176,12 @@ CASES = [
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
-    args = parser.parse_args()
-    compile_cache.set_cache_dir(None)  # cold builds: no object code from an earlier run
-    rows = time_workloads(CASES, args.repeat, not args.no_compile, relative_error)
+    rows, repeat = run_workloads(CASES, relative_error)
     body = [
         "## Op families beyond the zoo: 3-d convolution, scatter, norms, rotary embedding, linalg, FFT, resampling",
         "",
         f"`benchmarks/op_families.py` on {machine()}; build = one cold `tk.build` (s; disk cache off), first run = its first call,",
-        f"steady state = medians of {args.repeat} calls per thread count, tensorkiln, torch eager and torch.compile",
+        f"steady state = medians of {repeat} calls per thread count, tensorkiln, torch eager and torch.compile",
         "called in turn, thread counts alternating in 3 blocks. tk/x > 1: tensorkiln is slower. rel. L2 err:",
         "compiled vs torch eager. Scatter ops: the input copied, then each line (every axis but the scatter",
         f"axis) applies its updates in order, lines in parallel. Load average at the end: {load_average()}.",

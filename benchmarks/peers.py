@@ -8,6 +8,7 @@ a model is reported as ``-`` with the reason printed, never an error.
 
 from __future__ import annotations
 
+import argparse
 import io
 import logging
 import os
@@ -221,3 +222,16 @@ def time_workloads(
             rows.append([name, str(n), f"{build:.1f}", ms(first), *map(ms, t), ratio(t[0], t[1]), ratio(t[0], t[2]), *summarize(got, expected)])
             print(" | ".join(rows[-1]), flush=True)
     return rows
+
+
+def run_workloads(cases: Sequence[Workload], summarize: Callable[[object, object], list[str]]) -> tuple[list[list[str]], int]:
+    """A workload benchmark's command line (``--repeat N``, ``--no-compile``), run with
+    cold builds (the compile cache off): its :func:`time_workloads` rows and the repeat count."""
+    from tensorkiln.executors import compile_cache
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
+    args = parser.parse_args()
+    compile_cache.set_cache_dir(None)  # cold builds: no object code from an earlier run
+    return time_workloads(cases, args.repeat, not args.no_compile, summarize), args.repeat

@@ -10,19 +10,17 @@ columns give the mean and standard deviation of both outputs, which must agree.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from peers import WORKLOAD_COLUMNS, load_average, time_workloads  # noqa: E402
+from peers import WORKLOAD_COLUMNS, load_average, run_workloads  # noqa: E402
 from kernels import Fn  # noqa: E402
 from report import machine, table, write_section  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from tensorkiln.executors import compile_cache  # noqa: E402
 
 ROWS, COLUMNS = 1024, 4096  # 4M elements
 
@@ -76,17 +74,12 @@ def _moments(values) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
-    args = parser.parse_args()
-    compile_cache.set_cache_dir(None)  # cold builds
-    rows = time_workloads(CASES, args.repeat, not args.no_compile, lambda got, expected: [_moments(got), _moments(expected)])
+    rows, repeat = run_workloads(CASES, lambda got, expected: [_moments(got), _moments(expected)])
     body = [
         "## Random numbers: rand, randn, dropout in training, randint, a VAE, multinomial",
         "",
         f"`benchmarks/random_ops.py` on {machine()}; build = one cold `tk.build` (s), first run = its first call,",
-        f"steady state = medians of {args.repeat} calls per thread count, tensorkiln, torch eager and torch.compile",
+        f"steady state = medians of {repeat} calls per thread count, tensorkiln, torch eager and torch.compile",
         "called in turn, thread counts alternating in 3 blocks. tk/x > 1: tensorkiln is slower. Our draws: a",
         "counter-based generator (SplitMix64's mixer on each element's indices, `dialects/graph/random.py`),",
         "computed inside the fused kernel that uses them; torch eager: its Mersenne Twister, one op at a time;",
