@@ -156,6 +156,11 @@ class ImportContext:
             return self.constant(np.arange(length, dtype=np.int64))
         return self.b.arange(length, 0, 1, element_type_of(np.int64), self.dim_sources((length,), candidates))
 
+    def within(self, positions: SSAValue, low: SSAValue, high: SSAValue) -> SSAValue:
+        """Booleans: ``low <= positions < high``."""
+        b = self.b
+        return b.where(b.compare(positions, low, "ge"), b.compare(positions, high, "lt"), b.constant(np.asarray(False)))
+
     def size_value(self, dim: Dim) -> SSAValue:
         """A 0-d int64 tensor holding ``dim`` (a size the model computes with, ``x.shape[1] - 1``):
         each symbol is the sum of a ones vector that long, the expression graph arithmetic."""

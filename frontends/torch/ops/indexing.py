@@ -89,11 +89,8 @@ def _wrap_clamp(ctx: ImportContext, index, size: Dim):
     """An i64 index tensor with negative entries wrapped and the rest clamped into [0, size)."""
     b = ctx.b
     index = ctx.cast(index, np.int64)
-    if isinstance(size, int):
-        length, last = ctx.scalar(size, index), ctx.scalar(max(size - 1, 0), index)
-    else:
-        length = ctx.size_value(size)
-        last = b.max(b.sub(length, ctx.scalar(1, length)), ctx.scalar(0, length))
+    length = ctx.size_value(size)
+    last = b.max(b.sub(length, ctx.scalar(1, length)), ctx.scalar(0, length))
     wrapped = b.where(b.compare(index, ctx.scalar(0, index), "lt"), b.add(index, length), index)
     return b.min(b.max(wrapped, ctx.scalar(0, index)), last)
 
@@ -150,7 +147,7 @@ def _merge_indexed_axes(ctx: ImportContext, x, positions):
     for size, (_, t) in reversed(list(zip(sizes, positions))):
         term = _wrap_clamp(ctx, t, size)
         if stride != 1:
-            term = b.mul(term, ctx.scalar(stride, term) if isinstance(stride, int) else ctx.size_value(stride))
+            term = b.mul(term, ctx.size_value(stride))
         linear = term if linear is None else b.add(term, linear)
         stride = dim_arith.mul(stride, size)
     first = axes[0]
@@ -502,10 +499,8 @@ def _pad_by_positions(ctx: ImportContext, node, x, axis: int, before, fill):
     size, length = shape_of(x.type)[axis], ctx.shape(node)[axis]
     positions = ctx.positions(length, [x])
     if before:
-        positions = b.sub(positions, ctx.scalar(before, positions) if isinstance(before, int) else ctx.size_value(before))
-    never = ctx.constant(np.asarray(False))
-    size_value = ctx.scalar(size, positions) if isinstance(size, int) else ctx.size_value(size)
-    inside = b.where(b.compare(positions, ctx.scalar(0, positions), "ge"), b.compare(positions, size_value, "lt"), never)
+        positions = b.sub(positions, ctx.size_value(before))
+    inside = ctx.within(positions, ctx.scalar(0, positions), ctx.size_value(size))
     along = [1] * ctx.rank(x)
     along[axis] = length
     return b.where(b.reshape(inside, along), b.take(x, positions, axis), ctx.scalar(fill, x))

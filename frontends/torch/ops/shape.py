@@ -78,15 +78,13 @@ def _slice_by_positions(ctx: ImportContext, node, x, dim: int, start, step: int)
     (BERT's ``position_ids[:, :seq_len]`` of a static table; Mamba2's ``x[:, :s]`` of its
     padded ``8*ceil(s/8)``): a gather of ``start + step * i`` for the ``i`` of the length
     torch computed."""
-    size = shape_of(x.type)[dim]
-    length = ctx.shape(node)[dim]
-    positions = ctx.positions(length, [x])
+    positions = ctx.positions(ctx.shape(node)[dim], [x])
     if step != 1:
         positions = ctx.b.mul(positions, ctx.scalar(step, positions))
-    if isinstance(start, str):
+    if isinstance(start, int) and start < 0:  # from the end
+        start = dim_arith.add(shape_of(x.type)[dim], start)
+    if start:
         positions = ctx.b.add(positions, ctx.size_value(start))
-    elif start:
-        positions = ctx.b.add(positions, ctx.scalar(start + size if start < 0 else start, positions))
     return ctx.b.take(x, positions, dim)
 
 
@@ -194,16 +192,14 @@ def _slice_scatter_by_positions(ctx: ImportContext, node, base, src, dim: int, s
             value = default
         elif isinstance(value, int) and value < 0:
             value = dim_arith.add(size, value)
-        bound = ctx.scalar(value, positions) if isinstance(value, int) else ctx.size_value(value)
-        return b.min(b.max(bound, ctx.scalar(0, positions)), ctx.size_value(size))
+        return b.min(b.max(ctx.size_value(value), ctx.scalar(0, positions)), ctx.size_value(size))
 
     first, stop = bound(start, 0), bound(end, size)
     offset = b.sub(positions, first)
-    never = ctx.constant(np.asarray(False))
-    covered = b.where(b.compare(positions, first, "ge"), b.compare(positions, stop, "lt"), never)
+    covered = ctx.within(positions, first, stop)
     if step != 1:
         on_step = b.compare(b.fmod(offset, ctx.scalar(step, offset)), ctx.scalar(0, offset), "eq")
-        covered = b.where(covered, on_step, never)
+        covered = b.where(covered, on_step, ctx.constant(np.asarray(False)))
         offset = b.div(offset, ctx.scalar(step, offset))
     picked = b.take(ctx.cast(src, ctx.dtype(node)), offset, dim)  # out-of-range offsets clamp; not selected
     along = [1] * ctx.rank(base)
