@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, i1
+from xdsl.dialects.builtin import i1
 from xdsl.ir import SSAValue
 
 from ...dialects.graph import linalg
 from ..te_builder import Scalar, TEBuilder, broadcast_indices
+from .indexing import to_index
 from .registry import compute_rule
 
 
@@ -68,7 +68,7 @@ def grouped_matmul(t: TEBuilder, op: linalg.GroupedMatMulOp) -> SSAValue:
 
     def element(s: Scalar, idx, ins):
         (i, *rows, j), (a, b, groups) = idx, ins
-        group = s.math(arith.IndexCastOp, s.read(groups, [i]), IndexType())
+        group = to_index(s, s.read(groups, [i]))
         count = s.dim(b, 0)
         valid = s.select(s.cmp("lt", group, s.index(0)), s.const(False, i1), s.cmp("lt", group, count))
         at = s.clamp(group, s.index(0), s.sub(count, s.index(1)))
