@@ -108,16 +108,49 @@ class SymbolSizes:
         whose input has ``4*n`` rows (a batch merged with another axis) and whose output
         has ``n`` computes ``n = (dim - 0) / 4``."""
         for expr, value in self.read.items():
-            if is_symbol(expr) or free_symbols(expr) != {symbol}:
+            line = _linear_in(expr, symbol)
+            if line is None:
                 continue
-            offset, *points = (evaluate(expr, {symbol: k}) for k in range(4))
-            scale = points[0] - offset
-            if scale <= 0 or any(p != offset + k * scale for k, p in enumerate(points, 1)):
-                continue  # not c + k*symbol
+            offset, scale = line
             index = lambda k: b.insert(arith.ConstantOp(IntegerAttr(k, IndexType()))).result  # noqa: E731
             rest = b.insert(arith.SubiOp(value, index(offset))).result if offset else value
             return b.insert(arith.DivUIOp(rest, index(scale))).result if scale != 1 else rest
         return None
+
+
+def _linear_in(dim: str, symbol: str) -> tuple[int, int] | None:
+    """(offset, scale) when ``dim`` is ``offset + scale*symbol`` (scale > 0), else None."""
+    if dim == symbol:
+        return 0, 1
+    if is_symbol(dim) or free_symbols(dim) != {symbol}:
+        return None
+    offset, *points = (evaluate(dim, {symbol: k}) for k in range(4))
+    scale = points[0] - offset
+    if scale <= 0 or any(p != offset + k * scale for k, p in enumerate(points, 1)):
+        return None
+    return offset, scale
+
+
+def _sizes_symbol(t: Attribute, symbol: str) -> bool:
+    """Whether a tensor of type ``t`` gives ``symbol``: a dim of it linear in it alone."""
+    return isinstance(t, TensorType) and any(
+        isinstance(d, str) and _linear_in(d, symbol) is not None for d in shape_of(t)
+    )
+
+
+def unsized_symbols(op: Operation, tensors: Sequence[SSAValue]) -> set[str]:
+    """The symbols a kernel of ``op`` would need that no tensor of ``tensors`` (its
+    buffers) gives: those of a dim inside ``op`` that is not itself a dim of a buffer
+    (:class:`SymbolSizes` computes such a dim from its symbols). A fused kernel whose
+    buffers are all padded to ``-8*((-s)//8)`` rows but which slices ``s`` of them
+    cannot recover ``s``."""
+    read = {d for v in tensors for d in shape_of(v.type) if isinstance(d, str)}
+    needed: set[str] = set()
+    for inner in op.walk():
+        for value in (*inner.results, *(a for r in inner.regions for blk in r.blocks for a in blk.args)):
+            if isinstance(value.type, TensorType):
+                needed.update(s for d in shape_of(value.type) if isinstance(d, str) and d not in read for s in free_symbols(d))
+    return {s for s in needed if not any(_sizes_symbol(v.type, s) for v in tensors)}
 
 
 def _bounds(b: Builder, buffer: SSAValue) -> list[SSAValue]:
@@ -268,18 +301,25 @@ class _BodyEmitter:
 
 
 def _kernel(
-    name: str, tag: str, inputs: Sequence[SSAValue], root: te.ComputeOp, inlined: Sequence[te.ComputeOp] = ()
+    name: str,
+    tag: str,
+    inputs: Sequence[SSAValue],
+    root: te.ComputeOp,
+    inlined: Sequence[te.ComputeOp] = (),
+    carriers: Sequence[SSAValue] = (),
 ) -> func.FuncOp:
-    """The kernel ``name(inputs..., out)``: one loop nest over ``root``'s result, with
-    the ``inlined`` computes evaluated where they are read (default schedule), except
-    row stages (``row_stages.py``): those once per row, before the row's elements."""
-    arg_types = [buffer_type(v.type) for v in inputs] + [buffer_type(root.result.type)]
+    """The kernel ``name(inputs..., carriers..., out)``: one loop nest over ``root``'s
+    result, with the ``inlined`` computes evaluated where they are read (default schedule),
+    except row stages (``row_stages.py``): those once per row, before the row's elements.
+    ``carriers`` are tensors the kernel never reads, passed for their sizes only (symbols
+    its own tensors do not give, see :func:`unsized_symbols`)."""
+    arg_types = [buffer_type(v.type) for v in (*inputs, *carriers, root.result)]
     entry = Block(arg_types=arg_types)
     *in_buffers, out = entry.args
     b = Builder(InsertPoint.at_end(entry))
     values: dict[SSAValue, SSAValue | _Inlined] = dict(zip(inputs, in_buffers))
     values.update((c.result, _Inlined(c)) for c in inlined)
-    symbols = SymbolSizes(b, [*inputs, root.result], [*in_buffers, out])
+    symbols = SymbolSizes(b, [*inputs, *carriers, root.result], [*in_buffers, out])
     bounds = _bounds(b, out)
     emitter = _BodyEmitter(values, symbols)
     rows = row_stages(root, inlined)
@@ -301,14 +341,14 @@ def _kernel(
     return kernel
 
 
-def outline_kernel(compute: te.ComputeOp, name: str) -> func.FuncOp:
-    """The kernel computing one ``te.compute``."""
-    return _kernel(name, _tag(compute), list(compute.inputs), compute)
+def outline_kernel(compute: te.ComputeOp, name: str, carriers: Sequence[SSAValue] = ()) -> func.FuncOp:
+    """The kernel computing one ``te.compute`` (``carriers``: see :func:`_kernel`)."""
+    return _kernel(name, _tag(compute), list(compute.inputs), compute, carriers=carriers)
 
 
-def outline_fused_kernel(fused: FusedOp, name: str) -> func.FuncOp:
+def outline_fused_kernel(fused: FusedOp, name: str, carriers: Sequence[SSAValue] = ()) -> func.FuncOp:
     """ONE kernel for a fused group: its output compute, every other compute inlined
-    (row stages once per row)."""
+    (row stages once per row; ``carriers``: see :func:`_kernel`)."""
     block = fused.body.block
     root = block.last_op.value.owner
     computes = [op for op in block.ops if isinstance(op, te.ComputeOp)]
@@ -316,7 +356,8 @@ def outline_fused_kernel(fused: FusedOp, name: str) -> func.FuncOp:
         raise PassFailedException(
             f"te-to-loop: fused group '{fused.group_name.data}' must hold only te.compute ops (run graph-to-te first)"
         )
-    return _kernel(name, fused.group_name.data, list(block.args), root, [c for c in computes if c is not root])
+    inlined = [c for c in computes if c is not root]
+    return _kernel(name, fused.group_name.data, list(block.args), root, inlined, carriers)
 
 
 def _tag(compute: te.ComputeOp) -> str:
@@ -419,8 +460,9 @@ class _HostLowering:
                     loop.AllocOp(buffer_type(op.result.type), self.dynamic_sizes(b, op.result.type, symbols))
                 ).result
                 temporaries.append(target)
+            carriers = self.carriers(op, old_block.args)
             if isinstance(op, FusedOp):
-                kernel = outline_fused_kernel(op, self.kernel_name(op.group_name.data))
+                kernel = outline_fused_kernel(op, self.kernel_name(op.group_name.data), carriers)
             elif isinstance(op, te.ScatterOp):
                 self.scatter(b, op, buffers, target)
                 buffers[op.result] = target
@@ -434,9 +476,10 @@ class _HostLowering:
                 buffers[op.result] = target
                 continue
             else:
-                kernel = outline_kernel(op, self.kernel_name(_tag(op)))
+                kernel = outline_kernel(op, self.kernel_name(_tag(op)), carriers)
             self.kernels.append(kernel)
-            b.insert(func.CallOp(kernel.sym_name.data, [buffers[v] for v in op.inputs] + [target], []))
+            arguments = [buffers[v] for v in (*op.inputs, *carriers)] + [target]
+            b.insert(func.CallOp(kernel.sym_name.data, arguments, []))
             buffers[op.result] = target
         for value, out in zip(ret.arguments, outputs):
             if written_to.get(value) is not out:
@@ -453,6 +496,19 @@ class _HostLowering:
         )
         new_function.attributes[WEIGHTS_ATTR] = ArrayAttr([c.value for c in constants])
         Rewriter.replace_op(f, [new_function, *self.kernels])
+
+    @staticmethod
+    def carriers(op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+        """Function inputs a kernel of ``op`` is passed for their sizes (one for each
+        symbol its own tensors do not give; every symbol is some input's size)."""
+        if not isinstance(op, te.ComputeOp | FusedOp):
+            return []
+        carriers: list[SSAValue] = []
+        for symbol in sorted(unsized_symbols(op, [*op.inputs, op.result])):
+            if any(_sizes_symbol(c.type, symbol) for c in carriers):
+                continue
+            carriers += [v for v in inputs if _sizes_symbol(v.type, symbol)][:1]
+        return carriers
 
     def scatter(self, b: Builder, op: te.ScatterOp, buffers: dict[SSAValue, SSAValue], target: SSAValue) -> None:
         """Two kernels: the input copied into ``target`` (row-major), then the updates

@@ -388,3 +388,42 @@ def test_reshapes_keeping_a_symbolic_dim_divide_by_no_symbol(source, target, rng
         shape = tuple(n if d == "n" else d for d in source)
         x = rng.standard_normal(shape).astype("f4")
         np.testing.assert_array_equal(lib(x), x.reshape(tuple(n if d == "n" else d for d in target)))
+
+
+class ChunkedHeads(nn.Module):
+    """Mamba2's chunking: the sequence padded to a multiple of 8 (``-8*((-s)//8)``
+    positions), projected to heads, cut into chunks of 8 and regrouped by head. The
+    regrouping kernel's buffers are all padded; the chunk count ``-((-s)//8)`` of the
+    tensors inside it is not linear in anything they give, so the length is passed in."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 4, 3))
+
+    def forward(self, x):
+        b, n, d = x.shape
+        padded = F.pad(x, (0, 0, 0, (8 - n % 8) % 8))
+        heads = torch.einsum("bnd,dhe->bnhe", padded, self.w)
+        chunks = heads.reshape(b, -1, 8, 4, 3).permute(0, 3, 1, 2, 4).reshape(-1, 8, 3)
+        return chunks.cumsum(1)
+
+
+def test_a_kernel_given_the_length_its_padded_buffers_lose(tmp_path):
+    from tensorkiln.backends.cuda.pipeline import build_emulated
+    from tensorkiln.runtime.artifact import load_module
+
+    torch.manual_seed(4)
+    model = ChunkedHeads()
+    module = from_exported_program(torch.export.export(model, (torch.randn(2, 9, 4),), dynamic_shapes=({1: Dim.AUTO},)))
+    runs = {kind: tk.create_executor(kind, module).evaluate() for kind in ("interpreter", "graph", "vm")}
+    runs["emulated gpu"] = build_emulated(module)
+    tk.build(module).export_library(tmp_path / "chunked.tk")
+    runs["deployed"] = load_module(tmp_path / "chunked.tk")
+    for length in (3, 16, 21):
+        x = torch.randn(2, length, 4)
+        with torch.no_grad():
+            want = model(x).numpy()
+        for kind, run in runs.items():
+            got = np.asarray(run(x.numpy()))
+            assert got.shape == want.shape, kind
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"{kind} at {length}")
