@@ -485,9 +485,15 @@ def test_invalid_ir_names_the_pass(monkeypatch, tmp_path):
     }
     monkeypatch.setattr(pipeline, "_available_passes", lambda: available)
     module, _ = mlp()
+    # by default the result is verified, and the error lists the passes run
+    with pytest.raises(PassError, match=r"after the passes simplify, break-ir, dce .*verify='each'") as info:
+        run_pipeline(mlp()[0], ["simplify", "break-ir", "dce"], PassContext())
+    assert info.value.pass_name == ["simplify", "break-ir", "dce"] and "graph.relu" in str(info.value)
+    # verify="each" names the pass, and the following passes do not run
     with pytest.raises(PassError, match="after pass 'break-ir'") as info:
-        run_pipeline(module, ["simplify", "break-ir", "dce"], PassContext(dump_ir=tmp_path))
+        run_pipeline(module, ["simplify", "break-ir", "dce"], PassContext(dump_ir=tmp_path, verify="each"))
     assert info.value.pass_name == "break-ir"
+    assert not (tmp_path / "03_dce.mlir").exists()
     assert "graph.relu" in str(info.value)
     # the broken IR is dumped for inspection
     assert (tmp_path / "02_break-ir.mlir").exists()
