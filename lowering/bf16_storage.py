@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func
@@ -43,6 +42,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects import loop
+from ..dialects.graph.types import bfloat16_dtype
 
 #: what torch writes for a NaN
 _QUIET_NAN = 0x7FC0
@@ -101,7 +101,7 @@ def _round(op: arith.TruncFOp) -> SSAValue:
 
 
 def _bits_constant(op: arith.ConstantOp) -> SSAValue:
-    value = np.array(op.value.value.data, np.float32).astype(ml_dtypes.bfloat16).view(np.int16)
+    value = np.array(op.value.value.data, np.float32).astype(bfloat16_dtype()).view(np.int16)
     return _Emitter(op).int(int(value), i16)
 
 

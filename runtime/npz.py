@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 from typing import IO
 
-import ml_dtypes  # noqa: F401  (registers the "bfloat16" dtype name)
 import numpy as np
 
 #: the entry listing "name:dtype" of each array stored as its bits
@@ -43,5 +42,7 @@ def load_arrays(file: IO[bytes] | str | os.PathLike[str]) -> dict[str, np.ndarra
         arrays = {name: data[name] for name in data.files}
     for entry in arrays.pop(_DTYPES_ENTRY, np.array([], str)):
         name, _, dtype = str(entry).rpartition(":")
+        import ml_dtypes  # noqa: F401  (registers the "bfloat16" dtype name; slow to import)
+
         arrays[name] = arrays[name].view(np.dtype(dtype))
     return arrays

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from .dim_arith import solve
@@ -182,6 +181,8 @@ def _as_array(arg: Any, spec: TensorSpec) -> np.ndarray:
         return arg
     if hasattr(arg, "__dlpack__") and hasattr(arg, "device") and "cpu" in str(arg.device):
         if is_torch_bfloat16(arg):  # DLPack to numpy has no bfloat16
+            import ml_dtypes  # (slow to import: only for bfloat16)
+
             return np.from_dlpack(torch_bfloat16_bits(arg)).view(ml_dtypes.bfloat16)
         return np.from_dlpack(arg.detach() if hasattr(arg, "detach") else arg)
     if isinstance(arg, np.generic | int | float | bool):

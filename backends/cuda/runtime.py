@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from ...runtime.dim_expr import evaluate, is_symbol
@@ -77,14 +76,14 @@ def require_cupy() -> Any:
 def device_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype of a tensor's device array: cupy has no bfloat16, so a bfloat16 tensor
     lives on the device as an int16 array of its bits (as the kernels see it)."""
-    return np.dtype(np.int16) if dtype == ml_dtypes.bfloat16 else dtype
+    return np.dtype(np.int16) if dtype.name == "bfloat16" else dtype
 
 
 def _bits_if_bfloat16(arg: Any) -> Any:
     """A torch or numpy bfloat16 array as int16 (the same memory), others as they are."""
     if is_torch_bfloat16(arg):
         return torch_bfloat16_bits(arg)
-    if isinstance(arg, np.ndarray) and arg.dtype == ml_dtypes.bfloat16:
+    if isinstance(arg, np.ndarray) and arg.dtype.name == "bfloat16":
         return arg.view(np.int16)
     return arg
 
@@ -188,7 +187,7 @@ class CudaModule(Seedable):
         for spec, arg in zip(specs, args):
             a = _to_device(self._cp, arg, spec.name)
             if a.dtype != device_dtype(spec.dtype):
-                bits = " (bfloat16's bits as int16 in a cupy array)" if spec.dtype == ml_dtypes.bfloat16 else ""
+                bits = " (bfloat16's bits as int16 in a cupy array)" if spec.dtype.name == "bfloat16" else ""
                 raise ValueError(f"argument '{spec.name}': expected dtype {spec.dtype}{bits}, got {a.dtype}")
             if a.ndim != len(spec.shape):
                 raise ValueError(f"argument '{spec.name}': expected shape {spec.describe()}, got {list(a.shape)}")

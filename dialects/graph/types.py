@@ -17,7 +17,6 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 
-import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -154,14 +153,22 @@ class WeightAttr(Data[WeightRef]):
 # ---------------------------------------------------------------------------
 # element types
 
-# bfloat16 arrays are ml_dtypes' numpy dtype (numpy has none); the compiled code stores
-# them as 16-bit integers and computes in float32 (passes/legalize_16bit_floats.py)
 #: unsigned 8-bit integers (images, masks): stored as such, computed in i32
 #: (``passes/legalize_unsigned.py``)
 UI8 = IntegerType(8, Signedness.UNSIGNED)
 
+
+def bfloat16_dtype() -> np.dtype:
+    """ml_dtypes' bfloat16, the numpy dtype of bfloat16 arrays (numpy has none; the compiled
+    code stores them as 16-bit integers and computes in float32: passes/legalize_16bit_floats.py).
+    Imported when first needed: ml_dtypes' import registers casts between all its types and
+    takes ~0.7 s, a third of a ``tensorkiln-opt`` run."""
+    import ml_dtypes
+
+    return np.dtype(ml_dtypes.bfloat16)
+
+
 _NUMPY_OF_ELEMENT = {
-    bf16: ml_dtypes.bfloat16,
     f16: np.float16,
     f32: np.float32,
     f64: np.float64,
@@ -175,24 +182,35 @@ _NUMPY_OF_ELEMENT = {
 _ELEMENT_OF_NUMPY = {np.dtype(v): k for k, v in _NUMPY_OF_ELEMENT.items()}
 
 #: Element types a graph tensor may have.
-ELEMENT_TYPES = tuple(_NUMPY_OF_ELEMENT)
+ELEMENT_TYPES = (bf16, *_NUMPY_OF_ELEMENT)
 
 
 def numpy_dtype(element_type: Attribute) -> np.dtype:
     """The numpy dtype of a graph element type (``f32`` -> ``float32``)."""
+    if element_type == bf16:
+        return bfloat16_dtype()
     try:
         return np.dtype(_NUMPY_OF_ELEMENT[element_type])
     except KeyError:
         raise VerifyException(f"unsupported element type {element_type}") from None
 
 
+def _is_bfloat16(dtype: np.dtype | type | str) -> bool:
+    """Without importing ml_dtypes: an array or type of it exists only once it is imported."""
+    return dtype == "bfloat16" or getattr(dtype, "__name__", None) == "bfloat16" or (
+        isinstance(dtype, np.dtype) and dtype.name == "bfloat16"
+    )
+
+
 def element_type_of(dtype: np.dtype | type | str) -> Attribute:
     """The graph element type of a numpy dtype (``float32`` -> ``f32``)."""
+    if _is_bfloat16(dtype):
+        return bf16
     try:
         return _ELEMENT_OF_NUMPY[np.dtype(dtype)]
-    except KeyError:
-        supported = ", ".join(str(d) for d in _ELEMENT_OF_NUMPY)
-        raise ValueError(f"unsupported dtype {np.dtype(dtype)} (supported: {supported})") from None
+    except (KeyError, TypeError):
+        supported = ", ".join(["bfloat16", *(str(d) for d in _ELEMENT_OF_NUMPY)])
+        raise ValueError(f"unsupported dtype {dtype} (supported: {supported})") from None
 
 
 def is_float(element_type: Attribute) -> bool:
@@ -202,8 +220,7 @@ def is_float(element_type: Attribute) -> bool:
 def is_float_dtype(dtype: np.dtype | type | str) -> bool:
     """Whether a numpy dtype is a floating type, bfloat16 included (numpy files ml_dtypes'
     types under ``np.generic``, so ``np.issubdtype(bfloat16, np.floating)`` is False)."""
-    dtype = np.dtype(dtype)
-    return dtype.kind == "f" or dtype == ml_dtypes.bfloat16
+    return _is_bfloat16(dtype) or np.dtype(dtype).kind == "f"
 
 
 def is_int(element_type: Attribute) -> bool:
