@@ -73,8 +73,12 @@ def lower_to_llvm_dialect(
 
 def optimize_and_schedule(work: ModuleOp, cpu: CPUTarget, ctx: PassContext) -> list:
     """Optimize the graph module ``work`` in place, lower it to loops and give every
-    kernel its default schedule for ``cpu``, as :func:`build` does; the pass reports."""
-    return [optimize_graph(work, ctx, layout=cpu.layout), run_pipeline(work, TO_LOOPS + schedule_pipeline(cpu), ctx)]
+    kernel its default schedule for ``cpu``, as :func:`build` does (``work`` verified
+    before); the pass reports."""
+    return [
+        optimize_graph(work, ctx, layout=cpu.layout, verify_input=False),
+        run_pipeline(work, TO_LOOPS + schedule_pipeline(cpu), ctx, verify_input=False),
+    ]
 
 
 def build(
@@ -127,12 +131,16 @@ def build(
     else:
         from .tuning.dispatch import schedule_from_log
 
-        reports = [optimize_graph(work, ctx, layout=cpu.layout), run_pipeline(work, TO_LOOPS, ctx)]
+        reports = [
+            optimize_graph(work, ctx, layout=cpu.layout, verify_input=False),
+            run_pipeline(work, TO_LOOPS, ctx, verify_input=False),
+        ]
         schedule_from_log(work, target, tuning_log, lambda m: reports.append(run_pipeline(m, schedule_pipeline(cpu), ctx)))
     # dumps and instruments want every pass to run: no disk cache for those builds
     use_cache = not ctx.dump_ir and not ctx.instruments
     native = compile_loops(
-        work, cpu, function, signature, lambda m: list(run_pipeline(m, to_llvm(cpu), ctx)), use_disk_cache=use_cache
+        work, cpu, function, signature, lambda m: list(run_pipeline(m, to_llvm(cpu), ctx, verify_input=False)),
+        use_disk_cache=use_cache,
     )
     timings = [t for report in reports for t in report] + native.timings
     weights = [weight_array(w) for w in native.weight_data]

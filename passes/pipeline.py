@@ -317,7 +317,7 @@ def fewer_gc_pauses() -> Iterator[None]:
 
 
 def run_pipeline(
-    module: ModuleOp, pass_names: Sequence[str] | str, ctx: PassContext | None = None
+    module: ModuleOp, pass_names: Sequence[str] | str, ctx: PassContext | None = None, verify_input: bool = True
 ) -> PipelineReport:
     """Apply the passes named in ``pass_names`` to ``module`` in place, in order.
 
@@ -326,7 +326,8 @@ def run_pipeline(
     so are :data:`OPTIONAL_PASSES` that are not registered; any other unknown name is a
     ``ValueError``. With ``ctx.verify`` the input and the result are verified; with
     ``ctx.verify == "each"`` also the IR after every pass (:class:`PassError` names the
-    pass that broke it). An exception raised by a
+    pass that broke it); ``verify_input=False`` skips the input's verification where the
+    caller has just verified it (the previous pipeline's result). An exception raised by a
     pass propagates with a note naming the pass. ``ctx`` defaults to the current context,
     and is the current context while the passes run.
     """
@@ -346,7 +347,7 @@ def run_pipeline(
             planned.append((spec, make_pass(spec, ctx, available)))
     xdsl_ctx = _xdsl_context() if planned else None
     with ctx._active(), fewer_gc_pauses():
-        if ctx.verify:
+        if ctx.verify and (verify_input or ctx.verify == "each"):
             _verify(module, None)
         if ctx._dumps == 0 and (path := ctx.dump(module, "input")) is not None:
             report.dumps.append(path)
@@ -427,12 +428,13 @@ def graph_pipeline(opt_level: int, layout: str | None = None) -> tuple[str, ...]
 
 
 def optimize_graph(
-    module: ModuleOp, ctx: PassContext | None = None, layout: str | None = None
+    module: ModuleOp, ctx: PassContext | None = None, layout: str | None = None, verify_input: bool = True
 ) -> PipelineReport:
     """Run the graph pipeline of ``ctx.opt_level`` (default: the current context's) on
-    ``module`` in place, converting convolutions to ``layout`` (see :func:`graph_pipeline`)."""
+    ``module`` in place, converting convolutions to ``layout`` (see :func:`graph_pipeline`;
+    ``verify_input``: see :func:`run_pipeline`)."""
     ctx = ctx if ctx is not None else PassContext.current()
-    return run_pipeline(module, graph_pipeline(ctx.opt_level, layout), ctx)
+    return run_pipeline(module, graph_pipeline(ctx.opt_level, layout), ctx, verify_input)
 
 
 # ---------------------------------------------------------------------------

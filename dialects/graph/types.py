@@ -207,7 +207,8 @@ def element_type_of(dtype: np.dtype | type | str) -> Attribute:
     if _is_bfloat16(dtype):
         return bf16
     try:
-        return _ELEMENT_OF_NUMPY[np.dtype(dtype)]
+        dtype = np.dtype(dtype)
+        return _ELEMENT_OF_NUMPY[dtype]
     except (KeyError, TypeError):
         supported = ", ".join(["bfloat16", *(str(d) for d in _ELEMENT_OF_NUMPY)])
         raise ValueError(f"unsupported dtype {dtype} (supported: {supported})") from None
