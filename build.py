@@ -71,6 +71,12 @@ def lower_to_llvm_dialect(
     return loops
 
 
+#: the loop -> llvm pipeline in a build: its input is the scheduled module verified just before
+#: (kernels deduplicated since), and its result LLVM's verifier checks once printed (xDSL's
+#: took a third of the chain model's build)
+LLVM_CHECKS_IT = dict(verify_input=False, verify_result=False)
+
+
 def optimize_and_schedule(work: ModuleOp, cpu: CPUTarget, ctx: PassContext) -> list:
     """Optimize the graph module ``work`` in place, lower it to loops and give every
     kernel its default schedule for ``cpu``, as :func:`build` does (``work`` verified
@@ -139,7 +145,7 @@ def build(
     # dumps and instruments want every pass to run: no disk cache for those builds
     use_cache = not ctx.dump_ir and not ctx.instruments
     native = compile_loops(
-        work, cpu, function, signature, lambda m: list(run_pipeline(m, to_llvm(cpu), ctx, verify_input=False)),
+        work, cpu, function, signature, lambda m: list(run_pipeline(m, to_llvm(cpu), ctx, **LLVM_CHECKS_IT)),
         use_disk_cache=use_cache,
     )
     timings = [t for report in reports for t in report] + native.timings

@@ -317,7 +317,11 @@ def fewer_gc_pauses() -> Iterator[None]:
 
 
 def run_pipeline(
-    module: ModuleOp, pass_names: Sequence[str] | str, ctx: PassContext | None = None, verify_input: bool = True
+    module: ModuleOp,
+    pass_names: Sequence[str] | str,
+    ctx: PassContext | None = None,
+    verify_input: bool = True,
+    verify_result: bool = True,
 ) -> PipelineReport:
     """Apply the passes named in ``pass_names`` to ``module`` in place, in order.
 
@@ -327,7 +331,8 @@ def run_pipeline(
     ``ValueError``. With ``ctx.verify`` the input and the result are verified; with
     ``ctx.verify == "each"`` also the IR after every pass (:class:`PassError` names the
     pass that broke it); ``verify_input=False`` skips the input's verification where the
-    caller has just verified it (the previous pipeline's result). An exception raised by a
+    caller has just verified it (the previous pipeline's result), ``verify_result=False``
+    the result's where something else checks it (LLVM's verifier, the printed llvm dialect). An exception raised by a
     pass propagates with a note naming the pass. ``ctx`` defaults to the current context,
     and is the current context while the passes run.
     """
@@ -373,7 +378,7 @@ def run_pipeline(
                 _verify(module, spec)
             for instrument in ctx.instruments:
                 _call(instrument, "run_after_pass", spec, module, seconds)
-        if ctx.verify is True and planned:
+        if ctx.verify is True and planned and verify_result:
             _verify(module, [spec for spec, _ in planned])
     if ctx.timing:
         print(report, file=sys.stderr)

@@ -65,9 +65,14 @@ def pic_target_machine(target: CPUTarget) -> llvm.TargetMachine:
 def compile_object(module: ModuleOp, target: CPUTarget) -> ObjectCode:
     """Optimise an llvm-dialect module and generate its object code for ``target``."""
     start = time.perf_counter()
-    text = llvm_ir(module, target)
-    printed = time.perf_counter()
-    optimized = optimize(text, target)
+    try:  # (a build verifies the llvm-dialect module here, by LLVM's parser and verifier)
+        text = llvm_ir(module, target)
+        printed = time.perf_counter()
+        optimized = optimize(text, target)
+    except Exception as e:
+        e.add_note("(the lowered llvm-dialect module is invalid: a lowering bug; with "
+                   "PassContext(verify='each') the IR is verified after every pass)")  # fmt: skip
+        raise
     done = time.perf_counter()
     obj = pic_target_machine(target).emit_object(optimized)
     code = ObjectCode(
