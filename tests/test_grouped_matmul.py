@@ -143,3 +143,24 @@ def test_mixture_of_experts_block_for_any_token_count(transformers_op):
         error = np.linalg.norm(got.astype(np.float32) - want) / np.linalg.norm(want)
         # bfloat16: both compute each op in float32 and round its result (equal here)
         assert error < (1e-6 if dtype == torch.float32 else 1e-2), error
+
+
+@pytest.mark.parametrize("tokens, block", [(1, 1), (3, 1), (5, 2), (9, 2), (11, 4), (40, 8)])
+def test_mixture_of_experts_at_a_static_token_count(tokens, block):
+    """A known row count picks blocks no larger than the rows per expert (a decode step
+    does not pad each expert's row to 8); any routing, however uneven, still fits."""
+    from tensorkiln.frontends.torch.ops.grouped import block_rows
+
+    assert block_rows(tokens * 2, 5) == block
+    torch.manual_seed(int(RNG.integers(1 << 30)))
+    model = MixtureOfExperts(16, 24, 5, 2, True).eval()
+    x = torch.randn(1, tokens, 16)
+    lib = tk.build(from_exported_program(torch.export.export(model, (x,))))
+    for scale in (1.0, 8.0):  # a sharper router: most tokens on few experts
+        model.router.weight.data *= scale
+        lib = lib if scale == 1.0 else tk.build(from_exported_program(torch.export.export(model, (x,))))
+        with torch.no_grad():
+            want = model(x).numpy()
+        got = lib(x.numpy())
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -23,6 +23,16 @@ from ..registry import converter
 #: rows per block: divided by the GEMM tiles' row counts (8 with AVX-512, 4 with AVX2)
 BLOCK = 8
 
+
+def block_rows(rows: int | str, groups: int) -> int:
+    """Rows per block for ``rows`` spread over ``groups``: :data:`BLOCK`, or fewer when a
+    known row count gives each group fewer (a decode step: 4 tokens x top-2 over 8 experts
+    would pad each expert's one row to 8, eight times the products), a power of two so
+    that it divides the GEMM tile's rows."""
+    if isinstance(rows, str) or rows >= BLOCK * groups:
+        return BLOCK
+    return 1 << max(rows // max(groups, 1), 1).bit_length() - 1
+
 I32 = element_type_of(np.int32)
 
 
@@ -55,31 +65,32 @@ def rows_by_group(ctx: ImportContext, x: SSAValue, weights: SSAValue, offsets: S
     b = ctx.b
     rows, depth = shape_of(x.type)
     count = shape_of(offsets.type)[0]
+    block = block_rows(rows, count)
     ends = ctx.cast(offsets, np.int64)
     ends = b.max(ends, ctx.scalar(0, ends))
     starts = _starts(ctx, ends)
     sizes = b.max(b.sub(b.min(ends, ctx.size_value(rows)), starts), ctx.scalar(0, ends))
-    blocks = b.div(b.add(sizes, ctx.scalar(BLOCK - 1, sizes)), ctx.scalar(BLOCK, sizes))
+    blocks = b.div(b.add(sizes, ctx.scalar(block - 1, sizes)), ctx.scalar(block, sizes))
     block_ends = b.cumsum(blocks, 0)
     block_starts = b.sub(block_ends, blocks)
-    # enough blocks for any sizes: sum(ceil(size / BLOCK)) <= ceil(rows / BLOCK) + count - 1
-    capacity = dim_arith.add(dim_arith.ceildiv(rows, BLOCK), count)
+    # enough blocks for any sizes: sum(ceil(size / block)) <= ceil(rows / block) + count - 1
+    capacity = dim_arith.add(dim_arith.ceildiv(rows, block), count)
     group = segment_of(ctx, capacity, block_ends, x)  # (capacity,): count for unused blocks
     at = b.min(group, ctx.scalar(count - 1, group))  # in range, for the reads below
     first_row = b.reshape(b.add(b.take(starts, at, 0), b.mul(
-        b.sub(ctx.cast(ctx.positions(capacity, [x]), np.int64), b.take(block_starts, at, 0)), ctx.scalar(BLOCK, ends)
+        b.sub(ctx.cast(ctx.positions(capacity, [x]), np.int64), b.take(block_starts, at, 0)), ctx.scalar(block, ends)
     )), (capacity, 1))  # fmt: skip
-    source = b.add(first_row, ctx.constant(np.arange(BLOCK, dtype=np.int64).reshape(1, BLOCK)))  # (capacity, BLOCK)
+    source = b.add(first_row, ctx.constant(np.arange(block, dtype=np.int64).reshape(1, block)))  # (capacity, block)
     used = b.compare(source, b.reshape(b.take(ends, at, 0), (capacity, 1)), "lt")
-    blocked = b.where(b.reshape(used, (capacity, BLOCK, 1)), b.take(x, source, 0), ctx.scalar(0, x))
+    blocked = b.where(b.reshape(used, (capacity, block, 1)), b.take(x, source, 0), ctx.scalar(0, x))
     products = b.grouped_matmul(blocked, weights, group)  # unused blocks: group out of range, zero
     columns = shape_of(weights.type)[2]
-    flat = b.reshape(products, (dim_arith.mul(capacity, BLOCK), columns))
+    flat = b.reshape(products, (dim_arith.mul(capacity, block), columns))
     # each row's place among the blocks
     row_group = segment_of(ctx, rows, ends, x)
     row_at = b.min(row_group, ctx.scalar(count - 1, row_group))
     offset_in_group = b.sub(ctx.positions(rows, [x]), b.take(starts, row_at, 0))
-    place = b.add(b.mul(b.take(block_starts, row_at, 0), ctx.scalar(BLOCK, ends)), offset_in_group)
+    place = b.add(b.mul(b.take(block_starts, row_at, 0), ctx.scalar(block, ends)), offset_in_group)
     inside = b.compare(row_group, ctx.scalar(count, row_group), "lt")
     return b.where(b.reshape(inside, (rows, 1)), b.take(flat, place, 0), ctx.scalar(0, x))
 
