@@ -1,7 +1,7 @@
 """Dense linear algebra: graph.solve, triangular_solve, cholesky, det_factors (te.dense_linalg:
 one kernel per op, the sequential algorithm per matrix, the batch loops outermost) and the
 torch functions that become them (inv, det, slogdet, logdet, solve, cholesky,
-solve_triangular, cholesky_solve), against torch eager on fresh well-conditioned inputs of
+solve_triangular, cholesky_solve, cholesky_inverse), against torch eager on fresh well-conditioned inputs of
 odd sizes, batched and broadcast, float32 and float64; singular and negative-determinant
 matrices, pivoting, the interpreter, symbolic batches, the GPU path (emulated).
 
@@ -79,6 +79,8 @@ class Everything(torch.nn.Module):
             torch.linalg.solve_triangular(torch.triu(a), bt, upper=True, left=False, unitriangular=True),
             torch.cholesky_solve(b, chol),
             torch.cholesky_solve(b, chol.mT, upper=True),
+            torch.cholesky_inverse(chol),
+            torch.cholesky_inverse(chol[1].mT, upper=True),
         )
 
 

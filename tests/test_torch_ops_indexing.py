@@ -173,6 +173,26 @@ def test_nonzero_static(rng):
     check(fn, lambda r: (randint(r, -1, 2, (3, 4, 5)).float(), torch.from_numpy(r.random(7) > 0.5)), rng, runs=3)
 
 
+def test_masked_scatter(rng):
+    """Marked positions filled from ``source`` in order: a vision-language model's image
+    features put in place of its image tokens (a mask broadcast over the hidden axis, a
+    symbolic sequence), a mask broadcast against a smaller input, an int tensor."""
+
+    def fn(embeds, is_image, features, x, m, ints):
+        placed = embeds.masked_scatter(is_image.unsqueeze(-1), features)
+        return placed, x[0].masked_scatter(m[..., :1], x * 2), ints.masked_scatter(m, ints * -3)
+
+    def inputs(r):
+        seq = int(r.integers(6, 20))
+        is_image = torch.from_numpy(r.random((2, seq)) < 0.4)
+        features = randn(r, int(is_image.sum()) + 3, 8)  # (a few to spare: only those needed are read)
+        m = torch.from_numpy(r.random((3, 4, 5)) < 0.5)
+        return randn(r, 2, seq, 8), is_image, features, randn(r, 3, 4, 5), m, randint(r, -9, 9, (3, 4, 5))
+
+    seq, rows = torch.export.Dim("seq", min=2, max=64), torch.export.Dim("rows", min=1, max=256)
+    check(fn, inputs, rng, runs=3, dynamic_shapes=({1: seq}, {1: seq}, {0: rows}, None, None, None))
+
+
 # ---------------------------------------------------------------------------
 # cumsum, argmax/argmin, max/min with indices, topk, sort
 

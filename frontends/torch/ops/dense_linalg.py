@@ -139,6 +139,14 @@ def cholesky_solve(ctx: ImportContext, node, b, factor, upper=False):
     return ctx.b.triangular_solve(upper_factor, ctx.b.triangular_solve(lower, b, True), False)
 
 
+@converter("aten.cholesky_inverse.default")
+def cholesky_inverse(ctx: ImportContext, node, factor, upper=False):
+    """``a^-1`` from ``a``'s Cholesky factor: ``a x = I`` solved as :func:`cholesky_solve`."""
+    n = _size(ctx, factor)
+    eye = ctx.constant(np.eye(n, dtype=numpy_dtype(factor.type.element_type)))
+    return cholesky_solve(ctx, node, ctx.b.broadcast_to(eye, shape_of(factor.type)), factor, upper)
+
+
 # ---------------------------------------------------------------------------
 # the same functions in a program imported without decomposing it
 

@@ -587,6 +587,24 @@ def repeat(ctx: ImportContext, node, x, repeats):
     return b.reshape(b.broadcast_to(b.reshape(x, interleaved), tiled), ctx.shape(node))
 
 
+@converter("aten.masked_scatter.default")
+def masked_scatter(ctx: ImportContext, node, x, mask, source):
+    """``x`` with the positions ``mask`` marks (broadcast, row-major order) taken from
+    ``source``'s elements in order (how vision-language models put image features in place
+    of image tokens): position ``i`` reads ``source.flat[cumsum(mask)[i] - 1]``."""
+    b = ctx.b
+    shape = ctx.shape(node)
+    count = functools.reduce(dim_arith.mul, shape, 1)
+    flags = b.reshape(b.broadcast_to(mask, shape), (count,))
+    order = b.sub(b.cumsum(ctx.cast(flags, np.dtype(np.int64)), 0), ctx.constant(np.int64(1)))
+    available = functools.reduce(dim_arith.mul, shape_of(source.type), 1)
+    # unmarked positions before the first mark read element 0 (then discarded); torch
+    # checks that source has enough elements, we read its last one past them
+    order = b.min(b.max(order, ctx.constant(np.int64(0))), b.sub(ctx.size_value(available), ctx.constant(np.int64(1))))
+    taken = b.reshape(b.take(b.reshape(source, (available,)), order, 0), shape)
+    return b.where(b.broadcast_to(mask, shape), taken, b.broadcast_to(x, shape))
+
+
 @converter("aten.nonzero_static.default")
 def nonzero_static(ctx: ImportContext, node, x, *, size, fill_value=-1):
     """The coordinates of the first ``size`` non-zero elements in row-major order, rows
