@@ -1,7 +1,7 @@
 """Dense linear algebra: graph.solve, triangular_solve, cholesky, det_factors (te.dense_linalg:
 one kernel per op, the sequential algorithm per matrix, the batch loops outermost) and the
 torch functions that become them (inv, det, slogdet, logdet, solve, cholesky,
-solve_triangular, cholesky_solve, cholesky_inverse), against torch eager on fresh well-conditioned inputs of
+solve_triangular, triangular_solve, cholesky_solve, cholesky_inverse), against torch eager on fresh well-conditioned inputs of
 odd sizes, batched and broadcast, float32 and float64; singular and negative-determinant
 matrices, pivoting, the interpreter, symbolic batches, the GPU path (emulated).
 
@@ -80,6 +80,8 @@ class Everything(torch.nn.Module):
             torch.cholesky_solve(b, chol),
             torch.cholesky_solve(b, chol.mT, upper=True),
             torch.cholesky_inverse(chol),
+            torch.triangular_solve(b, torch.triu(a))[0],  # (the older spelling)
+            torch.triangular_solve(b, torch.tril(a), upper=False, transpose=True, unitriangular=True)[0],
             torch.cholesky_inverse(chol[1].mT, upper=True),
         )
 

@@ -193,6 +193,20 @@ def test_masked_scatter(rng):
     check(fn, inputs, rng, runs=3, dynamic_shapes=({1: seq}, {1: seq}, {0: rows}, None, None, None))
 
 
+def test_put(rng):
+    """Writes (sums) at flat indices, negative ones from the end, of any index shape."""
+
+    def fn(x, index, source):
+        return torch.put(x, index, source), torch.put(x, index[0], source[0] * 2, accumulate=True)
+
+    def inputs(r):
+        places = r.permutation(12)[:6]  # distinct places, half of them counted from the end
+        index = torch.from_numpy(np.where(r.random(6) < 0.5, places - 12, places).reshape(2, 3))
+        return randn(r, 3, 4), index, randn(r, 2, 3)
+
+    check(fn, inputs, rng, runs=3)
+
+
 # ---------------------------------------------------------------------------
 # cumsum, argmax/argmin, max/min with indices, topk, sort
 

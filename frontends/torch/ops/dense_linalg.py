@@ -131,6 +131,14 @@ def linalg_solve_triangular(ctx: ImportContext, node, a, b, *, upper, left=True,
     return _triangular_solve(ctx, a, b, upper, left, unitriangular)
 
 
+@converter("aten.triangular_solve.default")
+def triangular_solve(ctx: ImportContext, node, b, a, upper=True, transpose=False, unitriangular=False):
+    """torch's older spelling: ``(x, a)`` with ``a x = b`` (``a^T x = b`` when ``transpose``:
+    the transposed matrix's other triangle)."""
+    solved = _transposed(ctx, a) if transpose else a
+    return _triangular_solve(ctx, solved, b, upper != transpose, True, unitriangular), a
+
+
 @converter("aten.cholesky_solve.default")
 def cholesky_solve(ctx: ImportContext, node, b, factor, upper=False):
     """``x`` with ``a x = b``, ``a = l l^T`` (``u^T u`` when ``upper``): two triangular solves."""

@@ -605,6 +605,20 @@ def masked_scatter(ctx: ImportContext, node, x, mask, source):
     return b.where(b.broadcast_to(mask, shape), taken, b.broadcast_to(x, shape))
 
 
+@converter("aten.put.default")
+def put(ctx: ImportContext, node, x, index, source, accumulate=False):
+    """``x`` as a flat array with ``source``'s elements written (added) at ``index``
+    (negative entries count from the end), reshaped back."""
+    b = ctx.b
+    shape = shape_of(x.type)
+    count = functools.reduce(dim_arith.mul, shape, 1)
+    updates = functools.reduce(dim_arith.mul, shape_of(index.type), 1)
+    flat_index = _wrap_clamp(ctx, b.reshape(index, (updates,)), count)
+    flat = b.scatter(b.reshape(x, (count,)), flat_index, b.reshape(source, (updates,)), axis=0,
+                     mode="add" if accumulate else "update")  # fmt: skip
+    return b.reshape(flat, shape)
+
+
 @converter("aten.nonzero_static.default")
 def nonzero_static(ctx: ImportContext, node, x, *, size, fill_value=-1):
     """The coordinates of the first ``size`` non-zero elements in row-major order, rows
