@@ -165,3 +165,21 @@ def test_histc_of_the_datas_own_range(rng):
         return torch.histc(x, bins=4), torch.histc(x, bins=7, min=3, max=3), torch.histc(x[:1] * 0 + 2.5, bins=3)
 
     check(fn, (f32(40),), rng, ("histc.default",))
+
+
+def test_histogram_with_edges_counts_weights_and_densities(rng):
+    """torch.histogram: equal bins over the data's range (a single value widened by 0.5)
+    or a given one, or given edges (values exactly on them: the bin they open, the last
+    edge closing the last bin), weighted, as densities; the edges returned too."""
+    edges = torch.tensor([-2.0, -0.5, 0.0, 0.5, 2.0])
+
+    def fn(x, w):
+        return (
+            *torch.histogram(x, bins=7),
+            *torch.histogram(x, bins=4, range=(-1.0, 1.5), weight=w, density=True),
+            *torch.histogram(x, edges, weight=w),
+            torch.histogram(x[:1, :1], 3)[1],
+        )
+
+    check(fn, (steps(5, 9), lambda r: torch.from_numpy(r.random((5, 9)).astype(np.float32))), rng,
+          ("histogram.bin_ct", "histogram.bins_tensor"))  # fmt: skip

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import SSAValue
 
-from ....dialects.graph.types import shape_of
+from ....dialects.graph.types import numpy_dtype, shape_of
 from ..context import ImportContext
 from ..registry import converter
 
@@ -152,6 +152,63 @@ def histc(ctx: ImportContext, node, x, bins=100, min=0, max=0):
     hits = b.compare(b.reshape(position, (*shape_of(position.type), 1)), ctx.constant(np.arange(bins, dtype=np.int64)), "eq")
     counts = b.reduce_sum(ctx.cast(hits, np.dtype(np.int64)), [0], keepdims=False)
     return ctx.cast(counts, ctx.dtype(node))
+
+
+def _histogram(ctx: ImportContext, x, edges, weight, density: bool):
+    """``(hist, edges)``: each element of ``x`` in the bin whose edges hold it (the last bin
+    closed: ``edges[-1]`` in it; outside and NaN: none), counted or summing ``weight``;
+    ``density`` divides by the total and the bin widths, as torch.histogram."""
+    b = ctx.b
+    count = int(np.prod(shape_of(x.type)))
+    flat = b.reshape(x, (count,))
+    bins = shape_of(edges.type)[0] - 1
+    below = b.reduce_sum(ctx.cast(b.compare(b.reshape(flat, (count, 1)), edges, "ge"), np.dtype(np.int64)), [1])
+    position = b.min(b.sub(below, ctx.constant(np.int64(1))), ctx.constant(np.int64(bins - 1)))
+    last = b.reshape(b.slice(edges, [bins], [bins + 1], [0], [1]), ())
+    first = b.reshape(b.slice(edges, [0], [1], [0], [1]), ())
+    inside = b.bitwise_and(b.compare(flat, first, "ge"), b.compare(flat, last, "le"))  # (NaN: neither)
+    position = b.where(inside, position, ctx.constant(np.int64(-1)))
+    hits = ctx.cast(b.compare(b.reshape(position, (count, 1)), ctx.constant(np.arange(bins, dtype=np.int64)), "eq"), numpy_dtype(x.type.element_type))
+    if weight is not None:
+        hits = b.mul(hits, b.reshape(weight, (count, 1)))
+    hist = b.reduce_sum(hits, [0])
+    if density:
+        widths = b.sub(b.slice(edges, [1], [bins + 1], [0], [1]), b.slice(edges, [0], [bins], [0], [1]))
+        hist = b.div(hist, b.mul(b.reduce_sum(hist, [0]), widths))
+    return hist, edges
+
+
+def _linear_edges(ctx: ImportContext, low, high, bins: int, like):
+    """``bins + 1`` edges from ``low`` to ``high`` (0-d), torch.linspace's arithmetic: the
+    first half counted up from ``low``, the second down from ``high`` (both ends exact)."""
+    b = ctx.b
+    dtype = numpy_dtype(like.type.element_type)
+    k = ctx.constant(np.arange(bins + 1, dtype=dtype))
+    step = b.div(b.sub(high, low), ctx.scalar(bins, like))
+    up = b.add(low, b.mul(step, k))
+    down = b.sub(high, b.mul(step, ctx.constant(np.arange(bins, -1, -1).astype(dtype))))
+    return b.where(ctx.constant(np.arange(bins + 1) < (bins + 1) / 2), up, down)
+
+
+@converter("aten.histogram.bin_ct")
+def histogram(ctx: ImportContext, node, x, bins=100, *, range=None, weight=None, density=False):
+    """``bins`` equal bins over ``range`` (default: the data's own, widened by 0.5 each way
+    where that is a single value, as torch)."""
+    b = ctx.b
+    if range is not None:
+        low, high = ctx.scalar(range[0], x), ctx.scalar(range[1], x)
+    else:
+        flat = b.reshape(x, (int(np.prod(shape_of(x.type))),))
+        low, high = b.reduce_min(flat, [0]), b.reduce_max(flat, [0])
+        single, half = b.compare(low, high, "eq"), ctx.scalar(0.5, x)
+        low, high = b.where(single, b.sub(low, half), low), b.where(single, b.add(high, half), high)
+    return _histogram(ctx, x, _linear_edges(ctx, low, high, bins, x), weight, density)
+
+
+@converter("aten.histogram.bins_tensor")
+def histogram_with_edges(ctx: ImportContext, node, x, bins, *, weight=None, density=False):
+    """Bins between the given (increasing) edges."""
+    return _histogram(ctx, x, bins, weight, density)
 
 
 @converter("aten.mode.default", scalars_as_vectors=True)
