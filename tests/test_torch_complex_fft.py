@@ -42,6 +42,7 @@ def _transforms(x):
         real(fft.fftn(x, dim=(0, 2))), real(fft.rfft2(x, norm="ortho")), fft.irfft(fft.rfft(x)),
         fft.irfft(fft.rfft(x), n=13), fft.irfft(fft.rfft(x), n=25), fft.irfft2(fft.rfft2(x), s=(6, 10)),
         fft.ifft(fft.fft(x, dim=1), dim=1).real, fft.ifft(fft.rfft(x)).imag,
+        real(fft.ihfft2(x)), real(fft.ihfftn(x, dim=(0, 2))),  # (conjugated spectra: _conj_physical)
     )  # fmt: skip
 
 

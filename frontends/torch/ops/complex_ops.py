@@ -267,7 +267,7 @@ def neg_view(ctx: ImportContext, node, x):
     return ctx.b.neg(x)
 
 
-@complex_converter("aten._conj.default", "aten.conj_physical.default", "aten.conj.default")
+@complex_converter("aten._conj.default", "aten.conj_physical.default", "aten._conj_physical.default", "aten.conj.default")
 def conj(ctx: ImportContext, node, z):
     return Complex(z.real, ctx.b.neg(z.imag))
 
