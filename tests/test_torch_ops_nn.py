@@ -441,6 +441,22 @@ def test_group_norm_1d_input(rng):
     check(rng, nn.GroupNorm(2, 6), torch.zeros(3, 6, 7))
 
 
+def test_native_batch_norm_in_eval_returns_its_empty_statistics(rng):
+    """aten.native_batch_norm called directly in eval: the normalised tensor and the
+    saved statistics, which torch leaves empty (shape (0,))."""
+    stats = [torch.from_numpy(rng.standard_normal(4).astype(np.float32)) for _ in range(3)]
+    mean, var = stats[0], stats[1].abs() + 0.5
+
+    def fn(x):
+        return torch.ops.aten.native_batch_norm(x, stats[2], None, mean, var, False, 0.1, 1e-5)
+
+    x = torch.from_numpy(rng.standard_normal((2, 4, 5)).astype(np.float32))
+    got = tk.build(from_exported_program(torch.export.export(Fn(fn), (x,))))(x.numpy())
+    for g, e in zip(got, fn(x)):
+        assert g.shape == tuple(e.shape) and g.dtype == e.numpy().dtype
+        np.testing.assert_allclose(g, e.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_training_dropout_without_decomposition(rng):
     """aten.dropout itself (not decomposed) in training: kept values scaled by 1/(1-p)
     (the random masks are tested in test_torch_random.py)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ....dialects.graph.types import format_shape, shape_of
+import numpy as np
+
+from ....dialects.graph.types import format_shape, numpy_dtype, shape_of
 from ..context import ImportContext
 from ..registry import converter, result_used
 from .pool_indices import adaptive_taps, first_max_indices, window_taps
@@ -112,7 +114,8 @@ def batch_norm_inference(ctx: ImportContext, node, x, weight, bias, mean, var, m
     if bias is not None:
         shift = b.add(shift, bias)
     y = b.add(b.mul(x, b.reshape(scale, channel_shape)), b.reshape(shift, channel_shape))
-    return (y, None, None)
+    nothing = ctx.constant(np.zeros(0, numpy_dtype(x.type.element_type)))  # (torch's saved statistics: empty in eval)
+    return (y, nothing, nothing)
 
 
 def _standardise(ctx: ImportContext, x, axes: list[int], eps: float):
