@@ -168,6 +168,7 @@ def test_nonzero_static(rng):
         return (
             torch.nonzero_static(x, size=6), torch.nonzero_static(x, size=40, fill_value=7),
             torch.nonzero_static(m, size=3), torch.nonzero_static(x[0, 0], size=2),
+            torch.nonzero_static(x[0, 0, 0], size=4),  # 0-d: (4, 0)
         )  # fmt: skip
 
     check(fn, lambda r: (randint(r, -1, 2, (3, 4, 5)).float(), torch.from_numpy(r.random(7) > 0.5)), rng, runs=3)

@@ -627,8 +627,10 @@ def nonzero_static(ctx: ImportContext, node, x, *, size, fill_value=-1):
     one extra row that is cut off: a scatter of each element's (constant) coordinates."""
     b = ctx.b
     shape = shape_of(x.type)
-    if not shape or not all(isinstance(d, int) for d in shape):
-        raise NotImplementedError(f"nonzero_static of a tensor of shape {tuple(shape)} (static, rank >= 1 only)")
+    if not shape:  # a 0-d tensor: no coordinates to list, whatever its value
+        return ctx.constant(np.zeros((size, 0), np.int64))
+    if not all(isinstance(d, int) for d in shape):
+        raise NotImplementedError(f"nonzero_static of a tensor of shape {tuple(shape)} (static shapes only)")
     count = int(np.prod(shape))
     flags = b.compare(b.reshape(x, (count,)), ctx.scalar(0, x), "ne")
     order = b.sub(b.cumsum(ctx.cast(flags, np.dtype(np.int64)), 0), ctx.constant(np.int64(1)))
