@@ -409,12 +409,22 @@ class ChunkedHeads(nn.Module):
 
 
 def test_a_kernel_given_the_length_its_padded_buffers_lose(tmp_path):
+    from strategy_helpers import scheduled_loops
     from tensorkiln.backends.cuda.pipeline import build_emulated
+    from tensorkiln.dialects import loop
     from tensorkiln.runtime.artifact import load_module
+    from tensorkiln.schedule import kernels
 
     torch.manual_seed(4)
     model = ChunkedHeads()
     module = from_exported_program(torch.export.export(model, (torch.randn(2, 9, 4),), dynamic_shapes=({1: Dim.AUTO},)))
+    # the regrouping kernel reads a padded buffer, is passed the model's input for its
+    # length (never read), and reads the length off it
+    regroup = next(k for k in kernels(scheduled_loops(module, 256)) if k.sym_name.data.startswith("reshape_transpose"))
+    padded, carrier, out = regroup.body.block.args
+    assert str(carrier.type) == "memref<2x?x4xf32>" and str(padded.type) == "memref<1x?x12xf32>"
+    assert not any(isinstance(op, loop.LoadOp) and op.buffer is carrier for op in regroup.walk())
+    assert any(isinstance(op, loop.DimOp) and op.buffer is carrier for op in regroup.walk())
     runs = {kind: tk.create_executor(kind, module).evaluate() for kind in ("interpreter", "graph", "vm")}
     runs["emulated gpu"] = build_emulated(module)
     tk.build(module).export_library(tmp_path / "chunked.tk")
