@@ -149,7 +149,8 @@ def unsized_symbols(op: Operation, tensors: Sequence[SSAValue]) -> set[str]:
     for inner in op.walk():
         for value in (*inner.results, *(a for r in inner.regions for blk in r.blocks for a in blk.args)):
             if isinstance(value.type, TensorType):
-                needed.update(s for d in shape_of(value.type) if isinstance(d, str) and d not in read for s in free_symbols(d))
+                unread = (d for d in shape_of(value.type) if isinstance(d, str) and d not in read)
+                needed.update(s for d in unread for s in free_symbols(d))
     return {s for s in needed if not any(_sizes_symbol(v.type, s) for v in tensors)}
 
 
@@ -501,8 +502,10 @@ class _HostLowering:
     def carriers(op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
         """Function inputs a kernel of ``op`` is passed for their sizes (one for each
         symbol its own tensors do not give; every symbol is some input's size)."""
-        if not isinstance(op, te.ComputeOp | FusedOp):
-            return []
+        dims = (d for v in inputs if isinstance(v.type, TensorType) for d in shape_of(v.type))
+        symbolic = any(isinstance(d, str) for d in dims)
+        if not symbolic or not isinstance(op, te.ComputeOp | FusedOp):
+            return []  # (static shapes: nothing to look for)
         carriers: list[SSAValue] = []
         for symbol in sorted(unsized_symbols(op, [*op.inputs, op.result])):
             if any(_sizes_symbol(c.type, symbol) for c in carriers):

@@ -149,9 +149,19 @@ def histc(ctx: ImportContext, node, x, bins=100, min=0, max=0):
     position = b.min(ctx.cast(b.trunc(scaled), np.dtype(np.int64)), ctx.constant(np.int64(bins - 1)))
     inside = b.bitwise_and(b.compare(flat, low, "ge"), b.compare(flat, high, "le"))  # (NaN: neither)
     position = b.where(inside, position, ctx.constant(np.int64(-1)))
-    hits = b.compare(b.reshape(position, (*shape_of(position.type), 1)), ctx.constant(np.arange(bins, dtype=np.int64)), "eq")
-    counts = b.reduce_sum(ctx.cast(hits, np.dtype(np.int64)), [0], keepdims=False)
-    return ctx.cast(counts, ctx.dtype(node))
+    return ctx.cast(_bin_sums(ctx, position, bins, np.dtype(np.int64)), ctx.dtype(node))
+
+
+def _bin_sums(ctx: ImportContext, position, bins: int, dtype: np.dtype, weight=None):
+    """How many of the 1-d int64 ``position`` fall in each of ``bins`` bins (-1: none), or
+    the sum of their ``weight``, in ``dtype``."""
+    b = ctx.b
+    (count,) = shape_of(position.type)
+    hits = b.compare(b.reshape(position, (count, 1)), ctx.constant(np.arange(bins, dtype=np.int64)), "eq")
+    hits = ctx.cast(hits, dtype)
+    if weight is not None:
+        hits = b.mul(hits, b.reshape(weight, (count, 1)))
+    return b.reduce_sum(hits, [0], keepdims=False)
 
 
 def _histogram(ctx: ImportContext, x, edges, weight, density: bool):
@@ -168,10 +178,7 @@ def _histogram(ctx: ImportContext, x, edges, weight, density: bool):
     first = b.reshape(b.slice(edges, [0], [1], [0], [1]), ())
     inside = b.bitwise_and(b.compare(flat, first, "ge"), b.compare(flat, last, "le"))  # (NaN: neither)
     position = b.where(inside, position, ctx.constant(np.int64(-1)))
-    hits = ctx.cast(b.compare(b.reshape(position, (count, 1)), ctx.constant(np.arange(bins, dtype=np.int64)), "eq"), numpy_dtype(x.type.element_type))
-    if weight is not None:
-        hits = b.mul(hits, b.reshape(weight, (count, 1)))
-    hist = b.reduce_sum(hits, [0])
+    hist = _bin_sums(ctx, position, bins, numpy_dtype(x.type.element_type), weight)
     if density:
         widths = b.sub(b.slice(edges, [1], [bins + 1], [0], [1]), b.slice(edges, [0], [bins], [0], [1]))
         hist = b.div(hist, b.mul(b.reduce_sum(hist, [0]), widths))
