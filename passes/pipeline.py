@@ -119,8 +119,8 @@ class PassContext:
       ``TK_DUMP_IR`` environment variable, else no dumps; False: no dumps, whatever
       the environment says).
     - ``verify``: verify each pipeline's input and result (True, the default), also the
-      IR after every pass (``"each"``: names the pass that broke it, at about twice the
-      compile time), or nothing (False).
+      IR after every pass (``"each"``: names the pass that broke it, at 20-60% more
+      compile time: ``benchmarks/compile_time.py``), or nothing (False).
     - ``timing``: print each pipeline's pass timings to stderr (they are always in the
       returned :class:`PipelineReport` and in ``timings``).
     - ``instruments``: :class:`PassInstrument` objects called around every pass.
@@ -332,8 +332,8 @@ def run_pipeline(
     ``ctx.verify == "each"`` also the IR after every pass (:class:`PassError` names the
     pass that broke it); ``verify_input=False`` skips the input's verification where the
     caller has just verified it (the previous pipeline's result), ``verify_result=False``
-    the result's where something else checks it (LLVM's verifier, the printed llvm dialect). An exception raised by a
-    pass propagates with a note naming the pass. ``ctx`` defaults to the current context,
+    the result's where something else checks it (LLVM's verifier, the printed llvm
+    dialect). An exception raised by a pass propagates with a note naming the pass. ``ctx`` defaults to the current context,
     and is the current context while the passes run.
     """
     ctx = ctx if ctx is not None else PassContext.current()
