@@ -212,6 +212,30 @@ def test_using_info_is_a_clear_error():
         _export(InvEx(), torch.randn(3, 3))
 
 
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_ex_reports_the_first_minor_that_is_not_positive_definite(rng, upper):
+    """``info``: 0 for a positive definite matrix, else the order of the first leading
+    minor that is not (a negative pivot, a zero one, the very first), as torch; the factor
+    of the positive definite ones matches."""
+
+    class CholeskyEx(torch.nn.Module):
+        def forward(self, a):
+            return torch.linalg.cholesky_ex(a, upper=upper)
+
+    a = _spd(rng, (5, 6, 6), "float32")
+    a[1, 3, 3] = -40.0  # order 4
+    a[2] = -np.eye(6)  # order 1
+    a[3, 5, :], a[3, :, 5] = 0.0, 0.0  # singular: order 6
+    a[4, 1, 1] = 1e-3 * a[4, 1, 0] ** 2  # order 2: a11 - a10^2 / a00 < 0 (a00 > 1)
+    lib = tk.build(_export(CholeskyEx(), torch.from_numpy(a)))
+    factor, info = lib(a)
+    want_factor, want_info = CholeskyEx()(torch.from_numpy(a))
+    assert info.dtype == np.int32 and info.shape == (5,)
+    np.testing.assert_array_equal(info, want_info.numpy())
+    assert info[0] == 0 and info[1] == 4 and info[2] == 1 and info[3] == 6
+    _close(factor[0], want_factor[0].numpy(), "float32", "the positive definite factor")
+
+
 def test_cpu_default_schedule_runs_the_matrices_in_parallel():
     """64 matrices of 32 x 32: the elimination's loops count as work."""
     b = tk.GraphBuilder()

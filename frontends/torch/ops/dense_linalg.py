@@ -123,7 +123,20 @@ def linalg_solve_ex(ctx: ImportContext, node, a, b, *, left=True, check_errors=F
 
 @converter("aten.linalg_cholesky_ex.default")
 def linalg_cholesky_ex(ctx: ImportContext, node, a, upper=False, check_errors=False):
-    return _cholesky(ctx, a, upper), None
+    """The factor and LAPACK's ``info`` (int32): 0, or the order of the first leading minor
+    that is not positive definite, found as the first pivot (the factor's diagonal) that
+    is not positive (NaN: the square root of a negative number). Where ``info > 0`` the
+    factor's entries from that pivot on are unspecified, as in torch."""
+    b = ctx.b
+    factor = _cholesky(ctx, a, upper)
+    n = _size(ctx, a)
+    diagonal = b.reduce_sum(b.where(ctx.constant(np.eye(n, dtype=bool)), factor, ctx.scalar(0, factor)), [-1])
+    positive = ctx.cast(b.compare(diagonal, ctx.scalar(0, diagonal), "gt"), np.dtype(np.int32))
+    failed = b.sub(ctx.scalar(1, positive), positive)  # (NaN: failed)
+    first = ctx.cast(b.argmax(failed, -1, keepdims=False), np.dtype(np.int32))
+    info = b.where(b.compare(b.reduce_max(failed, [-1]), ctx.scalar(0, failed), "gt"), b.add(first, ctx.scalar(1, first)),
+                   ctx.scalar(0, first))  # fmt: skip
+    return factor, info
 
 
 @converter("aten.linalg_solve_triangular.default")
