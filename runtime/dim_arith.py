@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from .dim_expr import FUNCTIONS, parse
 
@@ -212,6 +212,11 @@ def mul(a: Dim, b: Dim) -> Dim:
     return canonical(f"{_text(a)} * {_text(b)}")
 
 
+def product(dims: Iterable[Dim]) -> Dim:
+    """The product of ``dims`` (a shape's element count), canonical; 1 for none."""
+    return functools.reduce(mul, dims, 1)
+
+
 def floordiv(a: Dim, b: int) -> Dim:
     """``a // b`` (floor, b > 0), canonical: exact divisions fold (``(2*s0)//2`` is ``s0``)."""
     return canonical(f"{_text(a)} // {b}")
@@ -245,4 +250,4 @@ def solve(dim: str, value: int) -> Mapping[str, int] | None:
     return {symbol: (value - b) // a}
 
 
-__all__ = ["add", "canonical", "ceildiv", "floordiv", "linear_symbol", "mul", "solve", "sub"]
+__all__ = ["add", "canonical", "ceildiv", "floordiv", "linear_symbol", "mul", "product", "solve", "sub"]

@@ -8,8 +8,6 @@ ones wrap as in torch.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from xdsl.dialects.builtin import i1
 
@@ -176,7 +174,7 @@ def index_put(ctx: ImportContext, node, x, indices, values, accumulate=False):
     # values broadcast to merged[..., linear, ...], the index shape flattened to one axis
     m_shape = shape_of(merged.type)
     index_shape = shape_of(linear.type)
-    count = functools.reduce(dim_arith.mul, index_shape, 1)
+    count = dim_arith.product(index_shape)
     before, after = m_shape[:first], m_shape[first + 1 :]
     updates = b.broadcast_to(values, [*before, *index_shape, *after])
     updates = b.reshape(updates, [*before, count, *after])
@@ -594,10 +592,10 @@ def masked_scatter(ctx: ImportContext, node, x, mask, source):
     of image tokens): position ``i`` reads ``source.flat[cumsum(mask)[i] - 1]``."""
     b = ctx.b
     shape = ctx.shape(node)
-    count = functools.reduce(dim_arith.mul, shape, 1)
+    count = dim_arith.product(shape)
     flags = b.reshape(b.broadcast_to(mask, shape), (count,))
     order = b.sub(b.cumsum(ctx.cast(flags, np.dtype(np.int64)), 0), ctx.constant(np.int64(1)))
-    available = functools.reduce(dim_arith.mul, shape_of(source.type), 1)
+    available = dim_arith.product(shape_of(source.type))
     # unmarked positions before the first mark read element 0 (then discarded); torch
     # checks that source has enough elements, we read its last one past them
     order = b.min(b.max(order, ctx.constant(np.int64(0))), b.sub(ctx.size_value(available), ctx.constant(np.int64(1))))
@@ -611,8 +609,8 @@ def put(ctx: ImportContext, node, x, index, source, accumulate=False):
     (negative entries count from the end), reshaped back."""
     b = ctx.b
     shape = shape_of(x.type)
-    count = functools.reduce(dim_arith.mul, shape, 1)
-    updates = functools.reduce(dim_arith.mul, shape_of(index.type), 1)
+    count = dim_arith.product(shape)
+    updates = dim_arith.product(shape_of(index.type))
     flat_index = _wrap_clamp(ctx, b.reshape(index, (updates,)), count)
     flat = b.scatter(b.reshape(x, (count,)), flat_index, b.reshape(source, (updates,)), axis=0,
                      mode="add" if accumulate else "update")  # fmt: skip
