@@ -22,6 +22,7 @@ from xdsl.ir import SSAValue
 from ....dialects.graph.types import numpy_dtype, shape_of
 from ..context import ImportContext
 from ..registry import converter
+from .shape import diagonal
 
 
 def _size(ctx: ImportContext, a: SSAValue) -> int:
@@ -129,9 +130,8 @@ def linalg_cholesky_ex(ctx: ImportContext, node, a, upper=False, check_errors=Fa
     factor's entries from that pivot on are unspecified, as in torch."""
     b = ctx.b
     factor = _cholesky(ctx, a, upper)
-    n = _size(ctx, a)
-    diagonal = b.reduce_sum(b.where(ctx.constant(np.eye(n, dtype=bool)), factor, ctx.scalar(0, factor)), [-1])
-    positive = ctx.cast(b.compare(diagonal, ctx.scalar(0, diagonal), "gt"), np.dtype(np.int32))
+    pivots = diagonal(ctx, node, factor, 0, -2, -1)
+    positive = ctx.cast(b.compare(pivots, ctx.scalar(0, pivots), "gt"), np.dtype(np.int32))
     failed = b.sub(ctx.scalar(1, positive), positive)  # (NaN: failed)
     first = ctx.cast(b.argmax(failed, -1, keepdims=False), np.dtype(np.int32))
     info = b.where(b.compare(b.reduce_max(failed, [-1]), ctx.scalar(0, failed), "gt"), b.add(first, ctx.scalar(1, first)),
