@@ -29,13 +29,14 @@ class Executor:
     def _callable(self, function: str) -> Callable[..., Any]:
         if self.kind == "interpreter":
             return interpret(self.module, function)
-        from .executors.vm_compiler import build_vm, has_control_flow
+        from .executors.vm_compiler import build_vm, needs_vm
 
         if self.kind == "vm":
             return build_vm(self.module, self.target, function=function)
-        if has_control_flow(find_function(self.module, function)):
+        if needs_vm(find_function(self.module, function)):
             raise ValueError(
-                f"the {self.kind} executor cannot run control flow (graph.if / graph.while): use the 'vm' executor"
+                f"the {self.kind} executor cannot run control flow (graph.if / graph.while), sizes read from data "
+                f"(graph.data_size: nonzero, boolean masks) or run-time checks (graph.check): use the 'vm' executor"
             )
         lib = build(self.module, self.target, function=function)
         return lib.graph_executor() if self.kind == "graph" else lib

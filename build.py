@@ -12,6 +12,8 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 from .backends.llvm.jit import CPUTarget
 from .byoc.bind import CompiledModuleWithExternals, bind_externals
 from .dialects.graph import ConstantOp
+from .dialects.graph.control import CONTROL_FLOW_OPS
+from .dialects.graph.host import HOST_OPS
 from .dialects.graph.types import WeightAttr
 from .errors import UnsupportedOperatorError
 from .executors.export import export_library
@@ -28,12 +30,23 @@ def weight_array(data: WeightAttr | DenseIntOrFPElementsAttr) -> np.ndarray:
     return data.array if isinstance(data, WeightAttr) else ConstantOp(data).array()
 
 
+#: ops only the VM runs (control flow, sizes read from data, run-time checks)
+VM_OPS = {op.name for op in CONTROL_FLOW_OPS + HOST_OPS}
+
+
 def check_supported(module: ModuleOp) -> None:
     """Raise one UnsupportedOperatorError naming every op that cannot be compiled."""
     missing = unsupported_ops(module)
     if missing:
         listed = ", ".join(f"{name} (x{n})" for name, n in sorted(missing.items()))
-        raise UnsupportedOperatorError(f"cannot compile {sum(missing.values())} ops: {listed}")
+        vm_only = sorted(set(missing) & VM_OPS)
+        hint = (
+            f" ({', '.join(vm_only)}: run by the VM between compiled functions; tk.build for an llvm target "
+            "builds a VM for them, this path compiles one straight-line function)"
+            if vm_only
+            else ""
+        )
+        raise UnsupportedOperatorError(f"cannot compile {sum(missing.values())} ops: {listed}{hint}")
 
 
 #: lowering pipelines after the graph-level optimization (``passes/pipeline.py``)
@@ -114,9 +127,9 @@ def build(
         from .backends.cuda.pipeline import build_cuda
 
         return build_cuda(module, target, function=function, opt_level=opt_level)
-    from .executors.vm_compiler import build_vm, has_control_flow
+    from .executors.vm_compiler import build_vm, needs_vm
 
-    if has_control_flow(find_function(module, function)):  # graph.if / graph.while: the VM runs it
+    if needs_vm(find_function(module, function)):  # control flow, data-dependent sizes, checks: the VM
         return build_vm(module, target, function=function, opt_level=opt_level, dump_ir=dump_ir)
     start = time.perf_counter()
     ctx = PassContext.current()

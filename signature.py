@@ -5,6 +5,7 @@ from __future__ import annotations
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, i64
 
+from .dialects.graph.host import data_size_symbols
 from .dialects.graph.types import numpy_dtype, shape_of
 from .runtime.dim_arith import linear_symbol
 from .runtime.dim_expr import free_symbols, is_symbol
@@ -30,10 +31,11 @@ def signature_of(function: func.FuncOp) -> Signature:
     # symbols an input dim gives: itself, or solved from a dim linear in one symbol (2*s0)
     bound = {d for spec in inputs for d in spec.shape if isinstance(d, str) and is_symbol(d)}
     bound |= {linear_symbol(d) for spec in inputs for d in spec.shape} - {None}
+    bound |= data_size_symbols(function)  # sizes the model reads from data (nonzero's count)
     for spec in outputs:
         unbound = [d for d in spec.shape if isinstance(d, str) and not free_symbols(d) <= bound]
         if unbound:
-            raise ValueError(f"{spec.name}: symbolic dims {unbound} do not appear in any input")
+            raise ValueError(f"{spec.name}: symbolic dims {unbound} do not appear in any input nor graph.data_size")
     # computed dims that can be negative (a subtraction in them: symbols are never negative),
     # checked at every call
     dims: list = []

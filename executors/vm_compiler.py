@@ -30,6 +30,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from ..dialects.graph import ConstantOp
 from ..dialects.graph.control import CONTROL_FLOW_OPS, IfOp, RegionYieldOp, WhileOp
+from ..dialects.graph.host import HOST_OPS, CheckOp, DataSizeOp
 from ..interpreter import find_function
 from ..runtime.artifact import META, VM_ARTIFACT_FORMAT, VM_CONSTANTS, VM_PROGRAM
 from ..runtime.module import CompiledModule
@@ -41,8 +42,40 @@ from .export import ExportError
 
 
 def has_control_flow(function: func.FuncOp) -> bool:
-    """Whether ``function`` holds graph.if / graph.while (then it needs the VM)."""
+    """Whether ``function`` holds graph.if / graph.while."""
     return any(isinstance(op, CONTROL_FLOW_OPS) for op in function.walk())
+
+
+def needs_vm(function: func.FuncOp) -> bool:
+    """Whether ``function`` holds ops only the VM runs: control flow, sizes read from data,
+    run-time checks."""
+    return any(isinstance(op, CONTROL_FLOW_OPS + HOST_OPS) for op in function.walk())
+
+
+def sizes_first(block: Block) -> list[Operation]:
+    """``block``'s ops with each ``graph.data_size`` moved up, with what its count
+    depends on, to as early as it can run: the sizes a model reads from independent
+    data are then read together, between two functions, not one function apart each."""
+    ordered: list[Operation] = []
+    placed: set[Operation] = set()
+
+    def place(op: Operation) -> None:  # op after everything of this block it reads
+        if op in placed:
+            return
+        placed.add(op)
+        for value in op.operands:
+            owner = value.owner
+            if isinstance(owner, Operation) and owner.parent_block() is block:
+                place(owner)
+        ordered.append(op)
+
+    sizes = [op for op in block.ops if isinstance(op, DataSizeOp)]
+    for op in sizes:  # the counts, then the sizes: read together where they can be
+        if isinstance(op.count.owner, Operation) and op.count.owner.parent_block() is block:
+            place(op.count.owner)
+    for op in [*sizes, *block.ops]:
+        place(op)
+    return ordered
 
 
 class _Emitter:
@@ -51,6 +84,8 @@ class _Emitter:
         self.n_registers = 0
         self.functions: list[func.FuncOp] = []
         self.constants: list[np.ndarray] = []
+        #: graph.check ops of the segment being collected: checked after its call
+        self.pending_checks: list[CheckOp] = []
 
     def fresh(self, n: int = 1) -> list[int]:
         regs = list(range(self.n_registers, self.n_registers + n))
@@ -75,7 +110,7 @@ class _Emitter:
         of what it returns (func.return or graph.region_yield)."""
         regs: dict[SSAValue, int] = dict(zip(block.args, arg_regs))
         segment: list[Operation] = []
-        for op in block.ops:
+        for op in sizes_first(block):
             if isinstance(op, func.ReturnOp | RegionYieldOp):
                 self.flush(segment, regs, name)
                 return [self.register_of(v, regs) for v in op.operands]
@@ -87,12 +122,27 @@ class _Emitter:
                 self.flush(segment, regs, name)
                 segment = []
                 self.emit_while(op, regs, name)
+            elif isinstance(op, DataSizeOp):  # what follows is compiled for the size it reads
+                self.flush(segment, regs, name)
+                (r,) = self.fresh()
+                lower, upper = op.bounds
+                self.code.append(("size", self.register_of(op.count, regs), r, op.symbol, lower, -1 if upper is None else upper))
+                regs[op.carrier] = r
+            elif isinstance(op, CheckOp):  # its predicate is a result of the segment; checked after it
+                self.pending_checks.append(op)
             elif not isinstance(op, ConstantOp):
                 segment.append(op)
         raise ValueError(f"VM compiler: block of '{name}' has no terminator")
 
     def flush(self, segment: list[Operation], regs: dict[SSAValue, int], name: str) -> None:
-        """Outline ``segment`` into a function and emit its call."""
+        """Outline ``segment`` into a function and emit its call, then the checks of
+        what it computed."""
+        self.outline(segment, regs, name)
+        for check in self.pending_checks:
+            self.code.append(("check", self.register_of(check.pred, regs), check.message.data))
+        self.pending_checks = []
+
+    def outline(self, segment: list[Operation], regs: dict[SSAValue, int], name: str) -> None:
         if not segment:
             return
         inside = set(segment)
@@ -161,7 +211,7 @@ class _Emitter:
 def compile_vm_program(module: ModuleOp, function: str = "main") -> tuple[VMProgram, list[ModuleOp]]:
     """The bytecode of ``function`` and one graph module per straight-line function."""
     fn = find_function(module, function)
-    if not has_control_flow(fn):
+    if not needs_vm(fn):
         # one straight-line function: the module itself (a build the disk cache shares with AOT)
         n_in, n_out = len(fn.body.block.args), len(fn.function_type.outputs.data)
         code = [("call", 0, tuple(range(n_in)), tuple(range(n_in, n_in + n_out))), ("ret", tuple(range(n_in, n_in + n_out)))]
@@ -274,4 +324,4 @@ def build_vm(module: ModuleOp, target: str = "llvm", *, function: str = "main", 
     return vm
 
 
-__all__ = ["VMModule", "build_vm", "compile_vm_program", "has_control_flow", "vm_of"]
+__all__ = ["VMModule", "build_vm", "compile_vm_program", "has_control_flow", "needs_vm", "vm_of"]

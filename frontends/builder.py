@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i1, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from ..dialects.graph import GRAPH_OPS, ConstantOp
+from ..dialects.graph.host import CheckOp, DataSizeOp
 from ..dialects.graph.types import Dim, element_type_of, numpy_dtype
 from ..signature import RANDOM_STATE_ATTR
 
@@ -90,6 +91,20 @@ class GraphBuilder:
             self._random_state = self.input("rng_state", (2,), np.int64)
         stream, self._random_streams = self._random_streams, self._random_streams + 1
         return self.random(self._random_state, distribution, stream, shape, element_type_of(dtype), sources)
+
+    # -- host ops (run by the VM: dialects/graph/host.py) ------------------------
+
+    def data_size(self, count: SSAValue, symbol: str, lower: int = 0, upper: int | None = None) -> SSAValue:
+        """A size carrier whose first dim, the new symbol ``symbol``, is the value of the
+        0-d integer tensor ``count``: pass it as a source of ``symbol`` to the ops after.
+
+        Example: ``k = b.data_size(b.reduce_sum(b.cast(mask, i64), [0]), "u0")``
+        """
+        return self._builder.insert(DataSizeOp(count, symbol, lower, upper)).carrier
+
+    def check(self, pred: SSAValue, message: str) -> None:
+        """A run-time assertion: calling the model raises ``message`` when ``pred`` is false."""
+        self._builder.insert(CheckOp(pred, message))
 
     # -- ops --------------------------------------------------------------------
 

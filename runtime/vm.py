@@ -13,11 +13,19 @@ arrays, so a register can be copied by reference). Instructions, as tuples:
 - ``("jump_unless", reg, target)``: go to ``target`` unless the predicate tensor in
   ``reg`` (one element) is nonzero;
 - ``("jump", target)``;
+- ``("size", reg, dst, symbol, lower, upper)``: read the count in ``reg`` (one integer)
+  and put in ``dst`` a *size carrier* of it, an array of shape ``(count, 0)`` that gives
+  the functions after it the symbol's value (``graph.data_size``); the count must be
+  in ``[lower, upper]`` (``upper`` -1: unbounded);
+- ``("check", reg, message)``: raise RuntimeCheckError(message) unless the predicate in
+  ``reg`` is nonzero (``graph.check``);
 - ``("ret", (regs...))``: the results.
 
 ``graph.if`` becomes ``jump_unless`` over the two branches, ``graph.while`` a
 condition block, a ``jump_unless`` out of the loop, the body and a ``jump`` back; the
 straight-line code between is compiled (``tensorkiln.executors.vm_compiler``).
+A ``graph.data_size`` ends a function (what follows needs its size), a ``graph.check``
+does not (its predicate is one more result of the function it is computed in).
 """
 
 from __future__ import annotations
@@ -29,11 +37,12 @@ from typing import Any
 
 import numpy as np
 
+from .host_checks import check, checked_size, size_carrier
 from .profiler import BenchmarkResult, benchmark
 from .signature import Signature
 from .random_state import Seedable
 
-OPCODES = ("call", "const", "move", "jump_unless", "jump", "ret")
+OPCODES = ("call", "const", "move", "jump_unless", "jump", "size", "check", "ret")
 
 
 @dataclass
@@ -60,6 +69,11 @@ class VMProgram:
                 text = f"const r{ins[1]} <- constant {ins[2]}"
             elif op == "jump_unless":
                 text = f"jump_unless r{ins[1]} -> {ins[2]}"
+            elif op == "size":
+                upper = "" if ins[5] < 0 else f", {ins[5]}"
+                text = f"size r{ins[2]} <- {ins[3]} = r{ins[1]} in [{ins[4]}{upper}]"
+            elif op == "check":
+                text = f"check r{ins[1]} {ins[2]!r}"
             elif op == "jump":
                 text = f"jump -> {ins[1]}"
             else:
@@ -128,6 +142,16 @@ class VMProgram:
             return len(ins) == 3 and self._registers_ok([ins[1]]) and isinstance(ins[2], int) and 0 <= ins[2] < n
         if op == "jump":
             return len(ins) == 2 and isinstance(ins[1], int) and 0 <= ins[1] < n
+        if op == "size":
+            return (
+                len(ins) == 6
+                and self._registers_ok(ins[1:3])
+                and isinstance(ins[3], str)
+                and all(isinstance(b, int) for b in ins[4:])
+                and 0 <= ins[4]
+            )
+        if op == "check":
+            return len(ins) == 3 and self._registers_ok([ins[1]]) and isinstance(ins[2], str)
         return len(ins) == 2 and self._registers_ok(ins[1]) and len(ins[1]) == len(self.signature.outputs)
 
 
@@ -196,6 +220,11 @@ class VirtualMachine(Seedable):
                     regs[d] = v
             elif op == "const":
                 regs[ins[1]] = program.constants[ins[2]]
+            elif op == "size":
+                upper = ins[5] if ins[5] >= 0 else None
+                regs[ins[2]] = size_carrier(checked_size(regs[ins[1]], ins[3], ins[4], upper))
+            elif op == "check":
+                check(regs[ins[1]], ins[2])
             else:  # ret
                 return self._results([regs[r] for r in ins[1]], arrays)
             pc += 1

@@ -232,21 +232,6 @@ def test_masked_assignment(rng):
     check_torch(fn, lambda r: (randn(r, 5, 7),), rng)
 
 
-def test_masked_assignment_of_many_values_is_refused():
-    """``x[mask] = values``, one value per selected element: a data-dependent count, a
-    clear error (``masked_scatter``, the same with values taken in order, is supported:
-    test_torch_ops_indexing.py)."""
-
-    def assign(x, v):
-        x = x.clone()
-        x[x > 0] = v
-        return x
-
-    ep = torch.export.export(Fn(assign), (torch.randn(4, 5), torch.randn(20)), strict=False)
-    with pytest.raises(TorchImportError, match=r"x\[mask\] = values .* data-dependent count"):
-        from_exported_program(ep)
-
-
 def test_scatter_family(rng):
     def fn(x, i, k, u):
         wide = u.repeat(1, 2)

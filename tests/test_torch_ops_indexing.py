@@ -18,8 +18,7 @@ torch = pytest.importorskip("torch", reason="the torch frontend tests need torch
 F = torch.nn.functional
 
 import tensorkiln as tk  # noqa: E402
-from tensorkiln.errors import UnsupportedOperatorError  # noqa: E402
-from tensorkiln.frontends.torch import TorchImportError, from_exported_program  # noqa: E402
+from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 
 from torch_op_cases import Fn, flat  # noqa: E402
 
@@ -153,12 +152,6 @@ def test_index_tensor(rng):
 
 def test_index_tensor_2d_index(rng):
     check(lambda x, i: x[i] * 2, lambda r: (randn(r, 7, 3), randint(r, -7, 7, (2, 4))), rng)
-
-
-def test_boolean_mask_indexing_is_a_clear_error():
-    ep = torch.export.export(Fn(lambda x, m: x[m]).eval(), (torch.randn(4, 5), torch.randn(4, 5) > 0))
-    with pytest.raises((UnsupportedOperatorError, TorchImportError)):
-        from_exported_program(ep)
 
 
 def test_nonzero_static(rng):

@@ -9,6 +9,7 @@ from . import constant, dense_linalg, elementwise, indexing, linalg, nn, random,
 from .base import GraphOp, OpPatternKind
 from .constant import ConstantOp
 from .control import IfOp, RegionYieldOp, WhileOp
+from .host import CheckOp, DataSizeOp
 from .fusion import FusedOp, YieldOp
 from .types import DimNamesAttr, WeightAttr
 
@@ -27,7 +28,8 @@ def _ops_of(module) -> list[type[GraphOp]]:
 GRAPH_OPS: tuple[type[GraphOp], ...] = tuple(op for family in _FAMILIES for op in _ops_of(family))
 
 # graph.fused / graph.yield structure a graph (fusion groups); they are not GraphOps.
-# graph.if / graph.while / graph.region_yield: control flow (run by the VM), not GraphOps either.
-Graph = Dialect("graph", [*GRAPH_OPS, FusedOp, YieldOp, IfOp, WhileOp, RegionYieldOp], [DimNamesAttr, WeightAttr])
+# graph.if / graph.while / graph.region_yield: control flow (run by the VM), not GraphOps either;
+# nor graph.data_size / graph.check (host ops, also run by the VM).
+Graph = Dialect("graph", [*GRAPH_OPS, FusedOp, YieldOp, IfOp, WhileOp, RegionYieldOp, DataSizeOp, CheckOp], [DimNamesAttr, WeightAttr])
 
 __all__ = ["GRAPH_OPS", "ConstantOp", "FusedOp", "Graph", "GraphOp", "OpPatternKind", "YieldOp"]

@@ -170,10 +170,8 @@ def evaluate_block(block: Block, inputs: Sequence[np.ndarray]) -> list[np.ndarra
         if reference is None:
             raise NotImplementedError(f"cannot evaluate '{op.name}' in a control-flow region")
         result = reference(*(values[v] for v in op.operands))
-        if isinstance(op, CONTROL_FLOW_OPS):
-            values.update(zip(op.results, result))
-        else:
-            values[op.results[0]] = np.asarray(result)
+        results = result if isinstance(result, tuple) else (result,)  # control flow: several; graph.check: none
+        values.update((value, np.asarray(array)) for value, array in zip(op.results, results, strict=True))
     raise VerifyException("a control-flow region without graph.region_yield")
 
 

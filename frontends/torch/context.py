@@ -91,6 +91,11 @@ def symbol_name(size: Any) -> Dim:
     expr = getattr(getattr(size, "node", None), "expr", None)
     if expr is None:
         raise NotImplementedError(f"size {size!r} is neither an int nor a symbolic size")
+    return dim_of_expression(expr)
+
+
+def dim_of_expression(expr: Any) -> Dim:
+    """A sympy size expression of torch's (``4*s0``, ``u0 + 1``) as a graph dim."""
     if getattr(expr, "is_Integer", False):
         return int(expr)
     text = str(_integer_divisions(expr))
@@ -108,6 +113,15 @@ class ImportContext:
         #: while an op is converted once per part of a complex value (``complex.py``), the
         #: complex dtypes of its nodes read as the float type of the parts
         self.complex_parts = False
+        #: torch.export's range of every symbol (``u0``: ``(0, 12)``; None: unbounded)
+        self.symbol_ranges: dict[str, tuple[int | None, int | None]] = {}
+        #: the same as torch.export's: sympy symbol -> ValueRanges (to see what they imply)
+        self.range_constraints: dict[Any, Any] = {}
+        #: data-dependent symbols (``u0``: nonzero's count, an ``item()``) -> the 0-d int64
+        #: tensor holding their value
+        self.symbol_values: dict[str, SSAValue] = {}
+        #: data-dependent symbols -> the size carrier (``graph.data_size``) giving them to ops
+        self.size_carriers: dict[str, SSAValue] = {}
 
     # -- fx node facts ------------------------------------------------------------
 
@@ -140,7 +154,8 @@ class ImportContext:
         function's inputs (where every symbol comes from)."""
         needed = {symbol for d in shape if isinstance(d, str) for symbol in free_symbols(d)}
         found: list[SSAValue] = []
-        for value in [*candidates, *self.b._block.args]:  # noqa: SLF001  (the builder's inputs)
+        carriers = [self.carrier(s) for s in sorted(needed) if s in self.symbol_values]
+        for value in [*candidates, *carriers, *self.b._block.args]:  # noqa: SLF001  (the builder's inputs)
             dims = {d for d in shape_of(value.type) if isinstance(d, str)}
             if dims & needed:
                 found.append(value)
@@ -170,6 +185,8 @@ class ImportContext:
             return b.constant(np.asarray(k, dtype=np.int64))
 
         def symbol(name: str) -> SSAValue:
+            if name in self.symbol_values:  # read from data: the tensor it was read from
+                return self.symbol_values[name]
             ones = b.full((name,), 1, element_type_of(np.int64), self.dim_sources((name,)))
             return b.reduce_sum(ones, [0])
 
@@ -188,6 +205,21 @@ class ImportContext:
             return constant(dim)
         emit = {"+": b.add, "-": b.sub, "*": b.mul, "//": floordiv, "%": mod, "max": b.max, "min": b.min, "neg": b.neg}
         return lower(dim, symbol, emit, constant)
+
+    # -- sizes read from data ---------------------------------------------------------
+
+    def bind_data_symbol(self, symbol: str, value: SSAValue) -> None:
+        """Record that the data-dependent ``symbol`` (``u0``) is the value of the 0-d
+        integer tensor ``value``; ops whose shapes use it get a size carrier of it."""
+        self.symbol_values[symbol] = self.cast(value, np.dtype(np.int64))
+
+    def carrier(self, symbol: str) -> SSAValue:
+        """The size carrier of a data-dependent symbol (a ``graph.data_size`` of its value,
+        made once, checked against torch.export's range of it)."""
+        if symbol not in self.size_carriers:
+            lowest, highest = self.symbol_ranges.get(symbol, (0, None))
+            self.size_carriers[symbol] = self.b.data_size(self.symbol_values[symbol], symbol, max(lowest or 0, 0), highest)
+        return self.size_carriers[symbol]
 
     def cast(self, x: SSAValue, dtype: np.dtype) -> SSAValue:
         if numpy_dtype(x.type.element_type) == np.dtype(dtype):

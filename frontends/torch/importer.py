@@ -55,12 +55,30 @@ def _is_size_arithmetic(node: Any) -> bool:
     import torch
 
     name = target_name(node.target)
-    return name.startswith("_operator.") and isinstance(node.meta.get("val"), torch.SymInt)
+    sized = name.startswith(("_operator.", "torch.sym_"))  # + - * // on sizes, torch.sym_ite / sym_max
+    return sized and isinstance(node.meta.get("val"), torch.SymInt | torch.SymBool)
+
+
+def _size_value(val: Any) -> Any:
+    """What size arithmetic gives converters: a graph dim (``4*s0``) where it is one; a
+    condition (``u0 <= 12``, for ``_assert_scalar``) or a piecewise size stays sympy."""
+    import torch
+
+    if isinstance(val, torch.SymInt):
+        try:
+            return symbol_name(val)
+        except NotImplementedError:
+            pass
+    return val.node.expr
+
+
+#: ops kept though nothing uses their result: run-time assertions
+_CHECKS = {"aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default", "aten.sym_constrain_range.default"}
 
 
 def _is_dead(node: Any) -> bool:
     """A computation nothing uses (export leaves e.g. symbolic size arithmetic behind)."""
-    return node.op == "call_function" and not node.users
+    return node.op == "call_function" and not node.users and target_name(node.target) not in _CHECKS
 
 
 class TorchImportError(ValueError):
@@ -144,6 +162,8 @@ class _Importer:
         self.state: dict[str, np.ndarray] = {}
         # higher-order ops (torch.cond, while_loop) convert their branch graphs with this
         self.ctx.convert_subgraph = self.convert_subgraph
+        self.ctx.symbol_ranges = _symbol_ranges(ep)
+        self.ctx.range_constraints = dict(getattr(ep, "range_constraints", {}))
 
     # -- placeholders ----------------------------------------------------------------
 
@@ -243,7 +263,7 @@ class _Importer:
             self.values[node] = self.ctx.shape(node.args[0])[args[1]]
             return
         if _is_size_arithmetic(node):
-            self.values[node] = symbol_name(node.meta["val"])
+            self.values[node] = _size_value(node.meta["val"])
             return
         block = self.builder._block
         before = block.last_op
@@ -324,17 +344,21 @@ class _Importer:
         return own + [updates[name] for name in self.state]
 
 
-def _range_constraints(ep: Any, function: func.FuncOp) -> dict[str, tuple[int, int | None]]:
-    """torch.export's range of each symbol the inputs use, ``(lowest, highest or None)``:
+def _symbol_ranges(ep: Any) -> dict[str, tuple[int | None, int | None]]:
+    """torch.export's range of each symbol, ``(lowest, highest)``, None where unbounded:
     export proved the program right for those values only (``x[:, 2:7]`` needs 7)."""
-    used = {s for arg in function.body.block.args for d in shape_of(arg.type) if isinstance(d, str) for s in free_symbols(d)}
     ranges = {}
     for symbol, bounds in getattr(ep, "range_constraints", {}).items():
-        name = str(symbol)
-        if name in used:
-            highest = None if str(bounds.upper) in ("int_oo", "oo") else int(bounds.upper)
-            ranges[name] = (max(int(bounds.lower), 0), highest)
+        finite = [None if str(b) in ("int_oo", "oo", "-int_oo", "-oo") else int(b) for b in (bounds.lower, bounds.upper)]
+        ranges[str(symbol)] = (finite[0], finite[1])
     return ranges
+
+
+def _input_ranges(ranges: dict[str, tuple[int | None, int | None]], function: func.FuncOp) -> dict[str, tuple[int, int | None]]:
+    """The ranges of the symbols the inputs of ``function`` use (sizes: never below 0;
+    checked at every call)."""
+    used = {s for arg in function.body.block.args for d in shape_of(arg.type) if isinstance(d, str) for s in free_symbols(d)}
+    return {name: (max(lowest or 0, 0), highest) for name, (lowest, highest) in ranges.items() if name in used}
 
 
 def _check_shapes(node: Any, name: str, result: Any) -> None:
@@ -410,6 +434,6 @@ def from_exported_program(
     importer = _Importer(ep, keep_params_as_input, function_name, state_as_io)
     module = importer.run()
     function = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == function_name)
-    set_dim_ranges(function, _range_constraints(ep, function))
+    set_dim_ranges(function, _input_ranges(importer.ctx.symbol_ranges, function))
     extra = ((importer.params,) if keep_params_as_input else ()) + ((importer.state,) if state_as_io else ())
     return (module, *extra) if extra else module

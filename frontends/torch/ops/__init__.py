@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     complex_ops,
     control_flow,
     creation,
+    data_dependent,
     dense_linalg,
     elementwise,
     grid_sample,

@@ -15,6 +15,7 @@ from ....dialects.graph.types import Dim, broadcast_shapes, format_shape, is_flo
 from ....runtime import dim_arith
 from ..context import ImportContext, numpy_dtype_of_torch
 from ..registry import converter
+from .data_dependent import masked_put, masked_rows, masks_as_indices
 
 # ---------------------------------------------------------------------------
 # take / gather
@@ -95,14 +96,18 @@ def _wrap_clamp(ctx: ImportContext, index, size: Dim):
 
 @converter("aten.index.Tensor")
 def index(ctx: ImportContext, node, x, indices):
-    """``x[i0, i1, ...]`` with integer index tensors (``None`` for whole axes).
+    """``x[i0, i1, ...]`` with integer index tensors (``None`` for whole axes), or a
+    boolean mask (its ``nonzero`` columns: a data-dependent number of rows).
 
     One index tensor is a ``graph.take``. Several are combined into one linear index over
     the indexed axes (static or symbolic), as torch's advanced indexing: the index
     shapes broadcast together, and their shape replaces the indexed axes in place when
     those are adjacent, or comes first when they are not.
     """
-    positions = _integer_positions(indices, "indexing")
+    masks = [k for k, t in enumerate(indices) if t is not None and t.type.element_type == i1]
+    if len(masks) == 1 and sum(t is not None for t in indices) == 1 and ctx.rank(indices[masks[0]]):  # x[:, mask]
+        return masked_rows(ctx, node, x, masks[0], indices[masks[0]])
+    positions = _integer_positions(masks_as_indices(ctx, node, indices), "indexing")
     if not positions:
         return x
     if len(positions) == 1:
@@ -117,10 +122,7 @@ def _integer_positions(indices, what: str) -> list[tuple[int, object]]:
     positions = [(axis, t) for axis, t in enumerate(indices) if t is not None]
     for axis, t in positions:
         if t.type.element_type == i1:
-            raise NotImplementedError(
-                f"boolean mask {what} (axis {axis}) gives a data-dependent shape: not supported "
-                "(use torch.where or masked_fill instead)"
-            )
+            raise NotImplementedError(f"boolean mask {what} (axis {axis}) among other indices is not supported")
     return positions
 
 
@@ -156,9 +158,8 @@ def _merge_indexed_axes(ctx: ImportContext, x, positions):
 @converter("aten.index_put.default")
 def index_put(ctx: ImportContext, node, x, indices, values, accumulate=False):
     """``x[i0, i1, ...] = values`` (``+=`` with ``accumulate``): a ``graph.scatter`` along
-    the indexed axes merged into one. A boolean mask with a single value is a
-    ``graph.where``; a mask with a value per selected element has a data-dependent
-    count and is refused."""
+    the indexed axes merged into one. A boolean mask is a ``graph.where`` of the value,
+    or of one value per selected element (``data_dependent.masked_put``)."""
     b = ctx.b
     values = ctx.cast(values, ctx.dtype(node))
     masks = [(axis, t) for axis, t in enumerate(indices) if t is not None and t.type.element_type == i1]
@@ -190,22 +191,11 @@ def index_put(ctx: ImportContext, node, x, indices, values, accumulate=False):
 
 
 def _masked_put(ctx: ImportContext, x, indices, masks, values, accumulate: bool):
-    """``x[mask] = v`` with one boolean mask and a single value ``v``: ``where``."""
-    b = ctx.b
+    """``x[mask] = v`` with one boolean mask (``x[:, mask]``: after whole axes)."""
     (axis, mask), *others = masks
     if others or any(t is not None for a, t in enumerate(indices) if a != axis):
         raise NotImplementedError("index_put with a boolean mask among other indices is not supported")
-    if any(d != 1 for d in shape_of(values.type)):
-        raise NotImplementedError(
-            f"x[mask] = values with values of shape {format_shape(shape_of(values.type))}: one value per "
-            "selected element has a data-dependent count; only a single value is supported (use torch.where)"
-        )
-    x_shape = shape_of(x.type)
-    mask_rank = len(shape_of(mask.type))
-    # the mask covers axes [axis, axis + mask_rank): give it x's rank to broadcast
-    mask = b.reshape(mask, [1] * axis + list(shape_of(mask.type)) + [1] * (len(x_shape) - axis - mask_rank))
-    value = b.reshape(values, [1] * len(x_shape))
-    return b.where(mask, b.add(x, value) if accumulate else value, x)
+    return masked_put(ctx, x, axis, mask, values, accumulate)
 
 
 # ---------------------------------------------------------------------------
@@ -388,7 +378,9 @@ def _logical_reduce(kind: str):
 
 
 converter("aten.any.dim", "aten.any.dims", "aten.any.default", scalars_as_vectors=True)(_logical_reduce("max"))
-converter("aten.all.dim", "aten.all.dims", "aten.all.default", scalars_as_vectors=True)(_logical_reduce("min"))
+converter("aten.all.dim", "aten.all.dims", "aten.all.default", "aten._is_all_true.default", scalars_as_vectors=True)(
+    _logical_reduce("min")
+)
 
 
 # ---------------------------------------------------------------------------
@@ -594,10 +586,11 @@ def masked_scatter(ctx: ImportContext, node, x, mask, source):
     shape = ctx.shape(node)
     count = dim_arith.product(shape)
     flags = b.reshape(b.broadcast_to(mask, shape), (count,))
-    order = b.sub(b.cumsum(ctx.cast(flags, np.dtype(np.int64)), 0), ctx.constant(np.int64(1)))
+    marks = ctx.cast(flags, np.dtype(np.int64))
+    order = b.sub(b.cumsum(marks, 0), ctx.constant(np.int64(1)))
     available = dim_arith.product(shape_of(source.type))
-    # unmarked positions before the first mark read element 0 (then discarded); torch
-    # checks that source has enough elements, we read its last one past them
+    b.check(b.compare(b.reduce_sum(marks, [0]), ctx.size_value(available), "le"), "Number of elements of source < number of ones in mask")
+    # unmarked positions before the first mark read element 0 (then discarded)
     order = b.min(b.max(order, ctx.constant(np.int64(0))), b.sub(ctx.size_value(available), ctx.constant(np.int64(1))))
     taken = b.reshape(b.take(b.reshape(source, (available,)), order, 0), shape)
     return b.where(b.broadcast_to(mask, shape), taken, b.broadcast_to(x, shape))
@@ -611,7 +604,12 @@ def put(ctx: ImportContext, node, x, index, source, accumulate=False):
     shape = shape_of(x.type)
     count = dim_arith.product(shape)
     updates = dim_arith.product(shape_of(index.type))
-    flat_index = _wrap_clamp(ctx, b.reshape(index, (updates,)), count)
+    flat_index = b.reshape(index, (updates,))
+    size = ctx.size_value(count)
+    outside = b.bitwise_or(b.compare(flat_index, b.neg(size), "lt"), b.compare(flat_index, size, "ge"))
+    b.check(b.compare(b.reduce_sum(ctx.cast(outside, np.dtype(np.int64)), [0]), ctx.constant(np.int64(0)), "eq"),
+            f"put: an index is out of range for a tensor of {count} elements")  # fmt: skip
+    flat_index = _wrap_clamp(ctx, flat_index, count)
     flat = b.scatter(b.reshape(x, (count,)), flat_index, b.reshape(source, (updates,)), axis=0,
                      mode="add" if accumulate else "update")  # fmt: skip
     return b.reshape(flat, shape)
