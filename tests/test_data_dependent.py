@@ -307,3 +307,24 @@ def test_host_ops_parse_and_verify():
     ]:
         with pytest.raises(Exception, match=why):
             tk.parse_module(bad)
+
+
+def test_unique_family(rng):
+    """unique (sorted, NaNs each their own, last), with inverse and counts; along a dim
+    (lexicographic rows); unique_consecutive flattened and along a dim."""
+
+    def fn(x, f, y):
+        return (
+            torch.unique(x, return_inverse=True, return_counts=True),
+            torch.unique_consecutive(x, return_inverse=True, return_counts=True),
+            torch.unique(f), torch.unique(f, return_counts=True)[1],
+            torch.unique(y, dim=0, return_inverse=True, return_counts=True), torch.unique(y, dim=1),
+            torch.unique_consecutive(y, dim=1, return_counts=True),
+        )  # fmt: skip
+
+    def inputs(r, k):
+        f = r.standard_normal(9).round(0).astype(np.float32)
+        f[r.random(9) < 0.3] = np.nan
+        return torch.from_numpy(r.integers(0, 5, (4, 3))), torch.from_numpy(f), torch.from_numpy(r.integers(0, 2, (7, 3)))
+
+    check(fn, inputs, rng)
