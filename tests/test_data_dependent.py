@@ -328,3 +328,16 @@ def test_unique_family(rng):
         return torch.from_numpy(r.integers(0, 5, (4, 3))), torch.from_numpy(f), torch.from_numpy(r.integers(0, 2, (7, 3)))
 
     check(fn, inputs, rng)
+
+
+def test_selections_checked_equal_share_a_size(rng):
+    """Two selections by masks computed apart (two sizes, u0 and u1) concatenated: torch
+    checks u1 == u0 and writes u0 for both from then on, as here; unequal counts raise."""
+
+    def fn(scores, boxes):
+        best = scores.max(1).values
+        return torch.cat([boxes[best > 0.7], best[best > 0.7, None]], 1)
+
+    check(fn, lambda r, k: (torch.from_numpy(r.random((30, 5)).astype(np.float32)), randn(r, 30, 4)), rng)
+    module = from_exported_program(torch.export.export(Fn(fn), (torch.rand(30, 5), torch.randn(30, 4))))
+    assert len([op for op in module.walk() if isinstance(op, CheckOp)]) == 1

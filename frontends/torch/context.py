@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -122,6 +123,10 @@ class ImportContext:
         self.symbol_values: dict[str, SSAValue] = {}
         #: data-dependent symbols -> the size carrier (``graph.data_size``) giving them to ops
         self.size_carriers: dict[str, SSAValue] = {}
+        #: symbols a run-time check found equal to another (``Eq(u1, u0)``) -> that one:
+        #: torch.export writes the other from then on
+        self.aliases: dict[str, str] = {}
+        self._unaliased: dict[SSAValue, SSAValue] = {}
 
     # -- fx node facts ------------------------------------------------------------
 
@@ -220,6 +225,34 @@ class ImportContext:
             lowest, highest = self.symbol_ranges.get(symbol, (0, None))
             self.size_carriers[symbol] = self.b.data_size(self.symbol_values[symbol], symbol, max(lowest or 0, 0), highest)
         return self.size_carriers[symbol]
+
+    def alias(self, symbol: str, same_as: str) -> None:
+        """From now on, write ``symbol`` (checked equal to ``same_as``) as ``same_as``."""
+        self.aliases[symbol] = same_as
+        self._unaliased.clear()
+
+    def unaliased(self, value: SSAValue) -> SSAValue:
+        """``value`` with its dims written in the symbols torch.export uses now: an axis
+        of size ``u1`` checked equal to ``u0`` read whole as an axis of size ``u0``."""
+        if not self.aliases or not hasattr(value.type, "get_shape"):
+            return value
+        if value not in self._unaliased:
+            result = value
+            for axis, dim in enumerate(shape_of(value.type)):
+                renamed = self._renamed(dim)
+                if renamed != dim:
+                    result = self.b.take(result, self.positions(renamed), axis)
+            self._unaliased[value] = result
+        return self._unaliased[value]
+
+    def _renamed(self, dim: Dim) -> Dim:
+        if not isinstance(dim, str) or not free_symbols(dim) & set(self.aliases):
+            return dim
+        text = dim
+        while names := free_symbols(text) & set(self.aliases):
+            for name in names:
+                text = re.sub(rf"\b{name}\b", self.aliases[name], text)
+        return canonical(text)
 
     def cast(self, x: SSAValue, dtype: np.dtype) -> SSAValue:
         if numpy_dtype(x.type.element_type) == np.dtype(dtype):

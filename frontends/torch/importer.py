@@ -238,7 +238,8 @@ class _Importer:
         if isinstance(a, torch.fx.Node):
             if a.op == "get_attr":  # a subgraph of a higher-order op (torch.cond's branches)
                 return getattr(self.ep.graph_module, a.target)
-            return self.values[a]
+            value = self.values[a]
+            return self.ctx.unaliased(value) if isinstance(value, SSAValue) else value
         if isinstance(a, list | tuple):
             return type(a)(self.arg(x) for x in a)
         if isinstance(a, dict):

@@ -365,6 +365,21 @@ def assert_sizes(ctx: ImportContext, condition: Any, message: str) -> None:
     where it is read), else a ``graph.check``."""
     if condition is False or condition is not True and not _implied(ctx, condition):
         ctx.b.check(sympy_value(ctx, condition), message)
+        _unify(ctx, condition)
+
+
+def _unify(ctx: ImportContext, condition: Any) -> None:
+    """After a check that two symbols are equal (``Eq(u1, u0)``: two selections by equal
+    masks, concatenated), torch.export writes one for both: an input's symbol, else the
+    older data-dependent one."""
+    import sympy
+
+    if not isinstance(condition, sympy.Eq) or not all(isinstance(a, sympy.Symbol) for a in condition.args):
+        return
+    inputs = input_symbols(ctx)
+    kept, replaced = sorted((str(a) for a in condition.args), key=lambda name: (name not in inputs, len(name), name))
+    if replaced not in inputs:
+        ctx.alias(replaced, kept)
 
 
 @converter("aten._assert_scalar.default")
