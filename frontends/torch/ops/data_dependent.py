@@ -7,6 +7,8 @@ run by the VM) and the rows placed by a scatter: element ``i`` goes to row
 ``cumsum(flags)[i] - 1``. ``item()`` of an integer tensor is a symbol too, a size the
 ops after it may use (``torch.arange(n.item())``).
 
+``unique`` sorts, then keeps the first of each run of equal neighbours the same way.
+
 ``_assert_scalar`` (a condition on sizes torch.export could not prove, or on an
 ``item()``) becomes a ``graph.check`` unless the symbols' ranges, which every executor
 checks, already imply it.
@@ -14,6 +16,7 @@ checks, already imply it.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -329,13 +332,10 @@ def sympy_value(ctx: ImportContext, expr: Any) -> SSAValue:
     b = ctx.b
     if isinstance(expr, bool) or expr in (sympy.true, sympy.false):
         return ctx.constant(np.asarray(bool(expr)))
-    if isinstance(expr, sympy.And | sympy.Or):
-        combine = b.bitwise_and if isinstance(expr, sympy.And) else b.bitwise_or
-        parts = [sympy_value(ctx, a) for a in expr.args]
-        result = parts[0]
-        for part in parts[1:]:
-            result = combine(result, part)
-        return result
+    combine = {sympy.And: b.bitwise_and, sympy.Or: b.bitwise_or, sympy.Add: b.add, sympy.Mul: b.mul}.get(type(expr))
+    # sums and products of plain sizes are dims (size_value below); of piecewise sizes, graph ops
+    if combine is not None and (isinstance(expr, sympy.And | sympy.Or) or any(isinstance(a, sympy.Piecewise) for a in expr.args)):
+        return functools.reduce(combine, [sympy_value(ctx, a) for a in expr.args])
     if isinstance(expr, sympy.Not):
         return b.compare(sympy_value(ctx, expr.args[0]), ctx.constant(np.asarray(False)), "eq")
     if getattr(expr, "rel_op", None) in _RELATIONS:
@@ -345,13 +345,6 @@ def sympy_value(ctx: ImportContext, expr: Any) -> SSAValue:
         for value, condition in reversed(expr.args):
             value = sympy_value(ctx, value)
             result = value if result is None else b.where(sympy_value(ctx, condition), value, result)
-        return result
-    if isinstance(expr, sympy.Add | sympy.Mul) and any(isinstance(a, sympy.Piecewise) for a in expr.args):
-        combine = b.add if isinstance(expr, sympy.Add) else b.mul
-        parts = [sympy_value(ctx, a) for a in expr.args]
-        result = parts[0]
-        for part in parts[1:]:
-            result = combine(result, part)
         return result
     try:
         return ctx.size_value(dim_of_expression(expr))
