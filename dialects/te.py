@@ -320,6 +320,45 @@ SCAN_COMBINERS = {"add": "value", "mul": "value", "logaddexp": "value", "argmax"
 
 
 @irdl_op_definition
+class SortOp(IRDLOperation):
+    """The ``i64`` indices that sort ``input`` along ``axis`` (``graph.argsort`` of a long
+    axis): stable, NaN the largest value, ``descending`` reversing the order but not
+    the ties'. te-to-loop writes one kernel: a bottom-up merge sort of each line's
+    indices, ``O(n log n)``, the lines independent, in a workspace of two index buffers
+    the host allocates (``lowering/sort_kernel.py``); TE's element form would count each
+    element's rank, ``O(n^2)``.
+
+    Example::
+
+        %i = te.sort %x {axis = 1 : i64, descending = true} : (tensor<4x5000xf32>) -> tensor<4x5000xi64>
+    """
+
+    name = "te.sort"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    descending = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` `(` type($input) `)` `->` type($result)"
+
+    def __init__(self, input: SSAValue, axis: int, descending: bool = False):
+        t = input.type
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(IntegerType(64), t.get_shape(), t.encoding)],
+            properties={"axis": IntegerAttr(axis, IntegerType(64)), "descending": BoolAttr.from_bool(descending)},
+        )
+
+    def verify_(self) -> None:
+        rank = len(self.input.type.get_shape())
+        if not 0 <= self.axis.value.data < max(rank, 1):
+            raise VerifyException(f"te.sort: axis {self.axis.value.data} out of range for rank {rank}")
+        if self.result.type.get_shape() != self.input.type.get_shape():
+            raise VerifyException("te.sort: the result must have the input's shape")
+
+
+@irdl_op_definition
 class ScanOp(IRDLOperation):
     """An inclusive scan of ``input`` along ``axis`` (``graph.cumsum``, ``cumprod``,
     ``logcumsumexp``, ``cumargmax``, ``cumargmin``), computed with one running value per
@@ -444,4 +483,4 @@ class DenseLinalgOp(IRDLOperation):
             raise VerifyException(f"te.dense_linalg: inputs of more batch axes than the result {self.result.type}")
 
 
-TE = Dialect("te", [ComputeOp, ReduceOp, ReadOp, DimOp, ScatterOp, ScanOp, DenseLinalgOp, YieldOp], [])
+TE = Dialect("te", [ComputeOp, ReduceOp, ReadOp, DimOp, ScatterOp, ScanOp, SortOp, DenseLinalgOp, YieldOp], [])

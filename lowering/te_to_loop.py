@@ -382,7 +382,7 @@ def copy_kernel(t: MemRefType, name: str) -> func.FuncOp:
 # the host function
 
 #: the tensor-level ops that become kernels
-_KERNEL_OPS = te.ComputeOp | te.ScatterOp | te.ScanOp | te.DenseLinalgOp | FusedOp
+_KERNEL_OPS = te.ComputeOp | te.ScatterOp | te.ScanOp | te.SortOp | te.DenseLinalgOp | FusedOp
 
 
 class _HostLowering:
@@ -476,6 +476,10 @@ class _HostLowering:
                 self.dense_linalg(b, op, buffers, target, symbols, temporaries)
                 buffers[op.result] = target
                 continue
+            elif isinstance(op, te.SortOp):
+                self.sort(b, op, buffers, target, symbols, temporaries)
+                buffers[op.result] = target
+                continue
             else:
                 kernel = outline_kernel(op, self.kernel_name(_tag(op)), carriers)
             self.kernels.append(kernel)
@@ -547,6 +551,26 @@ class _HostLowering:
         self.kernels.append(kernel)
         b.insert(func.CallOp(kernel.sym_name.data, arguments, []))
 
+    def sort(
+        self,
+        b: Builder,
+        op: te.SortOp,
+        buffers: dict[SSAValue, SSAValue],
+        target: SSAValue,
+        symbols: SymbolSizes,
+        temporaries: list[SSAValue],
+    ) -> None:
+        """One kernel merge-sorting each line's indices in a workspace (a temporary: two
+        index buffers of the result's shape; ``sort_kernel.py``)."""
+        from .sort_kernel import TAG, sort_kernel, workspace_type  # (it builds on this module)
+
+        kernel = sort_kernel(op, self.kernel_name(TAG))
+        workspace = workspace_type(op)
+        work = b.insert(loop.AllocOp(buffer_type(workspace), self.dynamic_sizes(b, workspace, symbols))).result
+        temporaries.append(work)
+        self.kernels.append(kernel)
+        b.insert(func.CallOp(kernel.sym_name.data, [buffers[op.input], work, target], []))
+
     @staticmethod
     def dynamic_sizes(b: Builder, t: TensorType, symbols: SymbolSizes) -> list[SSAValue]:
         return [symbols.size(b, d, t) for d in shape_of(t) if isinstance(d, str)]
@@ -564,7 +588,7 @@ class TEToLoopPass(ModulePass):
             # a function of no inputs whose outputs fold to constants is an entry too, as
             # is one of no inputs and no outputs (a model that computes nothing)
             if not signature or any(isinstance(t, TensorType) for t in signature) or any(
-                isinstance(o, te.ComputeOp | te.ScatterOp | te.ScanOp | te.DenseLinalgOp) for o in function.body.walk()
+                isinstance(o, te.ComputeOp | te.ScatterOp | te.ScanOp | te.SortOp | te.DenseLinalgOp) for o in function.body.walk()
             ):
                 _HostLowering(function).lower()
 

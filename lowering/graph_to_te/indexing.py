@@ -147,12 +147,29 @@ def _comes_before(s: Scalar, a: SSAValue, b: SSAValue, ia: SSAValue, ib: SSAValu
     return _or(s, strictly, _and(s, tie, s.cmp("lt", ia, ib)))
 
 
+#: the longest static axis argsort sorts by ranks (O(n^2), but vectorized); longer and
+#: symbolic ones are merge-sorted (te.sort, O(n log n), one serial line at a time)
+RANK_SORT_MAX = 128
+
+
 @compute_rule(ix.ArgsortOp)
 def argsort(t: TEBuilder, op: ix.ArgsortOp) -> SSAValue:
-    """O(n^2) along the axis, in two computes: the rank of each element (how many sort
-    before it), then for each output position the index whose rank it is."""
+    """A short axis: O(n^2), in two computes, the rank of each element (how many sort
+    before it), then for each output position the index whose rank it is. A long one:
+    ``te.sort`` (a merge sort), its first ``k`` indices where ``k`` is given."""
     axis = op.axis.value.data
     descending = bool(op.descending.value.data)
+    length = shape_of(op.input.type)[axis]
+    if not isinstance(length, int) or length > RANK_SORT_MAX:
+        order = t.builder.insert(te.SortOp(op.input, axis, descending)).result
+        if op.k is None:
+            return order
+
+        def first_k(s: Scalar, idx, ins):
+            (o,) = ins
+            return s.read(o, idx)
+
+        return t.compute("topk", op.result.type, [order], first_k)
     ranks_type = tensor_type(shape_of(op.input.type), i64)
 
     def rank(s: Scalar, idx, ins):
