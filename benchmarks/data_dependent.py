@@ -1,6 +1,7 @@
 """Ops with data-dependent result sizes and run-time checks: tensorkiln (the VM reading
 each size between compiled functions) vs torch eager (and torch.compile), 1 and 2
-threads, interleaved; build, first run and steady state apart. Writes its table to
+threads, interleaved; build, first run and steady state apart. Long sorts too (topk
+over a vocabulary, argsort of 256K values). Writes its table to
 BENCHMARKS.md (section ``data-dependent``).
 
     .venv/bin/python benchmarks/data_dependent.py [--repeat 30] [--no-compile]
@@ -78,7 +79,18 @@ def image_tokens():
     return "image-token check + masked_scatter 700x1024", Fn(place), (ids, embeds, features)
 
 
-CASES = [nonzero, boolean_select, boolean_assign, unique_counts, detections, image_tokens]
+def top_k_sampling():
+    """A language model's sampling filter: the 50 best logits of each row of a 50257 vocab."""
+    torch.manual_seed(0)
+    return "topk(logits, 50).indices 4x50257", Fn(lambda x: torch.topk(x, 50).indices), (torch.randn(4, 50257),)
+
+
+def long_sort():
+    torch.manual_seed(0)
+    return "argsort(x, stable) 256K f32", Fn(lambda x: torch.argsort(x, stable=True)), (torch.randn(1 << 18),)
+
+
+CASES = [nonzero, boolean_select, boolean_assign, unique_counts, detections, image_tokens, top_k_sampling, long_sort]
 
 
 def _same(got, expected) -> list[str]:
@@ -91,14 +103,15 @@ def _same(got, expected) -> list[str]:
 def main() -> None:
     rows, repeat = run_workloads(CASES, _same)
     body = [
-        "## Data-dependent sizes: nonzero, boolean masks, unique, a detector's filter, an input check",
+        "## Data-dependent sizes: nonzero, boolean masks, unique, a detector's filter, an input check; long sorts",
         "",
         f"`benchmarks/data_dependent.py` on {machine()}; build = one cold `tk.build` (s), first run = its first call,",
         f"steady state = medians of {repeat} calls per thread count, tensorkiln, torch eager and torch.compile",
         "called in turn, thread counts alternating in 3 blocks. tk/x > 1: tensorkiln is slower. Ours: a VM",
         "program, the counts computed by one compiled function, read between functions (`graph.data_size`),",
         "the rows placed by a scatter at `cumsum(mask) - 1`; run-time checks (`graph.check`) are results of",
-        f"the function they are computed in. Load average at the end: {load_average()}.",
+        "the function they are computed in. Sorts of axes longer than 128 (`unique`, `topk`, `argsort`) are a merge",
+        f"sort per line (`te.sort`, `lowering/sort_kernel.py`). Load average at the end: {load_average()}.",
         "",
         table([*WORKLOAD_COLUMNS, "vs torch"], rows),
     ]

@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     activations,
     antialias,
     attention,
+    checks,
     complex_ops,
     control_flow,
     creation,
@@ -21,5 +22,6 @@ from . import (  # noqa: F401
     reduce,
     shape,
     special,
+    unique,
     volumetric,
 )
