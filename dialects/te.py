@@ -44,6 +44,7 @@ from xdsl.irdl import (
     ParsePropInAttrDict,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -326,7 +327,8 @@ class SortOp(IRDLOperation):
     the ties'. te-to-loop writes one kernel: a bottom-up merge sort of each line's
     indices, ``O(n log n)``, the lines independent, in a workspace of two index buffers
     the host allocates (``lowering/sort_kernel.py``); TE's element form would count each
-    element's rank, ``O(n^2)``.
+    element's rank, ``O(n^2)``. With ``k`` (a few: topk), only the first ``k`` indices,
+    kept by insertion in the output as the line is read once.
 
     Example::
 
@@ -338,24 +340,30 @@ class SortOp(IRDLOperation):
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr)
     descending = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    k = opt_prop_def(IntegerAttr)
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` `(` type($input) `)` `->` type($result)"
 
-    def __init__(self, input: SSAValue, axis: int, descending: bool = False):
+    def __init__(self, input: SSAValue, axis: int, descending: bool = False, k: int | None = None, result_type: TensorType | None = None):
+        """``result_type``: given with ``k`` (the input's type with ``k`` along the axis, in i64)."""
         t = input.type
-        super().__init__(
-            operands=[input],
-            result_types=[TensorType(IntegerType(64), t.get_shape(), t.encoding)],
-            properties={"axis": IntegerAttr(axis, IntegerType(64)), "descending": BoolAttr.from_bool(descending)},
-        )
+        props = {"axis": IntegerAttr(axis, IntegerType(64)), "descending": BoolAttr.from_bool(descending)}
+        if k is not None:
+            props["k"] = IntegerAttr(k, IntegerType(64))
+        result_type = result_type or TensorType(IntegerType(64), t.get_shape(), t.encoding)
+        super().__init__(operands=[input], result_types=[result_type], properties=props)
 
     def verify_(self) -> None:
         rank = len(self.input.type.get_shape())
-        if not 0 <= self.axis.value.data < max(rank, 1):
-            raise VerifyException(f"te.sort: axis {self.axis.value.data} out of range for rank {rank}")
-        if self.result.type.get_shape() != self.input.type.get_shape():
-            raise VerifyException("te.sort: the result must have the input's shape")
+        axis = self.axis.value.data
+        if not 0 <= axis < max(rank, 1):
+            raise VerifyException(f"te.sort: axis {axis} out of range for rank {rank}")
+        expected = list(self.input.type.get_shape())
+        if self.k is not None:
+            expected[axis] = self.k.value.data
+        if list(self.result.type.get_shape()) != expected:
+            raise VerifyException(f"te.sort: the result must have shape {expected}")
 
 
 @irdl_op_definition

@@ -36,8 +36,9 @@ from ..dialects.graph.types import is_float, shape_of, tensor_type
 from .line_nest import index_const, line_nest
 from .te_to_loop import buffer_type
 
-#: the ``tk.kernel`` tag of a sort kernel
+#: the ``tk.kernel`` tags of a sort kernel and of a top-k one
 TAG = "sort"
+TOP_K_TAG = "topk"
 
 _I64 = IntegerType(64)
 
@@ -168,4 +169,64 @@ def sort_kernel(op: te.SortOp, name: str) -> func.FuncOp:
     return kernel
 
 
-__all__ = ["TAG", "sort_kernel", "workspace_type"]
+def top_k_kernel(op: te.SortOp, name: str) -> func.FuncOp:
+    """The kernel ``name(input, out)`` of a ``te.sort`` with ``k``: each line read once,
+    the best ``k`` indices so far kept in order in ``out`` (its ``m <= k`` first slots)::
+
+        loop.for %p = 0 to n name("scan1") {
+          insert = m < k or x[p] sorts strictly before x[out[k - 1]]
+          slot = min(m, k - 1)                     // the last one is dropped when full
+          loop.for %t = 0 to (insert ? slot : 0) name("scan2") {
+            move out[slot - t - 1] one down while x[p] sorts strictly before it
+          }
+          out[landing slot] = p  (when insert);  m = min(m + 1, k)
+        }
+
+    ``O(n)`` reads, and ``O(k)`` moves per insertion: few for data in no particular order,
+    ``n * k`` at worst (each element better than all before it). Stable: an element
+    equal to a kept one goes after it. ``out`` starts at index 0 (every read in bounds)."""
+    axis, k_value = op.axis.value.data, op.k.value.data
+    arg_types = [buffer_type(op.input.type), buffer_type(op.result.type)]
+    entry = Block(arg_types=arg_types)
+    x, out = entry.args
+    nest = line_nest(Builder(InsertPoint.at_end(entry)), x, axis)
+    before = _strictly_before(bool(op.descending.value.data), is_float(op.input.type.element_type))
+    c = _Code(nest.inner)
+    n, zero, one, k = nest.size, c.const(0), c.const(1), c.const(k_value)
+    last_slot = c.const(k_value - 1)
+
+    slot, init = c.loop(zero, k, one, "scan0")
+    init.store(init(arith.ConstantOp(IntegerAttr(0, _I64))), out, nest.at(slot))
+    held = c.local(zero)
+    p, scan = c.loop(zero, n, one, "scan1")
+    value = scan.load(x, nest.at(p))
+    m = scan.get(held)
+
+    def value_at(code: _Code, slot: SSAValue) -> tuple[SSAValue, SSAValue]:
+        index = code.load(out, nest.at(slot))
+        return index, code.load(x, nest.at(code(arith.IndexCastOp(index, IndexType()))))
+
+    _, worst = value_at(scan, last_slot)
+    insert = scan(arith.OrIOp(scan(arith.CmpiOp(m, k, "ult")), before(scan, value, worst)))
+    slot = scan(arith.MinUIOp(m, last_slot))
+    landing = scan.local(slot)
+    moving = scan.local(one)
+    t, shift = scan.loop(zero, scan(arith.SelectOp(insert, slot, zero)), one, "scan2")
+    j = shift(arith.SubiOp(slot, t))
+    above = shift(arith.SubiOp(j, one))
+    above_index, above_value = value_at(shift, above)
+    go = shift(arith.AndIOp(shift(arith.CmpiOp(shift.get(moving), zero, "ne")), before(shift, value, above_value)))
+    shift.store(shift(arith.SelectOp(go, above_index, shift.load(out, nest.at(j)))), out, nest.at(j))
+    shift.put(shift(arith.SelectOp(go, above, shift.get(landing))), landing)
+    shift.put(shift(arith.SelectOp(go, one, zero)), moving)
+    land = scan.get(landing)
+    kept = scan.load(out, nest.at(land))
+    scan.store(scan(arith.SelectOp(insert, scan(arith.IndexCastOp(p, _I64)), kept)), out, nest.at(land))
+    scan.put(scan(arith.MinUIOp(scan(arith.AddiOp(m, one)), k)), held)
+    Builder(InsertPoint.at_end(entry)).insert(func.ReturnOp())
+    kernel = func.FuncOp(name, (arg_types, []), Region(entry))
+    kernel.attributes["tk.kernel"] = StringAttr(TOP_K_TAG)
+    return kernel
+
+
+__all__ = ["TAG", "TOP_K_TAG", "sort_kernel", "top_k_kernel", "workspace_type"]

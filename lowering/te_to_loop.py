@@ -561,9 +561,14 @@ class _HostLowering:
         temporaries: list[SSAValue],
     ) -> None:
         """One kernel merge-sorting each line's indices in a workspace (a temporary: two
-        index buffers of the result's shape; ``sort_kernel.py``)."""
-        from .sort_kernel import TAG, sort_kernel, workspace_type  # (it builds on this module)
+        index buffers of the result's shape), or keeping the best ``k`` (``sort_kernel.py``)."""
+        from .sort_kernel import TAG, TOP_K_TAG, sort_kernel, top_k_kernel, workspace_type  # (it builds on this module)
 
+        if op.k is not None:  # the best k, kept in the output as each line is read
+            kernel = top_k_kernel(op, self.kernel_name(TOP_K_TAG))
+            self.kernels.append(kernel)
+            b.insert(func.CallOp(kernel.sym_name.data, [buffers[op.input], target], []))
+            return
         kernel = sort_kernel(op, self.kernel_name(TAG))
         workspace = workspace_type(op)
         work = b.insert(loop.AllocOp(buffer_type(workspace), self.dynamic_sizes(b, workspace, symbols))).result

@@ -17,7 +17,7 @@ import tensorkiln as tk
 from tensorkiln.build import lower_to_loops
 from tensorkiln.dialects import loop, te
 from tensorkiln.frontends.builder import GraphBuilder
-from tensorkiln.lowering.graph_to_te.indexing import RANK_SORT_MAX
+from tensorkiln.lowering.graph_to_te.indexing import RANK_SORT_MAX, TOP_K_INSERTION_MAX
 
 
 def stable_argsort(a: np.ndarray, axis: int, descending: bool) -> np.ndarray:
@@ -53,6 +53,32 @@ def test_long_axes_sort_like_numpy(rng, dtype):
         np.testing.assert_array_equal(up, stable_argsort(a, 1, False))
         np.testing.assert_array_equal(down, stable_argsort(a, 1, True))
         np.testing.assert_array_equal(top, stable_argsort(a, 1, True)[:, :9])
+
+
+@pytest.mark.parametrize("k", [1, 9, TOP_K_INSERTION_MAX, TOP_K_INSERTION_MAX + 1])
+def test_top_k_of_long_axes(rng, k):
+    """The best k by insertion (k <= TOP_K_INSERTION_MAX) or by a whole sort: random data,
+    sorted data (every element the best so far: the most moves), many ties, NaNs."""
+    n = 4 * RANK_SORT_MAX + 3
+    b = GraphBuilder()
+    x = b.input("x", (3, n), np.float32)
+    i = b.input("i", (n, 2), np.int64)
+    lib = tk.build(b.finish(b.argsort(x, 1, descending=True, k=k), b.argsort(x, 1, k=k), b.argsort(i, 0, k=k)))
+    for trial in range(3):
+        a, ints = data(rng, (3, n), np.float32), data(rng, (n, 2), np.int64)
+        if trial == 1:
+            a = np.sort(a, axis=1)
+        down, up, small = lib(a, ints)
+        np.testing.assert_array_equal(down, stable_argsort(a, 1, True)[:, :k])
+        np.testing.assert_array_equal(up, stable_argsort(a, 1, False)[:, :k])
+        np.testing.assert_array_equal(small, stable_argsort(ints, 0, False)[:k])
+    tags = [op.attributes["tk.kernel"].data for op in lower_to_loops(lib_module(n, k)).ops if "tk.kernel" in op.attributes]
+    assert ("topk" in tags) == (k <= TOP_K_INSERTION_MAX) and ("sort" in tags) == (k > TOP_K_INSERTION_MAX)
+
+
+def lib_module(n: int, k: int):
+    b = GraphBuilder()
+    return b.finish(b.argsort(b.input("x", (3, n), np.float32), 1, descending=True, k=k))
 
 
 def test_symbolic_lengths_including_empty(rng):

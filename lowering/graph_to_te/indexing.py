@@ -150,17 +150,22 @@ def _comes_before(s: Scalar, a: SSAValue, b: SSAValue, ia: SSAValue, ib: SSAValu
 #: the longest static axis argsort sorts by ranks (O(n^2), but vectorized); longer and
 #: symbolic ones are merge-sorted (te.sort, O(n log n), one serial line at a time)
 RANK_SORT_MAX = 128
+#: the largest k a long axis's top-k keeps by insertion as it reads each line once
+#: (O(n + insertions * k)); larger ones sort the whole line
+TOP_K_INSERTION_MAX = 64
 
 
 @compute_rule(ix.ArgsortOp)
 def argsort(t: TEBuilder, op: ix.ArgsortOp) -> SSAValue:
     """A short axis: O(n^2), in two computes, the rank of each element (how many sort
     before it), then for each output position the index whose rank it is. A long one:
-    ``te.sort`` (a merge sort), its first ``k`` indices where ``k`` is given."""
+    ``te.sort``: a merge sort, or, for a small ``k``, the best ``k`` kept by insertion."""
     axis = op.axis.value.data
     descending = bool(op.descending.value.data)
     length = shape_of(op.input.type)[axis]
     if not isinstance(length, int) or length > RANK_SORT_MAX:
+        if op.k is not None and op.k.value.data <= TOP_K_INSERTION_MAX:
+            return t.builder.insert(te.SortOp(op.input, axis, descending, op.k.value.data, op.result.type)).result
         order = t.builder.insert(te.SortOp(op.input, axis, descending)).result
         if op.k is None:
             return order
@@ -169,7 +174,7 @@ def argsort(t: TEBuilder, op: ix.ArgsortOp) -> SSAValue:
             (o,) = ins
             return s.read(o, idx)
 
-        return t.compute("topk", op.result.type, [order], first_k)
+        return t.compute("sorted_prefix", op.result.type, [order], first_k)
     ranks_type = tensor_type(shape_of(op.input.type), i64)
 
     def rank(s: Scalar, idx, ins):
