@@ -484,7 +484,7 @@ class DenseLinalgOp(IRDLOperation):
         if len(shape) < 2 or (shape[-1] != shape[-2] and shape[-1] >= 0 and shape[-2] >= 0):
             raise VerifyException(f"te.dense_linalg: '{routine}' needs square matrices (..., n, n), got {a}")
         if any(v.type.element_type != self.result.type.element_type for v in self.inputs):
-            raise VerifyException(f"te.dense_linalg: inputs and result must have one element type")
+            raise VerifyException("te.dense_linalg: inputs and result must have one element type")
         rank = len(self.result.type.get_shape())
         expected = rank + 1 if routine == "det_factors" else rank
         if len(shape) > expected or (arity == 2 and len(self.inputs[1].type.get_shape()) > rank):

@@ -59,15 +59,21 @@ def sizes_first(block: Block) -> list[Operation]:
     ordered: list[Operation] = []
     placed: set[Operation] = set()
 
-    def place(op: Operation) -> None:  # op after everything of this block it reads
-        if op in placed:
-            return
-        placed.add(op)
-        for value in op.operands:
-            owner = value.owner
-            if isinstance(owner, Operation) and owner.parent_block() is block:
-                place(owner)
-        ordered.append(op)
+    def place(root: Operation) -> None:  # root after everything of this block it reads (no recursion: long chains)
+        stack = [(root, False)]
+        while stack:
+            op, ready = stack.pop()
+            if ready:
+                ordered.append(op)
+                continue
+            if op in placed:
+                continue
+            placed.add(op)
+            stack.append((op, True))
+            for value in reversed(op.operands):
+                owner = value.owner
+                if isinstance(owner, Operation) and owner.parent_block() is block and owner not in placed:
+                    stack.append((owner, False))
 
     sizes = [op for op in block.ops if isinstance(op, DataSizeOp)]
     for op in sizes:  # the counts, then the sizes: read together where they can be
