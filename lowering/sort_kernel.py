@@ -106,11 +106,11 @@ def _strictly_before(descending: bool, is_float_type: bool) -> Callable[[_Code, 
 
 
 def sort_kernel(op: te.SortOp, name: str) -> func.FuncOp:
-    """The kernel ``name(input, workspace, out)`` of ``op`` (module docstring)."""
+    """The kernel ``name(input, out, workspace)`` of ``op`` (module docstring)."""
     axis = op.axis.value.data
-    arg_types = [buffer_type(op.input.type), buffer_type(workspace_type(op)), buffer_type(op.result.type)]
+    arg_types = [buffer_type(op.input.type), buffer_type(op.result.type), buffer_type(workspace_type(op))]
     entry = Block(arg_types=arg_types)
-    x, work, out = entry.args
+    x, out, work = entry.args
     nest = line_nest(Builder(InsertPoint.at_end(entry)), x, axis)
     before = _strictly_before(bool(op.descending.value.data), is_float(op.input.type.element_type))
     c = _Code(nest.inner)

@@ -543,13 +543,7 @@ class _HostLowering:
 
         kernel = dense_linalg_kernel(op, self.kernel_name(op.routine.data))
         arguments = [buffers[v] for v in op.inputs] + [target]
-        workspace = workspace_type(op)
-        if workspace is not None:
-            sizes = self.dynamic_sizes(b, workspace, symbols)
-            arguments.append(b.insert(loop.AllocOp(buffer_type(workspace), sizes)).result)
-            temporaries.append(arguments[-1])
-        self.kernels.append(kernel)
-        b.insert(func.CallOp(kernel.sym_name.data, arguments, []))
+        self.call_with_workspace(b, kernel, arguments, workspace_type(op), symbols, temporaries)
 
     def sort(
         self,
@@ -561,20 +555,33 @@ class _HostLowering:
         temporaries: list[SSAValue],
     ) -> None:
         """One kernel merge-sorting each line's indices in a workspace (a temporary: two
-        index buffers of the result's shape), or keeping the best ``k`` (``sort_kernel.py``)."""
+        index buffers of the result's shape), or keeping the best ``k`` in the output as
+        each line is read (``sort_kernel.py``)."""
         from .sort_kernel import TAG, TOP_K_TAG, sort_kernel, top_k_kernel, workspace_type  # (it builds on this module)
 
-        if op.k is not None:  # the best k, kept in the output as each line is read
-            kernel = top_k_kernel(op, self.kernel_name(TOP_K_TAG))
-            self.kernels.append(kernel)
-            b.insert(func.CallOp(kernel.sym_name.data, [buffers[op.input], target], []))
-            return
-        kernel = sort_kernel(op, self.kernel_name(TAG))
-        workspace = workspace_type(op)
-        work = b.insert(loop.AllocOp(buffer_type(workspace), self.dynamic_sizes(b, workspace, symbols))).result
-        temporaries.append(work)
+        if op.k is not None:
+            kernel, workspace = top_k_kernel(op, self.kernel_name(TOP_K_TAG)), None
+        else:
+            kernel, workspace = sort_kernel(op, self.kernel_name(TAG)), workspace_type(op)
+        self.call_with_workspace(b, kernel, [buffers[op.input], target], workspace, symbols, temporaries)
+
+    def call_with_workspace(
+        self,
+        b: Builder,
+        kernel: func.FuncOp,
+        arguments: list[SSAValue],
+        workspace: TensorType | None,
+        symbols: SymbolSizes,
+        temporaries: list[SSAValue],
+    ) -> None:
+        """Call ``kernel`` on ``arguments`` and, where it needs one, a ``workspace`` the host
+        allocates (a temporary, freed with the others)."""
+        if workspace is not None:
+            sizes = self.dynamic_sizes(b, workspace, symbols)
+            arguments = [*arguments, b.insert(loop.AllocOp(buffer_type(workspace), sizes)).result]
+            temporaries.append(arguments[-1])
         self.kernels.append(kernel)
-        b.insert(func.CallOp(kernel.sym_name.data, [buffers[op.input], work, target], []))
+        b.insert(func.CallOp(kernel.sym_name.data, arguments, []))
 
     @staticmethod
     def dynamic_sizes(b: Builder, t: TensorType, symbols: SymbolSizes) -> list[SSAValue]:

@@ -104,7 +104,7 @@ def test_short_axes_keep_the_rank_sort_long_ones_get_the_kernel():
     # the line loop; the fill, the pass count, the passes, the pairs of runs, the merge, the copy back
     names = [op.loop_name.data for op in sort.walk() if isinstance(op, loop.ForOp)]
     assert names == ["i0", "scan0", "scan1", "scan2", "scan3", "scan4", "scan5"]
-    assert len(sort.function_type.inputs.data) == 3  # input, workspace (2 x the result), output
+    assert len(sort.function_type.inputs.data) == 3  # input, output, workspace (2 x the result)
     assert not any(isinstance(op, te.ComputeOp) for op in loops.walk())
 
 
