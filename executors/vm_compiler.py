@@ -41,11 +41,6 @@ from ..signature import signature_of
 from .export import ExportError
 
 
-def has_control_flow(function: func.FuncOp) -> bool:
-    """Whether ``function`` holds graph.if / graph.while."""
-    return any(isinstance(op, CONTROL_FLOW_OPS) for op in function.walk())
-
-
 def needs_vm(function: func.FuncOp) -> bool:
     """Whether ``function`` holds ops only the VM runs: control flow, sizes read from data,
     run-time checks."""
@@ -330,4 +325,4 @@ def build_vm(module: ModuleOp, target: str = "llvm", *, function: str = "main", 
     return vm
 
 
-__all__ = ["VMModule", "build_vm", "compile_vm_program", "has_control_flow", "needs_vm", "vm_of"]
+__all__ = ["VMModule", "build_vm", "compile_vm_program", "needs_vm", "vm_of"]
