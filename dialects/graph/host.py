@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, i8, i64
+from xdsl.ir import SSAValue
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
@@ -52,7 +53,7 @@ class DataSizeOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$count attr-dict `:` type($count) `->` type($carrier)"
 
-    def __init__(self, count, symbol: str, lower: int = 0, upper: int | None = None):
+    def __init__(self, count: SSAValue, symbol: str, lower: int = 0, upper: int | None = None):
         props = {"lower": IntegerAttr(lower, i64)}
         if upper is not None:
             props["upper"] = IntegerAttr(upper, i64)
@@ -95,7 +96,7 @@ class CheckOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$pred attr-dict `:` type($pred)"
 
-    def __init__(self, pred, message: str):
+    def __init__(self, pred: SSAValue, message: str):
         super().__init__(operands=[pred], properties={"message": StringAttr(message)})
 
     def verify_(self) -> None:
