@@ -107,7 +107,7 @@ def index(ctx: ImportContext, node, x, indices):
     masks = [k for k, t in enumerate(indices) if t is not None and t.type.element_type == i1]
     if len(masks) == 1 and sum(t is not None for t in indices) == 1 and ctx.rank(indices[masks[0]]):  # x[:, mask]
         return masked_rows(ctx, node, x, masks[0], indices[masks[0]])
-    positions = _integer_positions(masks_as_indices(ctx, node, indices), "indexing")
+    positions = _integer_positions(masks_as_indices(ctx, node, indices))
     if not positions:
         return x
     if len(positions) == 1:
@@ -117,13 +117,10 @@ def index(ctx: ImportContext, node, x, indices):
     return _fit(ctx, node, ctx.b.take(merged, linear, first))
 
 
-def _integer_positions(indices, what: str) -> list[tuple[int, object]]:
-    """The ``(axis, index tensor)`` pairs of an advanced index (``None`` entries skipped)."""
-    positions = [(axis, t) for axis, t in enumerate(indices) if t is not None]
-    for axis, t in positions:
-        if t.type.element_type == i1:
-            raise NotImplementedError(f"boolean mask {what} (axis {axis}) among other indices is not supported")
-    return positions
+def _integer_positions(indices) -> list[tuple[int, object]]:
+    """The ``(axis, index tensor)`` pairs of an advanced index (``None`` entries skipped;
+    boolean masks already turned into integer indices)."""
+    return [(axis, t) for axis, t in enumerate(indices) if t is not None]
 
 
 def _merge_indexed_axes(ctx: ImportContext, x, positions):
@@ -165,7 +162,7 @@ def index_put(ctx: ImportContext, node, x, indices, values, accumulate=False):
     masks = [(axis, t) for axis, t in enumerate(indices) if t is not None and t.type.element_type == i1]
     if masks:
         return _masked_put(ctx, x, indices, masks, values, accumulate)
-    positions = _integer_positions(indices, "assignment")
+    positions = _integer_positions(indices)
     if not positions:
         return b.add(x, values) if accumulate else b.broadcast_to(values, shape_of(x.type))
     if len(positions) == 1:
@@ -589,7 +586,8 @@ def masked_scatter(ctx: ImportContext, node, x, mask, source):
     marks = ctx.cast(flags, np.dtype(np.int64))
     order = b.sub(b.cumsum(marks, 0), ctx.constant(np.int64(1)))
     available = dim_arith.product(shape_of(source.type))
-    b.check(b.compare(b.reduce_sum(marks, [0]), ctx.size_value(available), "le"), "Number of elements of source < number of ones in mask")
+    enough = b.compare(b.reduce_sum(marks, [0]), ctx.size_value(available), "le")
+    b.check(enough, "Number of elements of source < number of ones in mask")  # torch's words
     # unmarked positions before the first mark read element 0 (then discarded)
     order = b.min(b.max(order, ctx.constant(np.int64(0))), b.sub(ctx.size_value(available), ctx.constant(np.int64(1))))
     taken = b.reshape(b.take(b.reshape(source, (available,)), order, 0), shape)
