@@ -341,3 +341,26 @@ def test_selections_checked_equal_share_a_size(rng):
     check(fn, lambda r, k: (torch.from_numpy(r.random((30, 5)).astype(np.float32)), randn(r, 30, 4)), rng)
     module = from_exported_program(torch.export.export(Fn(fn), (torch.rand(30, 5), torch.randn(30, 4))))
     assert len([op for op in module.walk() if isinstance(op, CheckOp)]) == 1
+
+
+def test_a_failed_cholesky_raises_as_torch_does(rng):
+    """torch's _linalg_check_errors on cholesky's info is a graph.check (we compute info);
+    inv's is still dropped (no info: a singular matrix gives inf/nan)."""
+
+    def fn(a, b):
+        return torch.linalg.cholesky(a), torch.linalg.inv(b)
+
+    def inputs(r):
+        a = randn(r, 2, 4, 4)
+        return a @ a.transpose(-1, -2) + torch.eye(4), randn(r, 3, 3)
+
+    module = from_exported_program(torch.export.export(Fn(fn), inputs(rng)))
+    assert len([op for op in module.walk() if isinstance(op, CheckOp)]) == 1
+    for run in executors(module):
+        a, b = inputs(rng)
+        factor, inverse = run(a.numpy(), b.numpy())
+        np.testing.assert_allclose(factor, torch.linalg.cholesky(a).numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(inverse, torch.linalg.inv(b).numpy(), rtol=1e-3, atol=1e-4)
+        a[1] = -a[1]
+        with pytest.raises(RuntimeCheckError, match="linalg.cholesky: .* not positive-definite"):
+            run(a.numpy(), b.numpy())

@@ -26,6 +26,7 @@ from . import ops  # noqa: F401  (registers the converters)
 from .complex import COMPLEX_CONVERTERS, Complex, convert_complex, has_complex, is_complex_node
 from .context import ImportContext, UnsupportedDtypeError, numpy_dtype_of_torch, symbol_name, tensor_to_numpy
 from .opmath import CONVERSION_ERRORS, convert_node, ops_after
+from .ops.checks import CHECKED_INFO
 from .registry import CONVERTERS, target_name
 
 #: ATen ops kept whole instead of decomposed: each maps onto one graph op, or a short pattern
@@ -73,7 +74,12 @@ def _size_value(val: Any) -> Any:
 
 
 #: ops kept though nothing uses their result: run-time assertions
-_CHECKS = {"aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default", "aten.sym_constrain_range.default"}
+_CHECKS = {
+    "aten._assert_scalar.default",
+    "aten.sym_constrain_range_for_size.default",
+    "aten.sym_constrain_range.default",
+    "aten._linalg_check_errors.default",
+}
 
 
 def _is_dead(node: Any) -> bool:
@@ -98,10 +104,10 @@ def _decompose(ep: Any) -> Any:
 
 
 def _without_error_checks(ep: Any) -> Any:
-    """``ep`` without the ``_linalg_check_errors`` that decomposed linalg functions
-    (``inv``, ``solve``, ``cholesky``) run on their ``info`` result, threaded through an
-    effect token: a kernel cannot raise (``ops/dense_linalg.py`` says what singular
-    inputs give instead). The tokens are removed first (they are inputs and outputs)."""
+    """``ep`` without the effect tokens that thread the ``_linalg_check_errors`` decomposed
+    linalg functions (``inv``, ``solve``, ``cholesky``) run on their ``info`` result, and
+    without the checks themselves where we do not compute ``info`` (``ops/dense_linalg.py``
+    says what singular inputs give instead): the tokens are inputs and outputs."""
     import torch
 
     check = torch.ops.aten._linalg_check_errors.default
@@ -112,7 +118,10 @@ def _without_error_checks(ep: Any) -> Any:
 
     ep = _remove_effect_tokens(ep)
     for node in [n for n in ep.graph.nodes if n.op == "call_function" and n.target is check]:
-        ep.graph.erase_node(node)
+        info = node.args[0]
+        producer = info.args[0] if info.op == "call_function" and info.args else None
+        if getattr(producer, "op", None) != "call_function" or target_name(producer.target) not in CHECKED_INFO:
+            ep.graph.erase_node(node)
     ep.graph.eliminate_dead_code()
     return ep
 

@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 from ....dialects.graph.types import numpy_dtype, shape_of
 from ....runtime.dim_expr import free_symbols
 from ..context import ImportContext, dim_of_expression
-from ..registry import converter
+from ..registry import converter, target_name
 from .data_dependent import input_symbols
 
 _INT64 = np.dtype(np.int64)
@@ -156,3 +156,20 @@ def sym_constrain_range(ctx: ImportContext, node, size, *, min=None, max=None): 
     symbol = node.args[0].meta["val"].node.expr
     low = sympy.Ge(symbol, 0 if min is None else min)
     assert_sizes(ctx, low if max is None else sympy.And(low, sympy.Le(symbol, max)), f"{size} is outside [{min or 0}, {max}]")
+
+
+#: linalg functions whose ``info`` result we compute -> what torch says when it is not 0;
+#: their error check is kept (the importer drops the others': ``inv``, ``solve``)
+CHECKED_INFO = {
+    "aten.linalg_cholesky_ex.default": "The factorization could not be completed because the input is not positive-definite",
+}
+
+
+@converter("aten._linalg_check_errors.default")
+def linalg_check_errors(ctx: ImportContext, node, info, api_name, *, is_matrix):
+    """What torch raises when a factorization fails (``info != 0`` for some matrix)."""
+    b = ctx.b
+    producer = node.args[0].args[0]  # info is getitem(factorization, 1)
+    failed = ctx.cast(b.compare(info, ctx.scalar(0, info), "ne"), _INT64)
+    failures = b.reduce_sum(failed, list(range(ctx.rank(info)))) if ctx.rank(info) else failed
+    b.check(b.compare(failures, ctx.constant(np.int64(0)), "eq"), f"{api_name}: {CHECKED_INFO[target_name(producer.target)]}")
