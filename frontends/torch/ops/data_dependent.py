@@ -131,6 +131,23 @@ def masks_as_indices(ctx: ImportContext, node, indices: list) -> list:
     return [*indices[:at], *coordinates(ctx, positions, mask_shape), *indices[at + 1 :]]
 
 
+def rows_in_order(ctx: ImportContext, marks: SSAValue, rows: SSAValue, axis: int) -> SSAValue:
+    """For each of the 1-d int64 ``marks`` (1 marked, 0 not), row ``cumsum(marks) - 1``
+    of ``rows`` along ``axis``: the ``j``-th marked position reads the ``j``-th row. The
+    others read a nearby row, to be discarded; a length that may be 0 at run time gets
+    one spare row, so every read is inside ``rows``."""
+    b = ctx.b
+    length = shape_of(rows.type)[axis]
+    last = ctx.size_value(length)
+    if isinstance(length, int) and length > 0:
+        last = b.sub(last, ctx.constant(np.int64(1)))
+    else:
+        spare = [int(k == axis) for k in range(ctx.rank(rows))]
+        rows = b.pad(rows, [0] * len(spare), spare)
+    order = b.sub(b.cumsum(marks, 0), ctx.constant(np.int64(1)))
+    return b.take(rows, b.min(b.max(order, ctx.constant(np.int64(0))), last), axis)
+
+
 def masked_put(ctx: ImportContext, x: SSAValue, at: int, mask: SSAValue, values: SSAValue, accumulate: bool) -> SSAValue:
     """``x[..., mask, ...] = values`` (``+=`` with ``accumulate``), the mask covering the
     axes of ``x`` from ``at``: the ``j``-th true position takes the ``j``-th row of
@@ -153,14 +170,7 @@ def masked_put(ctx: ImportContext, x: SSAValue, at: int, mask: SSAValue, values:
             f"shape mismatch: value tensor of shape {format_shape(v_shape)} cannot be broadcast to the "
             "number of elements the boolean mask selects",
         )
-    last = ctx.size_value(length)
-    if not isinstance(length, int):  # one spare row to read where there may be none (no selection)
-        rows = b.pad(rows, [0] * (len(before) + 1 + len(after)),
-                     [0] * len(before) + [1] + [0] * len(after))  # fmt: skip
-    else:
-        last = b.sub(last, ctx.constant(np.int64(1)))
-    order = b.min(b.max(b.sub(b.cumsum(ones, 0), ctx.constant(np.int64(1))), ctx.constant(np.int64(0))), last)
-    placed = b.take(rows, order, len(before))  # (*before, cells, *after)
+    placed = rows_in_order(ctx, ones, rows, len(before))  # (*before, cells, *after)
     merged = b.reshape(x, (*before, cells, *after))
     chosen = b.reshape(flags, (*(1 for _ in before), cells, *(1 for _ in after)))
     updated = b.where(chosen, b.add(merged, placed) if accumulate else placed, merged)

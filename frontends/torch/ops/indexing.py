@@ -15,7 +15,7 @@ from ....dialects.graph.types import Dim, broadcast_shapes, format_shape, is_flo
 from ....runtime import dim_arith
 from ..context import ImportContext, numpy_dtype_of_torch
 from ..registry import converter
-from .data_dependent import masked_put, masked_rows, masks_as_indices
+from .data_dependent import masked_put, masked_rows, masks_as_indices, rows_in_order
 
 # ---------------------------------------------------------------------------
 # take / gather
@@ -584,13 +584,10 @@ def masked_scatter(ctx: ImportContext, node, x, mask, source):
     count = dim_arith.product(shape)
     flags = b.reshape(b.broadcast_to(mask, shape), (count,))
     marks = ctx.cast(flags, np.dtype(np.int64))
-    order = b.sub(b.cumsum(marks, 0), ctx.constant(np.int64(1)))
     available = dim_arith.product(shape_of(source.type))
     enough = b.compare(b.reduce_sum(marks, [0]), ctx.size_value(available), "le")
     b.check(enough, "Number of elements of source < number of ones in mask")  # torch's words
-    # unmarked positions before the first mark read element 0 (then discarded)
-    order = b.min(b.max(order, ctx.constant(np.int64(0))), b.sub(ctx.size_value(available), ctx.constant(np.int64(1))))
-    taken = b.reshape(b.take(b.reshape(source, (available,)), order, 0), shape)
+    taken = b.reshape(rows_in_order(ctx, marks, b.reshape(source, (available,)), 0), shape)
     return b.where(b.broadcast_to(mask, shape), taken, b.broadcast_to(x, shape))
 
 
