@@ -57,6 +57,10 @@ class _Code:
     def __call__(self, op: Operation) -> SSAValue:
         return self.b.insert(op).results[0]
 
+    def negation(self, flag: SSAValue) -> SSAValue:
+        """``not flag`` (an i1)."""
+        return self(arith.XOrIOp(flag, self(arith.ConstantOp(IntegerAttr(1, i1)))))
+
     def const(self, k: int) -> SSAValue:
         return index_const(self.b, k)
 
@@ -95,11 +99,9 @@ def _strictly_before(descending: bool, is_float_type: bool) -> Callable[[_Code, 
             return c(arith.CmpiOp(a, b, "sgt" if descending else "slt"))
         ordered = c(arith.CmpfOp(a, b, "ogt" if descending else "olt"))
         a_nan, b_nan = c(arith.CmpfOp(a, a, "uno")), c(arith.CmpfOp(b, b, "uno"))
-        true = c(arith.ConstantOp(IntegerAttr(1, i1)))
         # ascending: a number before a NaN; descending: a NaN before a number
-        nan_order = c(arith.AndIOp(b_nan, c(arith.XOrIOp(a_nan, true)))) if not descending else c(
-            arith.AndIOp(a_nan, c(arith.XOrIOp(b_nan, true)))
-        )
+        first_nan, other_nan = (a_nan, b_nan) if descending else (b_nan, a_nan)
+        nan_order = c(arith.AndIOp(first_nan, c.negation(other_nan)))
         return c(arith.OrIOp(ordered, nan_order))
 
     return before
@@ -152,8 +154,7 @@ def sort_kernel(op: te.SortOp, name: str) -> func.FuncOp:
     left_open = step(arith.CmpiOp(i, mid, "ult"))
     right_spent = step(arith.CmpiOp(j, hi, "uge"))
     right_first = before(step, b, a)
-    true = step(arith.ConstantOp(IntegerAttr(1, i1)))
-    take_left = step(arith.AndIOp(left_open, step(arith.OrIOp(right_spent, step(arith.XOrIOp(right_first, true))))))
+    take_left = step(arith.AndIOp(left_open, step(arith.OrIOp(right_spent, step.negation(right_first)))))
     step.store(step(arith.SelectOp(take_left, a_index, b_index)), work, in_work(dst, k))
     step.put(step(arith.SelectOp(take_left, step(arith.AddiOp(i, one)), i)), left)
     step.put(step(arith.SelectOp(take_left, j, step(arith.AddiOp(j, one)))), right)
