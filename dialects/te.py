@@ -27,6 +27,7 @@ size along an axis, for bounds that depend on shapes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from xdsl.dialects.builtin import (
     I64,
     AnyFloat,
@@ -423,19 +424,42 @@ class ScanOp(IRDLOperation):
             raise VerifyException(f"te.scan: 'logaddexp' needs a float input, got {t}")
 
 
-#: routines of te.dense_linalg (the graph op each lowers) -> its number of inputs
-DENSE_LINALG_ROUTINES = {"solve": 2, "triangular_solve": 2, "cholesky": 1, "det_factors": 1}
+@dataclass(frozen=True)
+class DenseLinalgSignature:
+    """What a te.dense_linalg routine takes and gives: each input's and the result's
+    core rank (2: matrices, 1: vectors; the axes before are the batch), and whether its
+    first input must be square."""
+
+    inputs: tuple[int, ...]
+    result: int = 2
+    square: bool = True
+
+
+#: routines of te.dense_linalg (the graph op each lowers) -> their signature
+DENSE_LINALG_ROUTINES = {
+    "solve": DenseLinalgSignature((2, 2)),
+    "triangular_solve": DenseLinalgSignature((2, 2)),
+    "cholesky": DenseLinalgSignature((2,)),
+    "det_factors": DenseLinalgSignature((2,), result=1),
+    "lu_factor": DenseLinalgSignature((2,), square=False),
+    "pivot_permutation": DenseLinalgSignature((1,), result=1, square=False),
+    "householder_qr": DenseLinalgSignature((2,), square=False),
+    "householder_product": DenseLinalgSignature((2, 1), square=False),
+    "eigh": DenseLinalgSignature((2,)),
+    "jacobi_svd": DenseLinalgSignature((2,), square=False),
+}
 
 
 @irdl_op_definition
 class DenseLinalgOp(IRDLOperation):
     """A sequential matrix algorithm run on each matrix of a batch (the last two axes):
     ``routine`` is the graph op it computes (``graph.solve``, ``triangular_solve``,
-    ``cholesky``, ``det_factors``: their semantics), ``lower`` and ``unit_diagonal`` the
-    triangular solve's flags. te-to-loop writes one kernel: the batch loops outermost
-    (independent, so they may run in parallel), in each the algorithm's serial loops
-    (``lowering/dense_linalg_kernel.py``); ``solve`` and ``det_factors`` factor a copy
-    of each matrix in a workspace the host allocates.
+    ``cholesky``, ``det_factors``, ``lu_factor``, ``householder_qr``, ``eigh``, ...: their
+    semantics; :data:`DENSE_LINALG_ROUTINES`), ``lower`` and ``unit_diagonal`` the
+    triangular solve's flags (``lower`` also eigh's). te-to-loop writes one kernel: the
+    batch loops outermost (independent, so they may run in parallel), in each the
+    algorithm's serial loops (``lowering/dense_linalg/``); some routines work on copies in
+    a workspace the host allocates.
 
     Example::
 
@@ -472,23 +496,24 @@ class DenseLinalgOp(IRDLOperation):
 
     def verify_(self) -> None:
         routine = self.routine.data
-        arity = DENSE_LINALG_ROUTINES.get(routine)
-        if arity is None:
+        signature = DENSE_LINALG_ROUTINES.get(routine)
+        if signature is None:
             raise VerifyException(
                 f"te.dense_linalg: unknown routine '{routine}' (expected one of {', '.join(DENSE_LINALG_ROUTINES)})"
             )
-        if len(self.inputs) != arity:
-            raise VerifyException(f"te.dense_linalg: '{routine}' takes {arity} inputs, got {len(self.inputs)}")
-        a = self.inputs[0].type
-        shape = a.get_shape()
-        if len(shape) < 2 or (shape[-1] != shape[-2] and shape[-1] >= 0 and shape[-2] >= 0):
-            raise VerifyException(f"te.dense_linalg: '{routine}' needs square matrices (..., n, n), got {a}")
+        if len(self.inputs) != len(signature.inputs):
+            raise VerifyException(f"te.dense_linalg: '{routine}' takes {len(signature.inputs)} inputs, got {len(self.inputs)}")
+        shape = self.inputs[0].type.get_shape()
+        if signature.square and (len(shape) < 2 or (shape[-1] != shape[-2] and shape[-1] >= 0 and shape[-2] >= 0)):
+            raise VerifyException(f"te.dense_linalg: '{routine}' needs square matrices (..., n, n), got {self.inputs[0].type}")
         if any(v.type.element_type != self.result.type.element_type for v in self.inputs):
             raise VerifyException("te.dense_linalg: inputs and result must have one element type")
-        rank = len(self.result.type.get_shape())
-        expected = rank + 1 if routine == "det_factors" else rank
-        if len(shape) > expected or (arity == 2 and len(self.inputs[1].type.get_shape()) > rank):
-            raise VerifyException(f"te.dense_linalg: inputs of more batch axes than the result {self.result.type}")
+        batch = len(self.result.type.get_shape()) - signature.result
+        for value, core in zip(self.inputs, signature.inputs):
+            if not core <= len(value.type.get_shape()) <= batch + core:
+                raise VerifyException(
+                    f"te.dense_linalg: '{routine}' needs an input of {core} to {batch + core} axes, got {value.type}"
+                )
 
 
 TE = Dialect("te", [ComputeOp, ReduceOp, ReadOp, DimOp, ScatterOp, ScanOp, SortOp, DenseLinalgOp, YieldOp], [])

@@ -537,9 +537,9 @@ class _HostLowering:
         symbols: SymbolSizes,
         temporaries: list[SSAValue],
     ) -> None:
-        """One kernel running the routine per matrix (``dense_linalg_kernel.py``), given a
+        """One kernel running the routine per matrix (``dense_linalg/``), given a
         workspace (a temporary: one matrix per matrix of the batch) when it factors a copy."""
-        from .dense_linalg_kernel import dense_linalg_kernel, workspace_type  # (it builds on this module)
+        from .dense_linalg import dense_linalg_kernel, workspace_type  # (it builds on this module)
 
         kernel = dense_linalg_kernel(op, self.kernel_name(op.routine.data))
         arguments = [buffers[v] for v in op.inputs] + [target]

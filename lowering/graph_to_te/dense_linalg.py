@@ -1,22 +1,23 @@
-"""TE rules of the dense linear algebra ops (solve, triangular_solve, cholesky,
-det_factors): one ``te.dense_linalg`` each, whose kernel runs the op's sequential
-algorithm per matrix (``lowering/dense_linalg_kernel.py``): a ``te.compute`` cannot
-carry the state of an elimination from one column to the next."""
+"""TE rules of the dense linear algebra ops (``dialects/graph/dense_linalg.py``,
+``factorizations.py``, ``spectral.py``): one ``te.dense_linalg`` each, whose kernel runs
+the op's sequential algorithm per matrix (``lowering/dense_linalg/``): a ``te.compute``
+cannot carry the state of an elimination (or a rotation) from one step to the next."""
 
 from __future__ import annotations
 
 from xdsl.ir import SSAValue
 
 from ...dialects import te
-from ...dialects.graph import dense_linalg as dl
+from ...dialects.graph.dense_linalg import DENSE_LINALG_OPS
+from ...dialects.graph.factorizations import FACTORIZATION_OPS
+from ...dialects.graph.spectral import SPECTRAL_OPS
 from ..te_builder import TEBuilder
 from .registry import compute_rule
 
 
-@compute_rule(dl.SolveOp, dl.TriangularSolveOp, dl.CholeskyOp, dl.DetFactorsOp)
-def dense_linalg(t: TEBuilder, op: dl.SolveOp | dl.TriangularSolveOp | dl.CholeskyOp | dl.DetFactorsOp) -> SSAValue:
-    flags = {}
-    if isinstance(op, dl.TriangularSolveOp):
-        flags = {"lower": bool(op.lower.value.data), "unit_diagonal": bool(op.unit_diagonal.value.data)}
+@compute_rule(*DENSE_LINALG_OPS, *FACTORIZATION_OPS, *SPECTRAL_OPS)
+def dense_linalg(t: TEBuilder, op) -> SSAValue:
+    """The routine named after the op, with its ``lower``/``unit_diagonal`` flags where it has them."""
+    flags = {name: bool(op.properties[name].value.data) for name in ("lower", "unit_diagonal") if name in op.properties}
     routine = op.name.removeprefix("graph.")
     return t.builder.insert(te.DenseLinalgOp(list(op.operands), op.result.type, routine, **flags)).result
