@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     control_flow,
     creation,
     data_dependent,
+    decompositions,
     dense_linalg,
     elementwise,
     grid_sample,
