@@ -203,13 +203,28 @@ def test_symbolic_matrix_size_is_refused():
         _export(Inv(), torch.randn(3, 3), dynamic_shapes=({0: n, 1: n},))
 
 
-def test_using_info_is_a_clear_error():
-    class InvEx(torch.nn.Module):
-        def forward(self, a):
-            return torch.linalg.inv_ex(a).info
+def test_info_and_lu_results_of_the_ex_functions(rng):
+    """``inv_ex``/``solve_ex``'s ``info`` (the first exactly zero pivot, LAPACK's) and the
+    LU factors ``solve_ex`` and ``slogdet`` also return, as torch's."""
 
-    with pytest.raises(TorchImportError, match=r"result #1 of 'linalg_inv_ex'.*is not computed by tensorkiln"):
-        _export(InvEx(), torch.randn(3, 3))
+    class WithInfo(torch.nn.Module):
+        def forward(self, a, b):
+            inverse, info = torch.linalg.inv_ex(a)
+            x, lu, pivots, solve_info = torch.ops.aten._linalg_solve_ex(a, b)
+            *_, slogdet_lu, slogdet_pivots = torch.ops.aten._linalg_slogdet(a)
+            return info, solve_info, lu, pivots, slogdet_lu, slogdet_pivots
+
+    a = _well_conditioned(rng, (3, 4, 4), "float64")
+    a[1, 2] = a[1, 0]  # rows 0 and 2 equal: a pivot is exactly 0
+    b = rng.standard_normal((3, 4, 2))
+    got = tk.build(_export(WithInfo(), torch.from_numpy(a), torch.from_numpy(b)))(a, b)
+    want = WithInfo()(torch.from_numpy(a), torch.from_numpy(b))
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.numpy().dtype and g.shape == w.shape
+        # the singular matrix's later pivots are ties of roundings (LAPACK's differ): its info only
+        regular = slice(None) if k < 2 else [0, 2]
+        np.testing.assert_allclose(g[regular], w.numpy()[regular], rtol=1e-12, atol=1e-12)
+    assert got[0][0] == got[0][2] == 0 and got[0][1] > 0
 
 
 @pytest.mark.parametrize("upper", [False, True])

@@ -81,6 +81,16 @@ def _with_columns(ctx: ImportContext, x: SSAValue, columns: int) -> SSAValue:
     return ctx.b.pad(x, [0] * ctx.rank(x), [0] * (ctx.rank(x) - 1) + [columns - n], 0)
 
 
+def _matmul(ctx: ImportContext, x: SSAValue, y: SSAValue) -> SSAValue:
+    """``x @ y`` of batches of matrices, the batch dims broadcast (torch.matmul's rule)."""
+    rank = max(ctx.rank(x), ctx.rank(y))
+    if rank == 2:
+        return ctx.b.matmul(x, y)
+    rank = max(rank, 3)
+    x, y = (ctx.b.reshape(v, (1,) * (rank - ctx.rank(v)) + shape_of(v.type)) if ctx.rank(v) < rank else v for v in (x, y))
+    return ctx.b.batch_matmul(x, y)
+
+
 def _empty(ctx: ImportContext, like: SSAValue) -> SSAValue:
     """torch's empty result (shape ``(0,)``) for an output it did not compute."""
     return ctx.constant(np.zeros((0,), numpy_dtype(like.type.element_type)))
@@ -120,7 +130,7 @@ def _permutation_matrix(ctx: ImportContext, perm: SSAValue, dtype: np.dtype) -> 
 # LU
 
 
-def _lu(ctx: ImportContext, a: SSAValue) -> tuple[SSAValue, SSAValue]:
+def lu_factors(ctx: ImportContext, a: SSAValue) -> tuple[SSAValue, SSAValue]:
     """(packed LU ``(..., m, n)``, int32 pivots ``(..., min(m, n))``)."""
     m, n = _matrix_size(a)
     factored = ctx.b.lu_factor(a)
@@ -145,7 +155,7 @@ def _check_pivoting(pivot: bool) -> None:
 def linalg_lu_factor_ex(ctx: ImportContext, node, a, *, pivot=True, check_errors=False):
     """``(LU, pivots, info)``: ``info`` the first zero on U's diagonal (1-based), as LAPACK."""
     _check_pivoting(pivot)
-    packed, pivots = _lu(ctx, a)
+    packed, pivots = lu_factors(ctx, a)
     u_diagonal = diagonal(ctx, node, packed, 0, -2, -1)
     zero = ctx.cast(ctx.b.compare(u_diagonal, ctx.scalar(0, u_diagonal), "eq"), np.dtype(np.int32))
     return packed, pivots, first_failure(ctx, zero)
@@ -155,7 +165,7 @@ def linalg_lu_factor_ex(ctx: ImportContext, node, a, *, pivot=True, check_errors
 def linalg_lu(ctx: ImportContext, node, a, *, pivot=True):
     """``(P, L, U)`` with ``a = P L U``."""
     _check_pivoting(pivot)
-    packed, pivots = _lu(ctx, a)
+    packed, pivots = lu_factors(ctx, a)
     perm = ctx.b.pivot_permutation(pivots, _matrix_size(a)[0])
     return (_permutation_matrix(ctx, perm, numpy_dtype(a.type.element_type)), *_unpack(ctx, packed))
 
@@ -229,7 +239,7 @@ def ormqr(ctx: ImportContext, node, reflectors, tau, other, left=True, transpose
     q = _full_q(ctx, reflectors, tau)
     if transpose:
         q = _transposed(ctx, q)
-    return ctx.b.batch_matmul(q, other) if left else ctx.b.batch_matmul(other, q)
+    return _matmul(ctx, q, other) if left else _matmul(ctx, other, q)
 
 
 @converter("aten.linalg_qr.default")
@@ -323,6 +333,9 @@ def linalg_pinv(ctx: ImportContext, node, a, atol=None, rtol=None, hermitian=Fal
     :func:`_tolerance`): from the SVD (``right = V``, ``left = U``), or with ``hermitian``
     from ``eigh`` (``s = |eigenvalue|``, ``right = left = V``, ``1 / eigenvalue`` kept)."""
     b = ctx.b
+    m, n = _matrix_size(a)
+    if min(m, n) == 0:
+        return b.broadcast_to(ctx.scalar(0, a), (*shape_of(a.type)[:-2], n, m))
     if hermitian:
         s, left = linalg_eigh(ctx, node, a)
         right, size = left, b.abs(s)
@@ -332,4 +345,4 @@ def linalg_pinv(ctx: ImportContext, node, a, atol=None, rtol=None, hermitian=Fal
     kept = b.compare(size, _tolerance(ctx, a, b.reduce_max(size, [-1], keepdims=True), atol, rtol), "gt")
     inverse = b.where(kept, b.div(ctx.scalar(1, s), b.where(kept, s, ctx.scalar(1, s))), ctx.scalar(0, s))
     scaled = b.mul(right, b.reshape(inverse, (*shape_of(inverse.type)[:-1], 1, shape_of(inverse.type)[-1])))
-    return b.batch_matmul(scaled, _transposed(ctx, left))
+    return _matmul(ctx, scaled, _transposed(ctx, left))

@@ -6,11 +6,13 @@ cholesky_solve, on batches of matrices (float32, float64), as the graph ops of
 transposed system; an upper Cholesky factor is the transpose of the lower one of ``a^T``
 (so the upper triangle is read, as torch's).
 
-The ``*_ex`` ops' ``info`` (and ``_linalg_det``'s LU and pivots) are not computed: a
-model using them gets an import error naming the node. The importer drops torch's
-``_linalg_check_errors`` (a kernel cannot raise): a singular matrix gives infinities or
-NaNs from ``inv``/``solve`` where torch raises, and a matrix that is not positive
-definite NaNs from ``cholesky``; the determinant of a singular matrix is 0, as torch's.
+The ``*_ex`` ops' ``info`` (LAPACK's: the first exactly zero pivot of the same
+elimination) and the LU factors ``_linalg_det``/``slogdet``/``solve_ex`` also return are
+computed where a model uses them. The importer drops torch's ``_linalg_check_errors`` of
+``inv``/``solve`` (checking would move every such model onto the VM, and an exactly zero
+pivot can depend on roundings): a singular matrix gives infinities or NaNs where torch
+raises. ``cholesky``'s check is kept (``ops/checks.py``). The determinant of a singular
+matrix is 0, as torch's.
 The matrix size must be static (batch dims may be symbolic).
 """
 
@@ -22,6 +24,7 @@ from xdsl.ir import SSAValue
 from ....dialects.graph.types import numpy_dtype, shape_of
 from ..context import ImportContext
 from ..registry import converter
+from .decompositions import first_failure, lu_factors
 from .shape import diagonal
 
 
@@ -102,24 +105,36 @@ def _triangular_solve(ctx: ImportContext, a, b, upper: bool, left: bool = True, 
 # what Core ATen decomposes the linalg functions to (extra results not computed: None)
 
 
+def _singular_info(ctx: ImportContext, a: SSAValue) -> SSAValue:
+    """LAPACK's ``getrf`` info: the 1-based step of the first exactly zero pivot, else 0."""
+    factors = _factors(ctx, a)
+    zero = ctx.cast(ctx.b.compare(factors, ctx.scalar(0, factors), "eq"), np.dtype(np.int32))
+    return first_failure(ctx, zero)
+
+
+# the extra results (info, LU, pivots) are computed where used: unused ones are dead code
+
+
 @converter("aten.linalg_inv_ex.default")
 def linalg_inv_ex(ctx: ImportContext, node, a, check_errors=False):
-    return _inverse(ctx, a), None
+    return _inverse(ctx, a), _singular_info(ctx, a)
 
 
 @converter("aten._linalg_det.default")
 def linalg_det_with_lu(ctx: ImportContext, node, a):
-    return _det(ctx, a), None, None
+    """``(det, LU, pivots)``; torch factors ``a^T`` here (LAPACK's column-major ``a``)."""
+    return _det(ctx, a), *lu_factors(ctx, _transposed(ctx, a))
 
 
 @converter("aten._linalg_slogdet.default")
 def linalg_slogdet_with_lu(ctx: ImportContext, node, a):
-    return *_slogdet(ctx, a), None, None
+    """``(sign, log |det|, LU, pivots)``, the LU of ``a^T`` as torch's."""
+    return *_slogdet(ctx, a), *lu_factors(ctx, _transposed(ctx, a))
 
 
 @converter("aten._linalg_solve_ex.default")
 def linalg_solve_ex(ctx: ImportContext, node, a, b, *, left=True, check_errors=False):
-    return _solve(ctx, a, b, left), None, None, None
+    return _solve(ctx, a, b, left), *lu_factors(ctx, a), _singular_info(ctx, a)
 
 
 @converter("aten.linalg_cholesky_ex.default")
@@ -132,11 +147,7 @@ def linalg_cholesky_ex(ctx: ImportContext, node, a, upper=False, check_errors=Fa
     factor = _cholesky(ctx, a, upper)
     pivots = diagonal(ctx, node, factor, 0, -2, -1)
     positive = ctx.cast(b.compare(pivots, ctx.scalar(0, pivots), "gt"), np.dtype(np.int32))
-    failed = b.sub(ctx.scalar(1, positive), positive)  # (NaN: failed)
-    first = ctx.cast(b.argmax(failed, -1, keepdims=False), np.dtype(np.int32))
-    info = b.where(b.compare(b.reduce_max(failed, [-1]), ctx.scalar(0, failed), "gt"), b.add(first, ctx.scalar(1, first)),
-                   ctx.scalar(0, first))  # fmt: skip
-    return factor, info
+    return factor, first_failure(ctx, b.sub(ctx.scalar(1, positive), positive))  # (NaN: failed)
 
 
 @converter("aten.linalg_solve_triangular.default")
