@@ -90,6 +90,15 @@ def permutation_of_pivots(pivots: np.ndarray, size: int) -> np.ndarray:
     return perm
 
 
+def _dots(top: np.ndarray, v: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``top + v^T w`` (batch, columns): ``(1, v)`` times the rows ``(top, w)``, summed
+    row by row in order, as the kernel does."""
+    total = top.copy()
+    for r in range(w.shape[1]):
+        total += v[:, r, None] * w[:, r]
+    return total
+
+
 def householder_in_place(w: np.ndarray) -> np.ndarray:
     """Householder QR of each ``w`` (batch, m, n), in place (LAPACK's ``geqr2``): R on and
     above the diagonal, below it each reflector ``v`` (its leading 1 implied). Returns
@@ -112,7 +121,7 @@ def householder_in_place(w: np.ndarray) -> np.ndarray:
             w[:, j, j] = beta
             taus[:, j] = tau
             # apply H_j to the columns on the right: c -= tau v (v . c)
-            dots = w[:, j, j + 1 :] + np.einsum("br,brc->bc", w[:, j + 1 :, j], w[:, j + 1 :, j + 1 :])
+            dots = _dots(w[:, j, j + 1 :], w[:, j + 1 :, j], w[:, j + 1 :, j + 1 :])
             w[:, j, j + 1 :] -= tau[:, None] * dots
             w[:, j + 1 :, j + 1 :] -= tau[:, None, None] * w[:, j + 1 :, j, None] * dots[:, None, :]
     return taus
@@ -127,7 +136,7 @@ def householder_product(v: np.ndarray, tau: np.ndarray) -> np.ndarray:
     q = np.broadcast_to(np.eye(m, n, dtype=v.dtype), v.shape).copy()
     for i in range(k - 1, -1, -1):
         below = v[:, i + 1 :, i]
-        dots = q[:, i, i:] + np.einsum("br,brc->bc", below, q[:, i + 1 :, i:])
+        dots = _dots(q[:, i, i:], below, q[:, i + 1 :, i:])
         q[:, i, i:] -= tau[:, i, None] * dots
         q[:, i + 1 :, i:] -= tau[:, i, None, None] * below[:, :, None] * dots[:, None, :]
     return q

@@ -90,6 +90,10 @@ class ScalarCode:
     def local(self, t: Attribute) -> SSAValue:
         return self.ins(loop.AllocOp(MemRefType(t, []), scope="local"))
 
+    def local_vector(self, length: int) -> SSAValue:
+        """A local array of ``length`` elements of the kernel's element type."""
+        return self.ins(loop.AllocOp(MemRefType(self.element, [length]), scope="local"))
+
     def load(self, buffer: SSAValue, indices: Sequence[SSAValue] = ()) -> SSAValue:
         return self.ins(loop.LoadOp(buffer, list(indices)))
 

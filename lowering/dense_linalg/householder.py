@@ -5,9 +5,7 @@ whose numpy references run the same steps)::
       loop.for %j = 0 to min(m, n) name("scan0") {
         <alpha = W[j, j], |x|^2 = sum of W[r, j]^2 below it>
         <beta = -sign(alpha) |(alpha, x)|, tau = (beta - alpha) / beta, v = x / (alpha - beta)>
-        loop.for %c = j + 1 to n name("scan") {          // H_j applied to the columns right of j
-          w = W[j, c] + sum_r v[r] W[r, c];  W[j, c] -= tau w;  W[r, c] -= tau v[r] w
-        }
+        <H_j applied to the columns right of j, row by row: d = v^T W, then W -= tau v d>
       }
 
     householder_product (Q in the output, the identity's columns at first):
@@ -31,17 +29,22 @@ def _reflect(
 ) -> None:
     """Apply ``H = I - tau v v^T`` to the columns ``first .. columns - 1`` of ``w`` on its
     rows ``i .. rows - 1``, ``v`` the reflector stored below ``v[i, i]`` (its leading 1
-    implied)."""
-    dot = c.local(c.element)
+    implied): ``d = v^T w`` then ``w -= tau v d``, row by row (the inner loops run along
+    rows, contiguous in memory), ``d`` in a local vector."""
+    dots = c.local_vector(w.buffer.type.get_shape()[-1])
+    col, cell = c.range(first, columns, "dots")
+    cell.store(w.load(cell, i, col), dots, [col])
+    below = c.next(i)
+    r, row = c.range(below, rows, "scan")
+    factor = v.load(row, r, i)
+    col, cell = row.range(first, columns, "scan")
+    cell.store(cell.add(cell.load(dots, [col]), cell.mul(factor, w.load(cell, r, col))), dots, [col])
     col, cell = c.range(first, columns, "scan")
-    cell.store(w.load(cell, i, col), dot)
-    below = cell.next(i)
-    r, term = cell.range(below, rows, "scan")
-    term.accumulate(dot, term.mul(v.load(term, r, i), w.load(term, r, col)))
-    total = cell.load(dot)
-    w.store(cell, cell.sub_product(w.load(cell, i, col), tau, total), i, col)
-    r, update = cell.range(below, rows, "scan")
-    w.store(update, update.sub_product(w.load(update, r, col), update.mul(tau, v.load(update, r, i)), total), r, col)
+    w.store(cell, cell.sub_product(w.load(cell, i, col), tau, cell.load(dots, [col])), i, col)
+    r, row = c.range(below, rows, "scan")
+    factor = row.mul(tau, v.load(row, r, i))
+    col, cell = row.range(first, columns, "scan")
+    w.store(cell, cell.sub_product(w.load(cell, r, col), factor, cell.load(dots, [col])), r, col)
 
 
 @routine("householder_qr")
