@@ -9,9 +9,9 @@ Each is made of the packed graph ops of ``dialects/graph/factorizations.py`` and
 
 * LU and QR are LAPACK's algorithms step for step (``getrf``'s pivots, ``geqrf``'s signs):
   the results match torch's to rounding.
-* ``eigh``: cyclic Jacobi; ``svd``: one-sided Jacobi on the taller orientation, ``U``
-  from a Householder QR of ``a V`` (orthonormal also for zero singular values, and
-  completed to ``m x m`` for ``full_matrices``). Values match torch's to rounding;
+* ``eigh``: cyclic Jacobi; ``svd``: a Householder QR of the taller orientation, one-sided
+  Jacobi on its square ``R``, ``U`` from a second QR, of ``R V`` (orthonormal also for zero
+  singular values; the first QR's ``Q`` completes it to ``m x m`` for ``full_matrices``). Values match torch's to rounding;
   each vector's sign is the algorithm's (torch's LAPACK may flip it: both are valid).
 
 Not done: ``linalg.eig``/``eigvals`` (a general matrix's complex eigenpairs), ``ldl``,
@@ -274,32 +274,48 @@ def linalg_eigh(ctx: ImportContext, node, a, UPLO="L", compute_v=True):
     return values, (_transposed(ctx, _part(ctx, packed, (0, n))) if compute_v else _empty(ctx, a))
 
 
+def _square_svd(ctx: ImportContext, r: SSAValue, compute_uv: bool) -> tuple[SSAValue | None, SSAValue, SSAValue]:
+    """``(U, S, V^T)`` of each square ``r``: one-sided Jacobi gives ``r V`` and ``V``; ``S``
+    is the norms of ``r V``'s columns, ``U`` a QR's ``Q`` of ``r V`` (orthonormal also
+    where ``S`` is 0), each column's sign made that of ``r V``'s (None unless ``compute_uv``)."""
+    b = ctx.b
+    n, _ = _matrix_size(r)
+    rotated = b.jacobi_svd(r)
+    rv_t, v_t = _part(ctx, rotated, None, (0, n)), _part(ctx, rotated, None, (n, 2 * n))
+    s = b.sqrt(b.reduce_sum(b.mul(rv_t, rv_t), [-1]))
+    if not compute_uv:
+        return None, s, v_t
+    packed, tau = _geqrf(ctx, _transposed(ctx, rv_t))
+    d = diagonal(ctx, None, packed, 0, -2, -1)
+    signs = b.where(b.compare(d, ctx.scalar(0, d), "lt"), ctx.scalar(-1, d), ctx.scalar(1, d))
+    u = b.mul(b.householder_product(packed, tau), b.reshape(signs, (*shape_of(signs.type)[:-1], 1, n)))
+    return u, s, v_t
+
+
 def svd(ctx: ImportContext, a: SSAValue, full_matrices: bool, compute_uv: bool) -> tuple[SSAValue, SSAValue, SSAValue]:
     """``(U, S, Vh)`` of each ``a`` ``(..., m, n)``, ``S`` descending (``U``, ``Vh`` empty when
-    not ``compute_uv``): one-sided Jacobi of the taller orientation ``x`` (``M x N``,
-    ``M >= N``) gives ``x V`` and ``V``; ``S`` is the norms of ``x V``'s columns, ``U`` a
-    QR's ``Q`` of ``x V`` with each column's sign made that of ``x V``'s."""
-    b = ctx.b
+    not ``compute_uv``). The taller orientation ``x`` (``M x N``, ``M >= N``) is first
+    reduced to its QR's square ``R`` (Jacobi's rotations then work on rows of ``N``, not
+    ``M``): ``x = Q R = (Q U_r) S V^T``."""
     m, n = _matrix_size(a)
     tall = m >= n
     x = a if tall else _transposed(ctx, a)
     rows, columns = max(m, n), min(m, n)
-    rotated = b.jacobi_svd(x)
-    xv_t, v_t = _part(ctx, rotated, None, (0, rows)), _part(ctx, rotated, None, (rows, rows + columns))
-    s = b.sqrt(b.reduce_sum(b.mul(xv_t, xv_t), [-1]))
+    if rows > columns:
+        packed, tau = _geqrf(ctx, x)
+        square = _triangle(ctx, _part(ctx, packed, (0, columns)), upper=True)
+    else:
+        square = x
+    u, s, v_t = _square_svd(ctx, square, compute_uv)
     if not compute_uv:
         return _empty(ctx, a), s, _empty(ctx, a)
-    packed, tau = _geqrf(ctx, _transposed(ctx, xv_t))
-    d = diagonal(ctx, None, packed, 0, -2, -1)
-    signs = b.where(b.compare(d, ctx.scalar(0, d), "lt"), ctx.scalar(-1, d), ctx.scalar(1, d))
-    if full_matrices and rows > columns:
+    if rows > columns and full_matrices:
         q = _full_q(ctx, packed, tau)
-        signs = b.concat([signs, b.broadcast_to(ctx.scalar(1, d), (*shape_of(d.type)[:-1], rows - columns))], -1)
-    else:
-        q = b.householder_product(packed, tau)
-    q = b.mul(q, b.reshape(signs, (*shape_of(signs.type)[:-1], 1, shape_of(signs.type)[-1])))
-    # x = q S v_t; a = x, or a = x^T = v_t^T S q^T
-    return (q, s, v_t) if tall else (_transposed(ctx, v_t), s, _transposed(ctx, q))
+        u = ctx.b.concat([_matmul(ctx, _part(ctx, q, None, (0, columns)), u), _part(ctx, q, None, (columns, rows))], -1)
+    elif rows > columns:
+        u = _matmul(ctx, ctx.b.householder_product(packed, tau), u)
+    # x = u S v_t; a = x, or a = x^T = v_t^T S u^T
+    return (u, s, v_t) if tall else (_transposed(ctx, v_t), s, _transposed(ctx, u))
 
 
 @converter("aten._linalg_svd.default")
