@@ -447,6 +447,7 @@ DENSE_LINALG_ROUTINES = {
     "householder_product": DenseLinalgSignature((2, 1), square=False),
     "eigh": DenseLinalgSignature((2,)),
     "jacobi_svd": DenseLinalgSignature((2,), square=False),
+    "repeated_squaring": DenseLinalgSignature((2, 0)),
 }
 
 

@@ -2,7 +2,7 @@
 householder_product, eigh, jacobi_svd (one te.dense_linalg kernel each) and the torch
 functions made of them (lu_factor(_ex), lu, lu_unpack, lu_solve, geqrf,
 householder_product, ormqr, qr, eigh, eigvalsh, svd, svdvals, pinv, matrix_rank, cond,
-matrix_norm), against torch eager on fresh random inputs: tall, wide and square odd
+matrix_norm, matrix_exp), against torch eager on fresh random inputs: tall, wide and square odd
 sizes, batched and broadcast, float32 and float64; singular, rank-deficient and
 repeated-eigenvalue matrices; the interpreter (numpy references), symbolic batches,
 the emulated GPU and nvcc.
@@ -213,6 +213,18 @@ def test_svd_of_rank_deficient_matrices_keeps_orthonormal_vectors(rng):
     np.testing.assert_array_equal(rank, [2, 2, 0])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matrix_exp_matches_torch(rng, dtype):
+    """Scaling and squaring: norms from 0 to 40 (0 to 7 squarings per matrix, in one
+    batch), a rotation of angle ~1e3 (a skew-symmetric matrix: 11 squarings)."""
+    a = rng.standard_normal((4, 6, 6)) * np.array([0.0, 1e-3, 1.0, 8.0])[:, None, None]
+    skew = rng.standard_normal((1, 2, 2)) * 1e3
+    for x in (a.astype(dtype), (skew - np.swapaxes(skew, -1, -2)).astype(dtype)):
+        (got,), (want,) = _run(lambda t: torch.linalg.matrix_exp(t), x)
+        # float32: the rotation's angle itself is only known to ~1e3 * eps
+        _close(got, want, dtype) if x.shape[-1] == 6 or dtype == "float64" else np.testing.assert_allclose(got, want, atol=5e-3)
+
+
 def test_symbolic_batch(rng):
     def fn(x):
         q, r = torch.linalg.qr(x)
@@ -232,12 +244,17 @@ def test_graph_ops_compiled_match_the_interpreter(rng):
     b = tk.GraphBuilder()
     a, s, piv = b.input("a", (2, 6, 4), "float64"), b.input("s", (5, 5), "float64"), b.input("p", (3, 4), "int32")
     qr = b.householder_qr(a)
+    counts = b.input("counts", (3,), "float64")
     module = b.finish(
         b.lu_factor(a), b.pivot_permutation(piv, 6), qr, b.householder_product(b.slice(qr, [0], [6], [1]), b.input("tau", (4,), "float64")),
-        b.eigh(s, lower=False), b.jacobi_svd(a),
+        b.eigh(s, lower=False), b.jacobi_svd(a), b.repeated_squaring(b.div(s, 4.0), counts),
     )
     x = rng.standard_normal((5, 5))
-    inputs = (rng.standard_normal((2, 6, 4)), x + x.T, rng.integers(-1, 9, (3, 4)).astype(np.int32), rng.standard_normal(4))
+    inputs = (
+        rng.standard_normal((2, 6, 4)), x + x.T, rng.integers(-1, 9, (3, 4)).astype(np.int32),
+        np.array([3.0, -1.0, np.nan]),  # squared 3 times; negative and NaN counts: 0
+        rng.standard_normal(4),
+    )
     compiled = tk.build(module)(*inputs)
     interpreted = tk.create_executor("interpreter", module).evaluate()(*inputs)
     for got, want in zip(compiled, interpreted):
@@ -245,6 +262,8 @@ def test_graph_ops_compiled_match_the_interpreter(rng):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     perm = compiled[1]
     assert (np.sort(perm, axis=1) == np.arange(6)).all()  # out-of-range pivots clamped: still a permutation
+    quarter = inputs[1] / 4
+    np.testing.assert_allclose(compiled[-1], [np.linalg.matrix_power(quarter, 8), quarter, quarter], rtol=1e-12)
 
 
 def test_gpu_kernels_emulated_and_through_nvcc(rng, tmp_path):

@@ -1,5 +1,6 @@
 """Small dense linear algebra on batches of matrices: solve (LU with partial pivoting),
-triangular_solve, cholesky and det_factors (whose product is the determinant).
+triangular_solve, cholesky, det_factors (whose product is the determinant) and
+repeated_squaring (``r^(2^s)``, for ``matrix_exp``).
 
 Each op works on the last two axes; leading axes are a batch (broadcast between the two
 operands of a solve, numpy's rules). Float element types. Each is lowered to
@@ -270,4 +271,57 @@ class DetFactorsOp(GraphOp):
         return eliminate(w, None).reshape(*batch, a.shape[-1])
 
 
-DENSE_LINALG_OPS: tuple[type[GraphOp], ...] = (SolveOp, TriangularSolveOp, CholeskyOp, DetFactorsOp)
+def square_repeatedly(r: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each ``r`` (batch, n, n) squared ``counts`` (batch,) times, products summed in
+    order (the kernel's)."""
+    out = r.copy()
+    with np.errstate(all="ignore"):
+        for b, count in enumerate(counts):
+            for _ in range(int(count)):
+                square = np.zeros_like(out[b])
+                for k in range(out.shape[-1]):
+                    square += out[b, :, k, None] * out[b, None, k, :]
+                out[b] = square
+    return out
+
+
+@irdl_op_definition
+class RepeatedSquaringOp(GraphOp):
+    """``r^(2^s)``: each square ``r`` ``(..., n, n)`` squared ``s`` times, ``s`` ``(...)``
+    a count per matrix (in ``r``'s float type, integral; negatives and NaN count as 0,
+    at most :data:`MAX_SQUARINGS`). The last step of a scaling-and-squaring method
+    (``matrix_exp``); batches broadcast.
+
+    Example: ``%e = graph.repeated_squaring %r, %s : tensor<8x3x3xf32>, tensor<8xf32> -> tensor<8x3x3xf32>``
+    """
+
+    name = "graph.repeated_squaring"
+    r = operand_def(TensorType)
+    counts = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$r `,` $counts attr-dict `:` type($r) `,` type($counts) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+
+    def __init__(self, r: SSAValue | Operation, counts: SSAValue | Operation):
+        self._build([r, counts])
+
+    def infer_result_type(self) -> TensorType:
+        r, counts = operand_shape(self.r), operand_shape(self.counts)
+        _square("r", r)
+        element = _float_element("r and counts", self.r.type, self.counts.type)
+        return tensor_type((*broadcast_shapes(r[:-2], counts), *r[-2:]), element)
+
+    def reference(self, r: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        batch = np.broadcast_shapes(r.shape[:-2], counts.shape)
+        flat = np.broadcast_to(r, (*batch, *r.shape[-2:])).reshape(-1, *r.shape[-2:])
+        with np.errstate(invalid="ignore"):
+            steps = np.clip(np.nan_to_num(np.broadcast_to(counts, batch).reshape(-1), nan=0.0), 0, MAX_SQUARINGS)
+        return square_repeatedly(flat, steps).reshape(*batch, *r.shape[-2:])
+
+
+#: the most squarings ``graph.repeated_squaring`` does (a float's exponent range is spent well before)
+MAX_SQUARINGS = 1100
+
+
+DENSE_LINALG_OPS: tuple[type[GraphOp], ...] = (SolveOp, TriangularSolveOp, CholeskyOp, DetFactorsOp, RepeatedSquaringOp)

@@ -17,7 +17,7 @@ from xdsl.ir import Block, Region, SSAValue
 from ...dialects import te
 from ...dialects.graph.types import shape_of, tensor_type
 from ..te_to_loop import _bounds, buffer_type, emit_loop_nest
-from . import elimination, householder, jacobi  # noqa: F401  (register their routines)
+from . import elimination, householder, jacobi, products  # noqa: F401  (register their routines)
 from .code import ROUTINES, KernelArgs, LoopNames, MatrixAt, ScalarCode
 
 

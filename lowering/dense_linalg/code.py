@@ -66,11 +66,14 @@ class ScalarCode:
         """The element type's machine epsilon."""
         return float(np.finfo(numpy_dtype(self.element)).eps)
 
-    def range(self, start: SSAValue | None, stop: SSAValue, prefix: str) -> tuple[SSAValue, ScalarCode]:
-        """A serial loop over ``[start, stop)`` (``start`` None: 0); its index and the code inside."""
+    def range(
+        self, start: SSAValue | None, stop: SSAValue, prefix: str, within_matrix: bool = True
+    ) -> tuple[SSAValue, ScalarCode]:
+        """A serial loop over ``[start, stop)`` (``start`` None: 0); its index and the code
+        inside. ``within_matrix``: it runs at most ``n`` times (the module docstring)."""
         zero, one = self.index(0), self.index(1)
         trips = stop if start is None else self.ins(arith.SubiOp(stop, start))
-        if self.n is not None and not (start is None and isinstance(stop.owner, arith.ConstantOp)):
+        if within_matrix and self.n is not None and not (start is None and isinstance(stop.owner, arith.ConstantOp)):
             trips = self.ins(arith.MinSIOp(self.index(self.n), trips))
         body = Block(arg_types=[IndexType()])
         self.b.insert(loop.ForOp(zero, trips, one, body, kind="serial", name=self.names(prefix)))

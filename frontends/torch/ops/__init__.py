@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     elementwise,
     grid_sample,
     grouped,
+    matrix_exp,
     indexing,
     linalg,
     math,
