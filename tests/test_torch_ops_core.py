@@ -23,6 +23,7 @@ nn = torch.nn
 F = torch.nn.functional
 A = torch.ops.aten
 
+import tensorkiln as tk  # noqa: E402
 from tensorkiln.frontends.torch import TorchImportError, from_exported_program
 from tensorkiln.frontends.torch.importer import _decompose
 from tensorkiln.frontends.torch.registry import CONVERTERS
@@ -710,13 +711,34 @@ def test_normalization(rng, fn, makers, expect, decompose):
     run_case(rng, fn, makers, expect, decompose)
 
 
-@pytest.mark.parametrize("norm", [nn.BatchNorm2d(3), nn.InstanceNorm2d(3, track_running_stats=True)], ids=["batch", "instance"])
-def test_norm_in_training_mode_is_a_clear_error(norm):
-    """Training mode updates the running statistics (exported as the functional batch norm)."""
-    ep = torch.export.export(norm.train(), (torch.randn(2, 3, 4, 5),))
+@pytest.mark.parametrize(
+    "norm",
+    [nn.BatchNorm2d(3), nn.BatchNorm1d(3, momentum=0.3, affine=False), nn.InstanceNorm2d(3, track_running_stats=True)],
+    ids=["batch", "batch1d-momentum", "instance"],
+)
+def test_norm_in_training_mode_normalises_by_the_batch_and_moves_the_running_statistics(rng, norm):
+    """Training mode (exported as the functional batch norm): the output uses the batch's
+    statistics; the running ones, updated in place, are refused by name unless imported
+    with ``state_as_io``; then three calls in a row track torch's module (unbiased
+    variance, momentum, the batch counter)."""
+    shape = (5, 3, 7) if isinstance(norm, nn.BatchNorm1d) else (2, 3, 4, 5)
+    with torch.no_grad():
+        for name, buffer in norm.named_buffers():
+            if buffer.is_floating_point():
+                buffer.copy_(torch.from_numpy(rng.random(buffer.shape, np.float32) + 0.5))
+    ep = torch.export.export(norm.train(), (torch.randn(*shape),))
     assert "aten._native_batch_norm_legit_functional.default" in overloads(_decompose(ep))
-    with pytest.raises(TorchImportError, match=r"batch norm in training mode .* export the model in eval\(\)"):
+    with pytest.raises(TorchImportError, match=r"updates .*running_mean.* in place.*state_as_io=True"):
         from_exported_program(ep)
+    module, state = from_exported_program(ep, state_as_io=True)
+    lib, state = tk.build(module), list(state.values())
+    for _ in range(3):
+        x = torch.from_numpy(rng.standard_normal(shape).astype(np.float32) * 2 + 1)
+        y, *state = lib(x.numpy(), *state)
+        with torch.no_grad():
+            np.testing.assert_allclose(y, norm(x).numpy(), rtol=1e-5, atol=1e-5)
+        for got, (name, want) in zip(state, norm.named_buffers()):
+            np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 COVERED.add("_native_batch_norm_legit_functional.default")

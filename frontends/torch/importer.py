@@ -403,7 +403,10 @@ def _flatten_outputs(result: Any) -> list[SSAValue]:
 
 
 def _param_name(target: str) -> str:
-    return re.sub(r"\W", "_", target)
+    """An input's name for a parameter or buffer: ``layers.0.weight`` -> ``layers_0_weight``
+    (an ``nn.Sequential``'s ``0.weight`` -> ``p_0_weight``: a name may not start with a digit)."""
+    name = re.sub(r"\W", "_", target)
+    return f"p_{name}" if name[:1].isdigit() else name
 
 
 def from_exported_program(

@@ -122,11 +122,17 @@ def _standardise(ctx: ImportContext, x, axes: list[int], eps: float):
     """``((x - mean) * rstd, mean, rstd)``, the statistics over ``axes`` (kept as size 1):
     the biased variance, ``rstd = 1 / sqrt(var + eps)``, as torch's norm layers."""
     b = ctx.b
-    mean = b.reduce_mean(x, axes, keepdims=True)
-    centered = b.sub(x, mean)
-    var = b.reduce_mean(b.mul(centered, centered), axes, keepdims=True)
+    mean, centered, var = _moments(ctx, x, axes)
     rstd = b.rsqrt(b.add(var, ctx.scalar(eps, var)))
     return b.mul(centered, rstd), mean, rstd
+
+
+def _moments(ctx: ImportContext, x, axes: list[int]):
+    """``(mean, x - mean, biased variance)`` over ``axes`` (kept as size 1)."""
+    b = ctx.b
+    mean = b.reduce_mean(x, axes, keepdims=True)
+    centered = b.sub(x, mean)
+    return mean, centered, b.reduce_mean(b.mul(centered, centered), axes, keepdims=True)
 
 
 def _per_channel_affine(ctx: ImportContext, y, weight, bias):
@@ -152,23 +158,49 @@ def batch_norm_batch_statistics(ctx: ImportContext, node, x, weight, bias, train
     return (y, ctx.b.reshape(mean, (channels,)), ctx.b.reshape(rstd, (channels,)))
 
 
+def _batch_norm_training(ctx: ImportContext, x, weight, bias, mean, var, momentum, eps):
+    """Training mode: normalise each channel by the batch's own statistics; the running
+    statistics move ``momentum`` of the way to the batch's (its variance unbiased, as
+    torch's). Returns ``(y, batch mean, batch rstd, new running mean, new running var)``,
+    the statistics shaped ``(C,)``."""
+    b = ctx.b
+    shape = shape_of(x.type)
+    channels = shape[1]
+    axes = [a for a in range(len(shape)) if a != 1]
+    batch_mean, centered, biased = _moments(ctx, x, axes)
+    rstd = b.rsqrt(b.add(biased, ctx.scalar(eps, biased)))
+    y = _per_channel_affine(ctx, b.mul(centered, rstd), weight, bias)
+    batch_mean, rstd, biased = (b.reshape(v, (channels,)) for v in (batch_mean, rstd, biased))
+    count = 1
+    for axis in axes:
+        d = shape[axis]
+        count = count * d if isinstance(d, int) and isinstance(count, int) else f"({count})*({d})"
+    n = ctx.cast(ctx.size_value(count), numpy_dtype(x.type.element_type)) if isinstance(count, str) else ctx.scalar(count, x)
+    unbiased = b.div(b.mul(biased, n), b.sub(n, ctx.scalar(1, n)))
+    keep = ctx.scalar(1 - momentum, x)
+    step = ctx.scalar(momentum, x)
+    new_mean = b.add(b.mul(keep, mean), b.mul(step, batch_mean))
+    new_var = b.add(b.mul(keep, var), b.mul(step, unbiased))
+    return y, batch_mean, rstd, new_mean, new_var
+
+
 @converter("aten._native_batch_norm_legit.default")
 def batch_norm_with_running_stats(ctx: ImportContext, node, x, weight, bias, mean, var, training, momentum, eps):
-    """Batch norm with running statistics: in eval mode the inference form; training mode
-    (it updates the running statistics) is refused."""
+    """Batch norm with running statistics: in eval mode the inference form; in training
+    mode the batch's statistics (the updated running ones: the functional form below)."""
     if training:
-        raise NotImplementedError(
-            "batch norm in training mode (it updates the running statistics) is not supported: "
-            "export the model in eval()"
-        )
+        return _batch_norm_training(ctx, x, weight, bias, mean, var, momentum, eps)[:3]
     return batch_norm_inference(ctx, node, x, weight, bias, mean, var, momentum, eps)
 
 
 @converter("aten._native_batch_norm_legit_functional.default")
 def batch_norm_functional(ctx: ImportContext, node, x, weight, bias, mean, var, training, momentum, eps):
-    """The functional form of the above (what export makes of training mode): the same
-    refusal; in eval mode the running statistics come back unchanged."""
-    y, _, _ = batch_norm_with_running_stats(ctx, node, x, weight, bias, mean, var, training, momentum, eps)
+    """The functional form of the above (what export makes of training mode): also the new
+    running statistics, which a compiled model returns with ``state_as_io`` (the importer
+    refuses the update otherwise); in eval mode they come back unchanged."""
+    if training:
+        return _batch_norm_training(ctx, x, weight, bias, mean, var, momentum, eps)
+    y, _, _ = batch_norm_inference(ctx, node, x, weight, bias, mean, var, momentum, eps)
     return (y, None, None, mean, var)
 
 
