@@ -4,8 +4,6 @@ at once). Skipped where nvcc is not installed; needs no GPU and no cupy."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,8 +16,8 @@ import tensorkiln as tk  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 from gpu_models import CASES  # noqa: E402
 from tensorkiln.examples.torch_zoo import ZOO  # noqa: E402
+from nvcc import NVCC, PTX_FLAGS  # noqa: E402
 
-NVCC = shutil.which("nvcc") or ("/usr/local/bin/nvcc" if os.path.exists("/usr/local/bin/nvcc") else None)
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed (CUDA toolkit); nothing to compile with")
 
 
@@ -33,7 +31,7 @@ def compile_all(sources: dict[str, str], tmp_path: Path) -> None:
     out = tmp_path / "ptx"
     out.mkdir()
     # two nvcc processes (the machines have two cores), each on half of the files
-    command = [NVCC, "--ptx", "-arch=sm_90", "-diag-suppress", "177", "-odir", str(out)]
+    command = [NVCC, *PTX_FLAGS, "-odir", str(out)]
     jobs = [subprocess.Popen([*command, *files[k::2]], stderr=subprocess.PIPE, text=True) for k in range(2) if files[k::2]]
     for job in jobs:
         _, stderr = job.communicate(timeout=600)

@@ -184,7 +184,7 @@ def test_torch_conv1d_and_transposed_conv():
         _run(module, (x.numpy(),), model(x).detach().numpy())
 
 
-from test_cuda_nvcc import NVCC  # noqa: E402
+from nvcc import NVCC  # noqa: E402
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed (CUDA toolkit); nothing to compile with")

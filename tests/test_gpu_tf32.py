@@ -110,7 +110,7 @@ def test_emulated_conv_on_the_tensor_cores():
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5 * float(want.abs().max()))
 
 
-from test_cuda_nvcc import NVCC  # noqa: E402
+from nvcc import NVCC  # noqa: E402
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed (CUDA toolkit); nothing to compile with")

@@ -146,23 +146,18 @@ def householder_product(v: np.ndarray, tau: np.ndarray) -> np.ndarray:
 # ops
 
 
-@irdl_op_definition
-class LUFactorOp(GraphOp):
-    """LU with partial pivoting of each ``a`` ``(..., m, n)`` -> ``(..., m + 1, n)``: rows
-    ``0..m-1`` hold L (unit diagonal implied) and U packed as LAPACK's ``getrf``, row
-    ``m`` the ``min(m, n)`` pivots (1-based rows, in the element type; the rest zero).
-    ``a = P L U`` with ``P`` the permutation of the pivots' swaps (``graph.pivot_permutation``).
-    A zero pivot (a singular matrix) leaves U's diagonal 0 there.
+class _PackedFactorizationOp(GraphOp):
+    """A factorization of each ``a`` ``(..., m, n)`` in place, its vector of ``min(m, n)``
+    pivots or scalings in one more row: ``(..., m + 1, n)``."""
 
-    Example: ``%lu = graph.lu_factor %a : tensor<2x5x3xf32> -> tensor<2x6x3xf32>``
-    """
-
-    name = "graph.lu_factor"
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+
+    #: the numpy reference: factor each (batch, m, n) matrix in place, return the vectors
+    FACTOR_IN_PLACE: ClassVar[staticmethod]
 
     def __init__(self, input: SSAValue | Operation):
         self._build([input])
@@ -174,8 +169,23 @@ class LUFactorOp(GraphOp):
 
     def reference(self, a: np.ndarray) -> np.ndarray:
         w, _, batch = _batched(a, None)
-        pivots = lu_in_place(w)
-        return _with_vector_row(w, pivots).reshape(*batch, a.shape[-2] + 1, a.shape[-1])
+        vectors = type(self).FACTOR_IN_PLACE(w)
+        return _with_vector_row(w, vectors).reshape(*batch, a.shape[-2] + 1, a.shape[-1])
+
+
+@irdl_op_definition
+class LUFactorOp(_PackedFactorizationOp):
+    """LU with partial pivoting of each ``a`` ``(..., m, n)`` -> ``(..., m + 1, n)``: rows
+    ``0..m-1`` hold L (unit diagonal implied) and U packed as LAPACK's ``getrf``, row
+    ``m`` the ``min(m, n)`` pivots (1-based rows, in the element type; the rest zero).
+    ``a = P L U`` with ``P`` the permutation of the pivots' swaps (``graph.pivot_permutation``).
+    A zero pivot (a singular matrix) leaves U's diagonal 0 there.
+
+    Example: ``%lu = graph.lu_factor %a : tensor<2x5x3xf32> -> tensor<2x6x3xf32>``
+    """
+
+    name = "graph.lu_factor"
+    FACTOR_IN_PLACE: ClassVar = staticmethod(lu_in_place)
 
 
 @irdl_op_definition
@@ -216,7 +226,7 @@ class PivotPermutationOp(GraphOp):
 
 
 @irdl_op_definition
-class HouseholderQROp(GraphOp):
+class HouseholderQROp(_PackedFactorizationOp):
     """Householder QR of each ``a`` ``(..., m, n)`` -> ``(..., m + 1, n)``: rows ``0..m-1``
     as LAPACK's ``geqrf`` (R on and above the diagonal, the reflectors below), row ``m``
     the ``min(m, n)`` scalings ``tau`` (the rest zero). R's diagonal has LAPACK's signs.
@@ -225,24 +235,7 @@ class HouseholderQROp(GraphOp):
     """
 
     name = "graph.householder_qr"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
-
-    def __init__(self, input: SSAValue | Operation):
-        self._build([input])
-
-    def infer_result_type(self) -> TensorType:
-        shape = operand_shape(self.input)
-        m, n = _static_matrices("input", shape)
-        return tensor_type((*shape[:-2], m + 1, n), _float_element("input", self.input.type))
-
-    def reference(self, a: np.ndarray) -> np.ndarray:
-        w, _, batch = _batched(a, None)
-        taus = householder_in_place(w)
-        return _with_vector_row(w, taus).reshape(*batch, a.shape[-2] + 1, a.shape[-1])
+    FACTOR_IN_PLACE: ClassVar = staticmethod(householder_in_place)
 
 
 @irdl_op_definition
