@@ -1,4 +1,4 @@
-"""Matrix decompositions (LU, QR, eigh, SVD, pinv) on the batches of small matrices models
+"""Matrix decompositions (LU, QR, eigh, SVD, pinv) and matrix_exp on the batches of small matrices models
 use them on, and on one larger matrix: tensorkiln (one kernel per factorization, the batch
 in parallel) vs torch eager (LAPACK) and torch.compile, 1 and 2 threads, interleaved;
 build, first run and steady state apart. Eigen- and singular vectors are compared through
@@ -79,7 +79,17 @@ def pinv():
     return "pinv 64 x 12x6", Fn(lambda a: torch.linalg.pinv(a)), (_random(64, 12, 6),)
 
 
-CASES = [lu_factor, lu_solve, qr, eigh_batch, eigvalsh_large, kabsch, svdvals, pinv]
+def rotations_from_axis_angle():
+    """Rotation matrices from axis-angle vectors (robotics, 3-d vision): matrix_exp of the
+    skew-symmetric matrix of each vector."""
+    torch.manual_seed(0)
+    w = torch.randn(1024, 3)
+    zero = torch.zeros(1024)
+    skew = torch.stack([zero, -w[:, 2], w[:, 1], w[:, 2], zero, -w[:, 0], -w[:, 1], w[:, 0], zero], 1).reshape(1024, 3, 3)
+    return "matrix_exp 1024 x 3x3 skew (rotations)", Fn(lambda a: torch.linalg.matrix_exp(a)), (skew,)
+
+
+CASES = [lu_factor, lu_solve, qr, eigh_batch, eigvalsh_large, kabsch, svdvals, pinv, rotations_from_axis_angle]
 
 
 def _same(got, expected) -> list[str]:
@@ -97,14 +107,15 @@ def _same(got, expected) -> list[str]:
 def main() -> None:
     rows, repeat = run_workloads(CASES, _same)
     body = [
-        "## Matrix decompositions: LU, QR, eigh, SVD, pinv",
+        "## Matrix decompositions: LU, QR, eigh, SVD, pinv, matrix_exp",
         "",
         f"`benchmarks/decompositions.py` on {machine()}, float32; build = one cold `tk.build` (s), first run = its",
         f"first call, steady state = medians of {repeat} calls per thread count, tensorkiln, torch eager (LAPACK)",
         "and torch.compile called in turn, thread counts alternating in 3 blocks. tk/x > 1: tensorkiln is slower.",
         "Ours: one kernel per factorization running LAPACK's unblocked steps (LU, Householder QR) or Jacobi",
-        "sweeps (eigh; SVD: one-sided Jacobi, then a QR of `a V` for U) per matrix, the matrices of a batch",
-        "in parallel. Vectors are compared through sign-free products; `max rel diff` is relative to the",
+        "sweeps (eigh; SVD: a QR, one-sided Jacobi on its R, a QR of `R V` for U) per matrix, the matrices of",
+        "a batch in parallel; matrix_exp: Pade [13/13] from graph ops, then one kernel squaring each matrix",
+        "its own number of times. Vectors are compared through sign-free products; `max rel diff` is relative to the",
         f"largest |value| of torch's result. Load average at the end: {load_average()}.",
         "",
         table([*WORKLOAD_COLUMNS, "max rel diff"], rows),

@@ -172,6 +172,18 @@ def test_eigh_reads_one_triangle_and_handles_repeated_and_zero_eigenvalues():
     _close((got[1] * got[0][..., None, :]) @ np.swapaxes(got[1], -1, -2), a, "float64", "V diag(w) V^T")
 
 
+def test_a_nan_spreads_to_every_value_of_its_matrix_only(rng):
+    """A NaN keeps rotating (its comparison is unordered), so no partly finite eigen- or
+    singular values come out; the other matrices of the batch are unaffected."""
+    x = rng.standard_normal((2, 4, 4)).astype(np.float32)
+    a = x + np.swapaxes(x, -1, -2)
+    a[1, 2, 0] = a[1, 0, 2] = np.nan
+    values, singular = _compile(lambda t: (torch.linalg.eigvalsh(t), torch.linalg.svdvals(t)), a)(a)
+    assert np.isnan(values[1]).all() and np.isnan(singular[1]).all()
+    _close(values[0], np.linalg.eigvalsh(a[0]), "float32")
+    _close(singular[0], np.linalg.svd(a[0], compute_uv=False), "float32")
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_svd_matches_torch(rng, dtype, shape):

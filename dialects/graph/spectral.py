@@ -5,7 +5,8 @@ whose steps the numpy references here repeat.
 
 Jacobi methods suit a kernel without branches: a sweep rotates every pair of
 rows ``(p, q)`` once, a rotation that is not needed is skipped by giving its loops no
-iterations, and the sweeps stop (their loops run empty) once one rotated nothing. They
+iterations, and the sweeps stop (their loops run empty) once one rotated nothing. A NaN
+always rotates, so it spreads to every value and vector (no partly finite result). They
 are accurate (small eigenvalues to high relative accuracy) and need about 6-10 sweeps of
 ``O(n^3)`` each: slower than LAPACK's tridiagonal and bidiagonal methods for large
 matrices, fine for the small ones models use.
@@ -79,7 +80,7 @@ def jacobi_eigh(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         for p in range(n - 1):
             for q in range(p + 1, n):
                 a_pq = w[:, p, q]
-                rotate = np.abs(a_pq) > tol * np.sqrt(np.abs(w[:, p, p])) * np.sqrt(np.abs(w[:, q, q]))
+                rotate = ~(np.abs(a_pq) <= tol * np.sqrt(np.abs(w[:, p, p])) * np.sqrt(np.abs(w[:, q, q])))  # NaN spreads
                 c, s = rotation(w[:, p, p], w[:, q, q], a_pq)
                 c, s = np.where(rotate, c, 1).astype(w.dtype), np.where(rotate, s, 0).astype(w.dtype)
                 _rotate_rows(np.swapaxes(w, 1, 2), p, q, c, s)  # columns
@@ -125,7 +126,7 @@ def one_sided_jacobi(x: np.ndarray) -> np.ndarray:
             for q in range(p + 1, n):
                 xp, xq = work[:, p, :m], work[:, q, :m]
                 alpha, beta, gamma = np.sum(xp * xp, 1), np.sum(xq * xq, 1), np.sum(xp * xq, 1)
-                rotate = np.abs(gamma) > tol * np.sqrt(alpha) * np.sqrt(beta)
+                rotate = ~(np.abs(gamma) <= tol * np.sqrt(alpha) * np.sqrt(beta))  # NaN spreads
                 c, s = rotation(alpha, beta, gamma)
                 c, s = np.where(rotate, c, 1).astype(x.dtype), np.where(rotate, s, 0).astype(x.dtype)
                 _rotate_rows(work, p, q, c, s)

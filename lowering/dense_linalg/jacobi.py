@@ -116,7 +116,7 @@ def _eigh(k: KernelArgs) -> None:
             w.store(body, body.float(0.0), q, p)
             _rotate(body, out, p, q, cos, sin, n)
 
-        return code.compare(code.abs(a_pq), scale, "ogt"), rotate
+        return code.compare(code.abs(a_pq), scale, "ugt"), rotate  # (NaN: rotate, so it spreads)
 
     _sweeps(c, n, pair)
     i, cell = c.range(None, n, "values")
@@ -156,7 +156,7 @@ def _jacobi_svd(k: KernelArgs) -> None:
             cos, sin = _rotation(body, alpha, beta, gamma)
             _rotate(body, out, p, q, cos, sin, width)
 
-        return code.compare(code.abs(gamma), scale, "ogt"), rotate
+        return code.compare(code.abs(gamma), scale, "ugt"), rotate  # (NaN: rotate, so it spreads)
 
     _sweeps(c, n, pair)
     squares = c.local(c.element)

@@ -10,6 +10,7 @@
 // pivots or tau in its last row), eigh's symmetric copy in a host workspace.
 // householder_qr reflects row by row: d = v^T W accumulated in a local vector of the
 // columns, then W -= tau v d. Jacobi sweeps (eigh, jacobi_svd) run 40 times at most,
+// a pair rotating unless it is small enough (ugt: a NaN rotates and spreads),
 // their pair loops empty once a sweep rotated nothing (a select of the trip count), each
 // rotation a loop of one iteration or none.
 
@@ -68,7 +69,7 @@ func.func @main(%a: tensor<?x5x3xf32, #graph.dims<n, _, _>>, %s: tensor<4x4xf64>
 // CHECK:           arith.minsi %{{.*}}, %[[PAIRS]] : index
 // CHECK:           name("scan0")
 // CHECK:             name("scan1")
-// CHECK:               %[[ROTATE:.*]] = arith.cmpf ogt
+// CHECK:               %[[ROTATE:.*]] = arith.cmpf ugt
 // CHECK:               %[[ONCE:.*]] = arith.select %[[ROTATE]], %{{.*}}, %{{.*}} : index
 // CHECK:               loop.for %{{.*}} = %{{.*}} to %[[ONCE]] step %{{.*}} name("rotation0")
 // CHECK:                 name("rotate0")
