@@ -15,9 +15,14 @@ from xdsl.context import Context
 from tensorkiln.universe import make_context
 
 # The disk compile cache of every build the tests make goes to a fresh directory of this
-# process (never the user's ~/.cache: CI runs as root), removed at exit.
-os.environ["TK_CACHE_DIR"] = tempfile.mkdtemp(prefix="tk-test-cache-")
-atexit.register(shutil.rmtree, os.environ["TK_CACHE_DIR"], ignore_errors=True)
+# run (never the user's ~/.cache: CI runs as root), removed at exit by the process that
+# made it. pytest-xdist's workers inherit it from the controller (which loads this file
+# first), so object code one worker compiled is not compiled again by the other.
+_RUN_CACHE = "TK_TEST_RUN_CACHE_DIR"
+if _RUN_CACHE not in os.environ:
+    os.environ[_RUN_CACHE] = tempfile.mkdtemp(prefix="tk-test-cache-")
+    atexit.register(shutil.rmtree, os.environ[_RUN_CACHE], ignore_errors=True)
+os.environ["TK_CACHE_DIR"] = os.environ[_RUN_CACHE]
 
 
 @pytest.fixture

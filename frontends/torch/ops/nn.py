@@ -200,8 +200,7 @@ def batch_norm_functional(ctx: ImportContext, node, x, weight, bias, mean, var, 
     refuses the update otherwise); in eval mode they come back unchanged."""
     if training:
         return _batch_norm_training(ctx, x, weight, bias, mean, var, momentum, eps)
-    y, _, _ = batch_norm_inference(ctx, node, x, weight, bias, mean, var, momentum, eps)
-    return (y, None, None, mean, var)
+    return (*batch_norm_inference(ctx, node, x, weight, bias, mean, var, momentum, eps), mean, var)
 
 
 @converter("aten.native_layer_norm.default")
