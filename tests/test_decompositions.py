@@ -305,3 +305,27 @@ def test_errors():
         b.householder_product(b.input("v", (5, 3)), b.input("t", (4,)))
     with pytest.raises(TorchImportError, match="pivot=False"):
         _compile(lambda x: torch.linalg.lu_factor(x, pivot=False), np.eye(3, dtype=np.float32))
+
+
+def test_models_that_use_them(rng):
+    """Whitening by the eigenvectors of a covariance (columns up to sign) and an
+    orthogonal Procrustes alignment (``U Vh``: sign-free), end to end."""
+
+    class Whiten(torch.nn.Module):
+        def forward(self, x):
+            centered = x - x.mean(0, keepdim=True)
+            values, vectors = torch.linalg.eigh(centered.mT @ centered / (x.shape[0] - 1))
+            return centered @ vectors / torch.sqrt(values + 1e-5)
+
+    class Procrustes(torch.nn.Module):
+        def forward(self, a, b):
+            u, _, vh = torch.linalg.svd(a.mT @ b)
+            return a @ (u @ vh)
+
+    x = rng.standard_normal((200, 10)).astype(np.float32) * np.linspace(0.5, 3, 10, dtype=np.float32)
+    (white,), (want,) = _run(Whiten(), x)
+    _same_up_to_sign(white, want, "float32", "whitened")
+    np.testing.assert_allclose(np.cov(white.astype(np.float64), rowvar=False), np.eye(10), atol=1e-3)
+    a, b = rng.standard_normal((50, 3)).astype(np.float32), rng.standard_normal((50, 3)).astype(np.float32)
+    (aligned,), (want,) = _run(Procrustes(), a, b)
+    _close(aligned, want, "float32", "aligned")
