@@ -105,10 +105,8 @@ class Scalar:
         return value if inside is None else self.select(inside, value, pad)
 
     def clamp(self, x: SSAValue, low: SSAValue, high: SSAValue) -> SSAValue:
-        """``x`` within ``[low, high]``; ``low`` wins where ``high < low``: an index into an
-        axis that is empty at run time becomes 0 (inside every buffer we allocate: never
-        fewer bytes than one element), not -1 (before the buffer)."""
-        return self.max(self.min(x, high), low)
+        """``min(max(x, low), high)`` (the form ``schedule/padding.py`` recognises)."""
+        return self.min(self.max(x, low), high)
 
     def index_to(self, x: SSAValue, t: Attribute) -> SSAValue:
         """An ``index`` value as a number of type ``t`` (float or integer)."""

@@ -27,10 +27,12 @@ def to_index(s: Scalar, value: SSAValue) -> SSAValue:
 
 def safe_index(s: Scalar, position: SSAValue, size: SSAValue) -> SSAValue:
     """An index read from data, made safe: ``-1`` is the last element, and anything still
-    outside ``[0, size)`` is clamped to the nearest end."""
+    outside ``[0, size)`` is clamped to the nearest end. The upper end applies first, so
+    on an axis that is empty at run time the index is 0 (inside every buffer we allocate:
+    never fewer bytes than one element), not -1 (before the buffer)."""
     i = to_index(s, position)
     wrapped = s.select(s.cmp("lt", i, s.index(0)), s.add(i, size), i)
-    return s.clamp(wrapped, s.index(0), s.sub(size, s.index(1)))
+    return s.max(s.min(wrapped, s.sub(size, s.index(1))), s.index(0))
 
 
 @compute_rule(ix.TakeOp)
