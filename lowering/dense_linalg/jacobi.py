@@ -21,6 +21,8 @@ references run the same steps)::
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import SSAValue
@@ -42,7 +44,9 @@ def _rotation(c: ScalarCode, a_pp: SSAValue, a_qq: SSAValue, a_pq: SSAValue) -> 
     return cos, c.mul(t, cos)
 
 
-def _rotate(c: ScalarCode, m: MatrixAt, p: SSAValue, q: SSAValue, cos: SSAValue, sin: SSAValue, length: SSAValue, rows: bool = True) -> None:
+def _rotate(
+    c: ScalarCode, m: MatrixAt, p: SSAValue, q: SSAValue, cos: SSAValue, sin: SSAValue, length: SSAValue, rows: bool = True
+) -> None:
     """Rows (or columns) ``p, q`` of ``m`` <- ``(cos x_p - sin x_q, sin x_p + cos x_q)``."""
     k, cell = c.range(None, length, "rotate")
     at_p, at_q = ((p, k), (q, k)) if rows else ((k, p), (k, q))
@@ -51,7 +55,11 @@ def _rotate(c: ScalarCode, m: MatrixAt, p: SSAValue, q: SSAValue, cos: SSAValue,
     m.store(cell, cell.add(cell.mul(sin, x_p), cell.mul(cos, x_q)), *at_q)
 
 
-def _sweeps(c: ScalarCode, n: SSAValue, pair: callable) -> None:
+#: ``pair(code, p, q)`` -> (the condition to rotate, the code of the rotation)
+PairRule = Callable[[ScalarCode, SSAValue, SSAValue], tuple[SSAValue, Callable[[ScalarCode], None]]]
+
+
+def _sweeps(c: ScalarCode, n: SSAValue, pair: PairRule) -> None:
     """Up to ``MAX_SWEEPS`` sweeps over the pairs ``p < q < n``; ``pair(code, p, q)``
     returns the condition to rotate and the code that runs when it holds (and then sets
     this sweep's flag); the sweeps after one without rotations run no iterations."""
@@ -71,7 +79,13 @@ def _sweeps(c: ScalarCode, n: SSAValue, pair: callable) -> None:
     sweep.store(sweep.ins(arith.ExtUIOp(nothing, IntegerType(64))), done)
 
 
-def _selection_sort(c: ScalarCode, n: SSAValue, key: callable, predicate: str, exchange: callable) -> None:
+def _selection_sort(
+    c: ScalarCode,
+    n: SSAValue,
+    key: Callable[[ScalarCode, SSAValue], SSAValue],
+    predicate: str,
+    exchange: Callable[[ScalarCode, SSAValue, SSAValue], None],
+) -> None:
     """For ``i < n``: the first ``j >= i`` whose ``key(code, j)`` is best (``predicate``
     against the best so far: ``olt`` ascending, ``ogt`` descending) exchanges with ``i``."""
     best, where = c.local(c.element), c.local(IntegerType(64))
@@ -104,7 +118,7 @@ def _eigh(k: KernelArgs) -> None:
     out.store(cell, cell.select(cell.ins(arith.CmpiOp(r, col, "eq")), cell.float(1.0), cell.float(0.0)), r, col)
     tol = _tolerance(c, static_n)
 
-    def pair(code: ScalarCode, p: SSAValue, q: SSAValue):
+    def pair(code: ScalarCode, p: SSAValue, q: SSAValue) -> tuple[SSAValue, Callable[[ScalarCode], None]]:
         a_pp, a_qq, a_pq = w.load(code, p, p), w.load(code, q, q), w.load(code, p, q)
         scale = code.mul(tol, code.mul(code.sqrt(code.abs(a_pp)), code.sqrt(code.abs(a_qq))))
 
@@ -142,7 +156,7 @@ def _jacobi_svd(k: KernelArgs) -> None:
     tol = _tolerance(c, a.buffer.type.get_shape()[-2])
     sums = [c.local(c.element) for _ in range(3)]
 
-    def pair(code: ScalarCode, p: SSAValue, q: SSAValue):
+    def pair(code: ScalarCode, p: SSAValue, q: SSAValue) -> tuple[SSAValue, Callable[[ScalarCode], None]]:
         for s in sums:
             code.store(code.float(0.0), s)
         r, term = code.range(None, m, "scan")

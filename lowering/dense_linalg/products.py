@@ -22,8 +22,8 @@ def _repeated_squaring(k: KernelArgs) -> None:
     c, (r, counts), ((n, _), ()), out, w = k.c, k.inputs, k.sizes, k.out, k.workspace
     copy_matrix(c, r, out, n, n)
     count = counts.load(c)
-    valid = c.compare(count, count, "oeq")  # not NaN
-    count = c.select(valid, c.ins(arith.MinimumfOp(c.ins(arith.MaximumfOp(count, c.float(0.0))), c.float(float(MAX_SQUARINGS)))), c.float(0.0))
+    within = c.ins(arith.MinimumfOp(c.ins(arith.MaximumfOp(count, c.float(0.0))), c.float(float(MAX_SQUARINGS))))
+    count = c.select(c.compare(count, count, "oeq"), within, c.float(0.0))  # NaN: 0
     trips = c.ins(arith.IndexCastOp(c.ins(arith.FPToSIOp(count, IntegerType(64))), IndexType()))
     total = c.local(c.element)
     _, step = c.range(None, trips, "square", within_matrix=False)
