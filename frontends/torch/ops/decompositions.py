@@ -32,7 +32,7 @@ from .shape import diagonal
 # helpers
 
 
-def _matrix_size(a: SSAValue) -> tuple[int, int]:
+def matrix_size(a: SSAValue) -> tuple[int, int]:
     """The static ``(m, n)`` of ``a``'s ``(..., m, n)`` matrices."""
     shape = shape_of(a.type)
     if len(shape) < 2:
@@ -61,14 +61,15 @@ def _last_row(ctx: ImportContext, packed: SSAValue, length: int) -> SSAValue:
     return ctx.b.reshape(row, (*shape_of(packed.type)[:-2], length))
 
 
-def _transposed(ctx: ImportContext, x: SSAValue) -> SSAValue:
+def transposed(ctx: ImportContext, x: SSAValue) -> SSAValue:
+    """``x`` with its last two axes swapped."""
     rank = ctx.rank(x)
     return ctx.b.transpose(x, [*range(rank - 2), rank - 1, rank - 2])
 
 
 def _triangle(ctx: ImportContext, x: SSAValue, upper: bool, offset: int = 0) -> SSAValue:
     """``triu(x, offset)`` (``tril`` when not ``upper``) of each matrix."""
-    m, n = _matrix_size(x)
+    m, n = matrix_size(x)
     keep = np.triu(np.ones((m, n), np.bool_), offset) if upper else np.tril(np.ones((m, n), np.bool_), offset)
     return ctx.b.where(ctx.constant(keep), x, ctx.scalar(0, x))
 
@@ -81,7 +82,7 @@ def _with_columns(ctx: ImportContext, x: SSAValue, columns: int) -> SSAValue:
     return ctx.b.pad(x, [0] * ctx.rank(x), [0] * (ctx.rank(x) - 1) + [columns - n], 0)
 
 
-def _matmul(ctx: ImportContext, x: SSAValue, y: SSAValue) -> SSAValue:
+def batched_matmul(ctx: ImportContext, x: SSAValue, y: SSAValue) -> SSAValue:
     """``x @ y`` of batches of matrices, the batch dims broadcast (torch.matmul's rule)."""
     rank = max(ctx.rank(x), ctx.rank(y))
     if rank == 2:
@@ -132,14 +133,14 @@ def _permutation_matrix(ctx: ImportContext, perm: SSAValue, dtype: np.dtype) -> 
 
 def lu_factors(ctx: ImportContext, a: SSAValue) -> tuple[SSAValue, SSAValue]:
     """(packed LU ``(..., m, n)``, int32 pivots ``(..., min(m, n))``)."""
-    m, n = _matrix_size(a)
+    m, n = matrix_size(a)
     factored = ctx.b.lu_factor(a)
     return _part(ctx, factored, (0, m)), ctx.cast(_last_row(ctx, factored, min(m, n)), np.dtype(np.int32))
 
 
 def _unpack(ctx: ImportContext, packed: SSAValue) -> tuple[SSAValue, SSAValue]:
     """``(L, U)``: ``L`` ``(..., m, k)`` unit lower triangular, ``U`` ``(..., k, n)``."""
-    m, n = _matrix_size(packed)
+    m, n = matrix_size(packed)
     k = min(m, n)
     eye = ctx.constant(np.eye(m, k, dtype=numpy_dtype(packed.type.element_type)))
     lower = ctx.b.add(_triangle(ctx, _part(ctx, packed, None, (0, k)), upper=False, offset=-1), eye)
@@ -166,13 +167,13 @@ def linalg_lu(ctx: ImportContext, node, a, *, pivot=True):
     """``(P, L, U)`` with ``a = P L U``."""
     _check_pivoting(pivot)
     packed, pivots = lu_factors(ctx, a)
-    perm = ctx.b.pivot_permutation(pivots, _matrix_size(a)[0])
+    perm = ctx.b.pivot_permutation(pivots, matrix_size(a)[0])
     return (_permutation_matrix(ctx, perm, numpy_dtype(a.type.element_type)), *_unpack(ctx, packed))
 
 
 @converter("aten.lu_unpack.default")
 def lu_unpack(ctx: ImportContext, node, packed, pivots, unpack_data=True, unpack_pivots=True):
-    m, _ = _matrix_size(packed)
+    m, _ = matrix_size(packed)
     if unpack_pivots:
         perm = ctx.b.pivot_permutation(ctx.cast(pivots, np.dtype(np.int32)), m)
         p = _permutation_matrix(ctx, perm, numpy_dtype(packed.type.element_type))
@@ -188,15 +189,15 @@ def linalg_lu_solve(ctx: ImportContext, node, packed, pivots, b, *, left=True, a
     for ``a = P L U`` given as ``lu_factor``'s result: two triangular solves and the rows
     put in order."""
     if not left:  # x a = b  <=>  a^T x^T = b^T (and x a^T = b  <=>  a x^T = b^T)
-        return _transposed(ctx, linalg_lu_solve(ctx, node, packed, pivots, _transposed(ctx, b), adjoint=not adjoint))
-    n, _ = _matrix_size(packed)
+        return transposed(ctx, linalg_lu_solve(ctx, node, packed, pivots, transposed(ctx, b), adjoint=not adjoint))
+    n, _ = matrix_size(packed)
     perm = ctx.b.pivot_permutation(ctx.cast(pivots, np.dtype(np.int32)), n)
     batch = broadcast_shapes(shape_of(packed.type)[:-2], shape_of(b.type)[:-2])
     if not adjoint:  # L U x = P^T b
         y = ctx.b.triangular_solve(packed, _rows_in_order(ctx, b, perm, batch), True, True)
         return ctx.b.triangular_solve(packed, y, False)
     # U^T L^T (P^T x) = b
-    factors_t = _transposed(ctx, packed)
+    factors_t = transposed(ctx, packed)
     y = ctx.b.triangular_solve(factors_t, b, True)
     z = ctx.b.triangular_solve(factors_t, y, False, True)
     return _rows_in_order(ctx, z, perm, batch, inverse=True)
@@ -208,7 +209,7 @@ def linalg_lu_solve(ctx: ImportContext, node, packed, pivots, b, *, left=True, a
 
 def _geqrf(ctx: ImportContext, a: SSAValue) -> tuple[SSAValue, SSAValue]:
     """(LAPACK's packed R and reflectors ``(..., m, n)``, ``tau`` ``(..., min(m, n))``)."""
-    m, n = _matrix_size(a)
+    m, n = matrix_size(a)
     factored = ctx.b.householder_qr(a)
     return _part(ctx, factored, (0, m)), _last_row(ctx, factored, min(m, n))
 
@@ -216,7 +217,7 @@ def _geqrf(ctx: ImportContext, a: SSAValue) -> tuple[SSAValue, SSAValue]:
 def _full_q(ctx: ImportContext, reflectors: SSAValue, tau: SSAValue) -> SSAValue:
     """The ``m x m`` product of the reflectors in the first columns of ``reflectors``
     (``(..., m, k)``; as many as ``tau`` has, at most ``m``)."""
-    m, _ = _matrix_size(reflectors)
+    m, _ = matrix_size(reflectors)
     count = min(m, shape_of(tau.type)[-1])
     columns = _part(ctx, reflectors, None, (0, count))
     return ctx.b.householder_product(_with_columns(ctx, columns, m), tau)
@@ -238,8 +239,8 @@ def ormqr(ctx: ImportContext, node, reflectors, tau, other, left=True, transpose
     of the reflectors, ``op`` the transpose when ``transpose``."""
     q = _full_q(ctx, reflectors, tau)
     if transpose:
-        q = _transposed(ctx, q)
-    return _matmul(ctx, q, other) if left else _matmul(ctx, other, q)
+        q = transposed(ctx, q)
+    return batched_matmul(ctx, q, other) if left else batched_matmul(ctx, other, q)
 
 
 @converter("aten.linalg_qr.default")
@@ -248,7 +249,7 @@ def linalg_qr(ctx: ImportContext, node, a, mode="reduced"):
     ``r`` (Q empty)."""
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"qr mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    m, n = _matrix_size(a)
+    m, n = matrix_size(a)
     k = min(m, n)
     packed, tau = _geqrf(ctx, a)
     r = _triangle(ctx, _part(ctx, packed, (0, m if mode == "complete" else k)), upper=True)
@@ -268,10 +269,10 @@ def linalg_eigh(ctx: ImportContext, node, a, UPLO="L", compute_v=True):
     """``(eigenvalues ascending, eigenvectors as columns)``; only ``a``'s ``UPLO`` triangle read."""
     if UPLO not in ("L", "U"):
         raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
-    n, _ = _matrix_size(a)
+    n, _ = matrix_size(a)
     packed = ctx.b.eigh(a, UPLO == "L")
     values = _last_row(ctx, packed, n)
-    return values, (_transposed(ctx, _part(ctx, packed, (0, n))) if compute_v else _empty(ctx, a))
+    return values, (transposed(ctx, _part(ctx, packed, (0, n))) if compute_v else _empty(ctx, a))
 
 
 def _square_svd(ctx: ImportContext, r: SSAValue, compute_uv: bool) -> tuple[SSAValue | None, SSAValue, SSAValue]:
@@ -279,13 +280,13 @@ def _square_svd(ctx: ImportContext, r: SSAValue, compute_uv: bool) -> tuple[SSAV
     is the norms of ``r V``'s columns, ``U`` a QR's ``Q`` of ``r V`` (orthonormal also
     where ``S`` is 0), each column's sign made that of ``r V``'s (None unless ``compute_uv``)."""
     b = ctx.b
-    n, _ = _matrix_size(r)
+    n, _ = matrix_size(r)
     rotated = b.jacobi_svd(r)
     rv_t, v_t = _part(ctx, rotated, None, (0, n)), _part(ctx, rotated, None, (n, 2 * n))
     s = b.sqrt(b.reduce_sum(b.mul(rv_t, rv_t), [-1]))
     if not compute_uv:
         return None, s, v_t
-    packed, tau = _geqrf(ctx, _transposed(ctx, rv_t))
+    packed, tau = _geqrf(ctx, transposed(ctx, rv_t))
     d = diagonal(ctx, None, packed, 0, -2, -1)
     signs = b.where(b.compare(d, ctx.scalar(0, d), "lt"), ctx.scalar(-1, d), ctx.scalar(1, d))
     u = b.mul(b.householder_product(packed, tau), b.reshape(signs, (*shape_of(signs.type)[:-1], 1, n)))
@@ -297,9 +298,9 @@ def svd(ctx: ImportContext, a: SSAValue, full_matrices: bool, compute_uv: bool) 
     not ``compute_uv``). The taller orientation ``x`` (``M x N``, ``M >= N``) is first
     reduced to its QR's square ``R`` (Jacobi's rotations then work on rows of ``N``, not
     ``M``): ``x = Q R = (Q U_r) S V^T``."""
-    m, n = _matrix_size(a)
+    m, n = matrix_size(a)
     tall = m >= n
-    x = a if tall else _transposed(ctx, a)
+    x = a if tall else transposed(ctx, a)
     rows, columns = max(m, n), min(m, n)
     if rows > columns:
         packed, tau = _geqrf(ctx, x)
@@ -311,11 +312,11 @@ def svd(ctx: ImportContext, a: SSAValue, full_matrices: bool, compute_uv: bool) 
         return _empty(ctx, a), s, _empty(ctx, a)
     if rows > columns and full_matrices:
         q = _full_q(ctx, packed, tau)
-        u = ctx.b.concat([_matmul(ctx, _part(ctx, q, None, (0, columns)), u), _part(ctx, q, None, (columns, rows))], -1)
+        u = ctx.b.concat([batched_matmul(ctx, _part(ctx, q, None, (0, columns)), u), _part(ctx, q, None, (columns, rows))], -1)
     elif rows > columns:
-        u = _matmul(ctx, ctx.b.householder_product(packed, tau), u)
+        u = batched_matmul(ctx, ctx.b.householder_product(packed, tau), u)
     # x = u S v_t; a = x, or a = x^T = v_t^T S u^T
-    return (u, s, v_t) if tall else (_transposed(ctx, v_t), s, _transposed(ctx, u))
+    return (u, s, v_t) if tall else (transposed(ctx, v_t), s, transposed(ctx, u))
 
 
 @converter("aten._linalg_svd.default")
@@ -336,7 +337,7 @@ def _tolerance(ctx: ImportContext, a: SSAValue, largest: SSAValue, atol, rtol) -
     b = ctx.b
     absolute = column(0.0 if atol is None else atol)
     if rtol is None:
-        default = column(float(np.finfo(numpy_dtype(a.type.element_type)).eps) * max(_matrix_size(a)))
+        default = column(float(np.finfo(numpy_dtype(a.type.element_type)).eps) * max(matrix_size(a)))
         relative = default if atol is None else b.where(b.compare(absolute, column(0.0), "gt"), column(0.0), default)
     else:
         relative = column(rtol)
@@ -349,7 +350,7 @@ def linalg_pinv(ctx: ImportContext, node, a, atol=None, rtol=None, hermitian=Fal
     :func:`_tolerance`): from the SVD (``right = V``, ``left = U``), or with ``hermitian``
     from ``eigh`` (``s = |eigenvalue|``, ``right = left = V``, ``1 / eigenvalue`` kept)."""
     b = ctx.b
-    m, n = _matrix_size(a)
+    m, n = matrix_size(a)
     if min(m, n) == 0:
         return b.broadcast_to(ctx.scalar(0, a), (*shape_of(a.type)[:-2], n, m))
     if hermitian:
@@ -357,8 +358,8 @@ def linalg_pinv(ctx: ImportContext, node, a, atol=None, rtol=None, hermitian=Fal
         right, size = left, b.abs(s)
     else:
         left, s, right_t = svd(ctx, a, False, True)
-        right, size = _transposed(ctx, right_t), s
+        right, size = transposed(ctx, right_t), s
     kept = b.compare(size, _tolerance(ctx, a, b.reduce_max(size, [-1], keepdims=True), atol, rtol), "gt")
     inverse = b.where(kept, b.div(ctx.scalar(1, s), b.where(kept, s, ctx.scalar(1, s))), ctx.scalar(0, s))
     scaled = b.mul(right, b.reshape(inverse, (*shape_of(inverse.type)[:-1], 1, shape_of(inverse.type)[-1])))
-    return _matmul(ctx, scaled, _transposed(ctx, left))
+    return batched_matmul(ctx, scaled, transposed(ctx, left))

@@ -24,25 +24,13 @@ from xdsl.ir import SSAValue
 from ....dialects.graph.types import numpy_dtype, shape_of
 from ..context import ImportContext
 from ..registry import converter
-from .decompositions import first_failure, lu_factors
+from .decompositions import first_failure, lu_factors, matrix_size, transposed as _transposed
 from .shape import diagonal
 
 
 def _size(ctx: ImportContext, a: SSAValue) -> int:
     """The static size ``n`` of ``a``'s ``(..., n, n)`` matrices."""
-    shape = shape_of(a.type)
-    if len(shape) < 2:
-        raise ValueError(f"expected a batch of matrices (..., n, n), got shape {shape}")
-    n = shape[-1]
-    if not isinstance(n, int) or not isinstance(shape[-2], int):
-        raise NotImplementedError(f"a symbolic matrix size ({shape[-2]} x {n}) is not supported (batch dims may be symbolic)")
-    return n
-
-
-def _transposed(ctx: ImportContext, x: SSAValue) -> SSAValue:
-    """``x`` with its last two axes swapped."""
-    rank = ctx.rank(x)
-    return ctx.b.transpose(x, [*range(rank - 2), rank - 1, rank - 2])
+    return matrix_size(a)[1]
 
 
 def _solve(ctx: ImportContext, a: SSAValue, b: SSAValue, left: bool = True) -> SSAValue:

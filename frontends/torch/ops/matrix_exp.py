@@ -15,7 +15,7 @@ from xdsl.ir import SSAValue
 from ....dialects.graph.types import numpy_dtype, shape_of
 from ..context import ImportContext
 from ..registry import converter
-from .decompositions import _matmul, _matrix_size
+from .decompositions import batched_matmul, matrix_size
 
 #: the Padé [13/13] coefficients and the 1-norm up to which it is accurate in float64
 PADE_13 = (
@@ -37,12 +37,12 @@ def _scaled(ctx: ImportContext, a: SSAValue) -> tuple[SSAValue, SSAValue]:
 def _pade_13(ctx: ImportContext, a: SSAValue) -> SSAValue:
     """``(V - U)^-1 (V + U)``, the [13/13] Padé approximant of ``exp(a)``."""
     b, c = ctx.b, PADE_13
-    n, _ = _matrix_size(a)
+    n, _ = matrix_size(a)
     dtype = numpy_dtype(a.type.element_type)
     eye = ctx.constant(np.eye(n, dtype=dtype))
-    a2 = _matmul(ctx, a, a)
-    a4 = _matmul(ctx, a2, a2)
-    a6 = _matmul(ctx, a4, a2)
+    a2 = batched_matmul(ctx, a, a)
+    a4 = batched_matmul(ctx, a2, a2)
+    a6 = batched_matmul(ctx, a4, a2)
 
     def combination(*terms: tuple[float, SSAValue]) -> SSAValue:
         total = None
@@ -51,9 +51,9 @@ def _pade_13(ctx: ImportContext, a: SSAValue) -> SSAValue:
             total = term if total is None else b.add(total, term)
         return total
 
-    u_inner = _matmul(ctx, a6, combination((c[13], a6), (c[11], a4), (c[9], a2)))
-    u = _matmul(ctx, a, b.add(u_inner, combination((c[7], a6), (c[5], a4), (c[3], a2), (c[1], eye))))
-    v_inner = _matmul(ctx, a6, combination((c[12], a6), (c[10], a4), (c[8], a2)))
+    u_inner = batched_matmul(ctx, a6, combination((c[13], a6), (c[11], a4), (c[9], a2)))
+    u = batched_matmul(ctx, a, b.add(u_inner, combination((c[7], a6), (c[5], a4), (c[3], a2), (c[1], eye))))
+    v_inner = batched_matmul(ctx, a6, combination((c[12], a6), (c[10], a4), (c[8], a2)))
     v = b.add(v_inner, combination((c[6], a6), (c[4], a4), (c[2], a2), (c[0], eye)))
     batch = shape_of(a.type)[:-2]
     denominator = b.broadcast_to(b.sub(v, u), (*batch, n, n))
@@ -62,7 +62,7 @@ def _pade_13(ctx: ImportContext, a: SSAValue) -> SSAValue:
 
 @converter("aten.linalg_matrix_exp.default", "aten.matrix_exp.default")
 def linalg_matrix_exp(ctx: ImportContext, node, a):
-    n, m = _matrix_size(a)
+    n, m = matrix_size(a)
     if n != m:
         raise ValueError(f"matrix_exp needs square matrices, got shape {shape_of(a.type)}")
     if n == 0:
