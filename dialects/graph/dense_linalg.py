@@ -240,8 +240,22 @@ class CholeskyOp(GraphOp):
         return cholesky_lower(w).reshape(*batch, *a.shape[-2:])
 
 
+class MatrixOp(GraphOp):
+    """The shape of the ops of one batch of matrices (``%r = graph.x %a : type -> type``):
+    one operand ``input``, one result whose type is inferred, an opaque kernel."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+
+    def __init__(self, input: SSAValue | Operation):
+        self._build([input])
+
+
 @irdl_op_definition
-class DetFactorsOp(GraphOp):
+class DetFactorsOp(MatrixOp):
     """The signed pivots of each square ``a`` ``(..., n, n)`` -> ``(..., n)``: the diagonal
     of ``U`` in its LU factorization with partial pivoting, each pivot negated when its
     step swapped two rows, so that their product is ``det(a)``, the product of their
@@ -252,14 +266,6 @@ class DetFactorsOp(GraphOp):
     """
 
     name = "graph.det_factors"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
-
-    def __init__(self, input: SSAValue | Operation):
-        self._build([input])
 
     def infer_result_type(self) -> TensorType:
         shape = operand_shape(self.input)

@@ -28,7 +28,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from .base import GraphOp, OpPatternKind, operand_shape
-from .dense_linalg import _batched, _float_element
+from .dense_linalg import MatrixOp, _batched, _float_element
 from .types import Shape, broadcast_shapes, element_type, format_shape, is_int, tensor_type
 
 
@@ -146,21 +146,12 @@ def householder_product(v: np.ndarray, tau: np.ndarray) -> np.ndarray:
 # ops
 
 
-class _PackedFactorizationOp(GraphOp):
+class _PackedFactorizationOp(MatrixOp):
     """A factorization of each ``a`` ``(..., m, n)`` in place, its vector of ``min(m, n)``
     pivots or scalings in one more row: ``(..., m + 1, n)``."""
 
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
-
     #: the numpy reference: factor each (batch, m, n) matrix in place, return the vectors
     FACTOR_IN_PLACE: ClassVar[staticmethod]
-
-    def __init__(self, input: SSAValue | Operation):
-        self._build([input])
 
     def infer_result_type(self) -> TensorType:
         shape = operand_shape(self.input)

@@ -22,17 +22,14 @@ The torch frontend turns them into ``eigh``, ``svd`` and what builds on them
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 from xdsl.dialects.builtin import BoolAttr, TensorType
 from xdsl.ir import Operation, SSAValue
-from xdsl.irdl import ParsePropInAttrDict, irdl_op_definition, operand_def, prop_def, result_def, traits_def
-from xdsl.traits import Pure
+from xdsl.irdl import ParsePropInAttrDict, irdl_op_definition, prop_def
 from xdsl.utils.exceptions import VerifyException
 
-from .base import GraphOp, OpPatternKind, operand_shape
-from .dense_linalg import _batched, _float_element, _square
+from .base import GraphOp, operand_shape
+from .dense_linalg import MatrixOp, _batched, _float_element, _square
 from .factorizations import _static_matrices
 from .types import format_shape, tensor_type
 
@@ -143,7 +140,7 @@ def one_sided_jacobi(x: np.ndarray) -> np.ndarray:
 
 
 @irdl_op_definition
-class EighOp(GraphOp):
+class EighOp(MatrixOp):
     """Eigenvectors and eigenvalues of each symmetric ``a`` ``(..., n, n)`` (only its
     ``lower`` or upper triangle read) -> ``(..., n + 1, n)``: row ``i < n`` the unit
     eigenvector of the ``i``-th smallest eigenvalue, row ``n`` the eigenvalues ascending.
@@ -153,13 +150,8 @@ class EighOp(GraphOp):
     """
 
     name = "graph.eigh"
-    input = operand_def(TensorType)
     lower = prop_def(BoolAttr, default_value=BoolAttr.from_bool(True))
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
 
     def __init__(self, input: SSAValue | Operation, lower: bool = True):
         self._build([input], {"lower": BoolAttr.from_bool(lower)})
@@ -180,7 +172,7 @@ class EighOp(GraphOp):
 
 
 @irdl_op_definition
-class JacobiSVDOp(GraphOp):
+class JacobiSVDOp(MatrixOp):
     """One-sided Jacobi of each ``a`` ``(..., m, n)``, ``m >= n`` -> ``(..., n, m + n)``: row
     ``i`` is ``[(a v_i)^T | v_i^T]`` for an orthogonal ``V`` that makes the columns of
     ``a V`` orthogonal, rows in descending order of ``|a v_i|``. So ``a = U S V^T`` with
@@ -191,14 +183,6 @@ class JacobiSVDOp(GraphOp):
     """
 
     name = "graph.jacobi_svd"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
-
-    def __init__(self, input: SSAValue | Operation):
-        self._build([input])
 
     def infer_result_type(self) -> TensorType:
         shape = operand_shape(self.input)
