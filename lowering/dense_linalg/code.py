@@ -207,6 +207,36 @@ def swap(c: ScalarCode, m: MatrixAt, at: Sequence[SSAValue], other: Sequence[SSA
     m.store(c, x, *other)
 
 
+@dataclass(frozen=True)
+class BestSoFar:
+    """Two local scalars for a search: the best key so far and its index."""
+
+    key: SSAValue
+    index: SSAValue
+
+    @staticmethod
+    def allocate(c: ScalarCode) -> BestSoFar:
+        return BestSoFar(c.local(c.element), c.local(IntegerType(64)))
+
+    def first_best(
+        self, c: ScalarCode, start: SSAValue, stop: SSAValue, key: Callable[[ScalarCode, SSAValue], SSAValue],
+        predicate: str, prefix: str,
+    ) -> SSAValue:  # fmt: skip
+        """The first index in ``[start, stop)`` whose ``key(code, index)`` is best: a later
+        one replaces the best so far only where ``predicate`` (``ogt``: larger, ``olt``:
+        smaller) holds. ``start < stop``."""
+        c.store(key(c, start), self.key)
+        store_index(c, start, self.index)
+        i, search = c.range(c.next(start), stop, prefix)
+        v = key(search, i)
+        so_far = search.load(self.key)
+        take = search.compare(v, so_far, predicate)
+        search.store(search.select(take, v, so_far), self.key)
+        here = search.ins(arith.IndexCastOp(i, IntegerType(64)))
+        search.store(search.select(take, here, search.load(self.index)), self.index)
+        return index_of_local(c, self.index)
+
+
 def index_of_local(c: ScalarCode, local: SSAValue) -> SSAValue:
     """The index held in an ``i64`` local."""
     return c.ins(arith.IndexCastOp(c.load(local), IndexType()))

@@ -31,16 +31,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerType
 from xdsl.ir import SSAValue
 
-from .code import (
-    KernelArgs,
-    MatrixAt,
-    ScalarCode,
-    copy_matrix,
-    index_of_local,
-    routine,
-    store_index,
-    swap,
-)
+from .code import BestSoFar, KernelArgs, MatrixAt, ScalarCode, copy_matrix, routine, swap
 
 
 def _eliminate(
@@ -59,20 +50,11 @@ def _eliminate(
     ``factors`` (``graph.det_factors``). ``packed``: LAPACK's ``getrf`` in ``w`` (whole
     rows swapped, the multipliers kept below the diagonal, the 1-based pivot rows in row
     ``rows``)."""
-    best, where = c.local(c.element), c.local(IntegerType(64))
+    search = BestSoFar.allocate(c)
     steps = c.ins(arith.MinSIOp(rows, columns))
     j, col = c.range(None, steps, "scan")
     # the pivot: the first row of largest |w[r, j]| at or below the diagonal
-    col.store(col.abs(w.load(col, j, j)), best)
-    store_index(col, j, where)
-    r, search = col.range(col.next(j), rows, "pivot")
-    v = search.abs(w.load(search, r, j))
-    so_far = search.load(best)
-    take = search.compare(v, so_far, "ogt")
-    search.store(search.select(take, v, so_far), best)
-    here = search.ins(arith.IndexCastOp(r, IntegerType(64)))
-    search.store(search.select(take, here, search.load(where)), where)
-    p = index_of_local(col, where)
+    p = search.first_best(col, j, rows, lambda code, r: code.abs(w.load(code, r, j)), "ogt", "pivot")
     if packed:
         one_based = col.ins(arith.IndexCastOp(col.next(p), IntegerType(64)))
         w.store(col, col.ins(arith.SIToFPOp(one_based, c.element)), rows, j)

@@ -29,7 +29,7 @@ from xdsl.ir import SSAValue
 
 from ...dialects.graph.spectral import MAX_SWEEPS, rotation_tolerance
 from ...dialects.graph.types import numpy_dtype
-from .code import KernelArgs, MatrixAt, ScalarCode, index_of_local, routine, store_index, swap
+from .code import BestSoFar, KernelArgs, MatrixAt, ScalarCode, routine, swap
 
 
 def _rotation(c: ScalarCode, a_pp: SSAValue, a_qq: SSAValue, a_pq: SSAValue) -> tuple[SSAValue, SSAValue]:
@@ -88,17 +88,9 @@ def _selection_sort(
 ) -> None:
     """For ``i < n``: the first ``j >= i`` whose ``key(code, j)`` is best (``predicate``
     against the best so far: ``olt`` ascending, ``ogt`` descending) exchanges with ``i``."""
-    best, where = c.local(c.element), c.local(IntegerType(64))
+    search = BestSoFar.allocate(c)
     i, step = c.range(None, n, "sort")
-    step.store(key(step, i), best)
-    store_index(step, i, where)
-    j, search = step.range(step.next(i), n, "sort")
-    v = key(search, j)
-    so_far = search.load(best)
-    take = search.compare(v, so_far, predicate)
-    search.store(search.select(take, v, so_far), best)
-    search.store(search.select(take, search.ins(arith.IndexCastOp(j, IntegerType(64))), search.load(where)), where)
-    exchange(step, i, index_of_local(step, where))
+    exchange(step, i, search.first_best(step, i, n, key, predicate, "sort"))
 
 
 def _tolerance(c: ScalarCode, length: int) -> SSAValue:
