@@ -448,16 +448,20 @@ DENSE_LINALG_ROUTINES = {
     "eigh": DenseLinalgSignature((2,)),
     "jacobi_svd": DenseLinalgSignature((2,), square=False),
     "repeated_squaring": DenseLinalgSignature((2, 0)),
+    # per element: x and a degree (``kind``: the polynomial family)
+    "orthogonal_polynomial": DenseLinalgSignature((0, 0), result=0, square=False),
 }
 
 
 @irdl_op_definition
 class DenseLinalgOp(IRDLOperation):
-    """A sequential matrix algorithm run on each matrix of a batch (the last two axes):
-    ``routine`` is the graph op it computes (``graph.solve``, ``triangular_solve``,
-    ``cholesky``, ``det_factors``, ``lu_factor``, ``householder_qr``, ``eigh``, ...: their
-    semantics; :data:`DENSE_LINALG_ROUTINES`), ``lower`` and ``unit_diagonal`` the
-    triangular solve's flags (``lower`` also eigh's). te-to-loop writes one kernel: the
+    """A sequential algorithm run on each matrix of a batch (the last two axes), or on
+    each element (core rank 0: a recurrence): ``routine`` is the graph op it computes
+    (``graph.solve``, ``triangular_solve``, ``cholesky``, ``det_factors``, ``lu_factor``,
+    ``householder_qr``, ``eigh``, ``orthogonal_polynomial``, ...: their semantics;
+    :data:`DENSE_LINALG_ROUTINES`), ``lower`` and ``unit_diagonal`` the triangular solve's
+    flags (``lower`` also eigh's), ``kind`` the variant of a routine that has several (the
+    polynomial family of ``orthogonal_polynomial``). te-to-loop writes one kernel: the
     batch loops outermost (independent, so they may run in parallel), in each the
     algorithm's serial loops (``lowering/dense_linalg/``); some routines work on copies in
     a workspace the host allocates.
@@ -473,6 +477,7 @@ class DenseLinalgOp(IRDLOperation):
     routine = prop_def(StringAttr)
     lower = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
     unit_diagonal = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    kind = prop_def(StringAttr, default_value=StringAttr(""))
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$inputs attr-dict `:` functional-type($inputs, $result)"
@@ -484,6 +489,7 @@ class DenseLinalgOp(IRDLOperation):
         routine: str,
         lower: bool = False,
         unit_diagonal: bool = False,
+        kind: str = "",
     ):
         super().__init__(
             operands=[list(inputs)],
@@ -492,6 +498,7 @@ class DenseLinalgOp(IRDLOperation):
                 "routine": StringAttr(routine),
                 "lower": BoolAttr.from_bool(lower),
                 "unit_diagonal": BoolAttr.from_bool(unit_diagonal),
+                "kind": StringAttr(kind),
             },
         )
 

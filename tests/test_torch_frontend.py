@@ -201,14 +201,14 @@ class UsesUnsupportedOps(nn.Module):
         h = torch.relu(self.fc(x))
         incomplete = torch.special.gammainc(h, h + 1)  # aten.igamma
         airy = torch.special.airy_ai(h) + torch.special.airy_ai(2.0 * h)  # aten.special_airy_ai x2
-        hermite = torch.special.hermite_polynomial_h(h, torch.ceil(h))  # aten.special_hermite_polynomial_h
-        return incomplete, airy, hermite
+        ldl = torch.linalg.ldl_factor(h @ h.mT)[0]  # aten.linalg_ldl_factor_ex
+        return incomplete, airy, ldl
 
 
 UNSUPPORTED = {
     "aten.igamma.default": ["igamma"],
     "aten.special_airy_ai.default": ["special_airy_ai", "special_airy_ai_1"],
-    "aten.special_hermite_polynomial_h.default": ["special_hermite_polynomial_h"],
+    "aten.linalg_ldl_factor_ex.default": ["linalg_ldl_factor_ex"],
 }
 
 

@@ -5,7 +5,20 @@ Ops are grouped by family, one file each; this module assembles the dialect.
 
 from xdsl.ir import Dialect
 
-from . import constant, dense_linalg, elementwise, factorizations, indexing, linalg, nn, random, reduce, shape, spectral
+from . import (
+    constant,
+    dense_linalg,
+    elementwise,
+    factorizations,
+    indexing,
+    linalg,
+    nn,
+    polynomials,
+    random,
+    reduce,
+    shape,
+    spectral,
+)
 from .base import GraphOp, OpPatternKind
 from .constant import ConstantOp
 from .control import IfOp, RegionYieldOp, WhileOp
@@ -13,7 +26,7 @@ from .host import CheckOp, DataSizeOp
 from .fusion import FusedOp, YieldOp
 from .types import DimNamesAttr, WeightAttr
 
-_FAMILIES = (constant, elementwise, linalg, nn, shape, reduce, indexing, dense_linalg, factorizations, spectral, random)
+_FAMILIES = (constant, elementwise, linalg, nn, shape, reduce, indexing, dense_linalg, factorizations, spectral, polynomials, random)
 
 
 def _ops_of(module) -> list[type[GraphOp]]:

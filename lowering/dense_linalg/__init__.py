@@ -3,7 +3,8 @@ each matrix of the batch (``code.py``: the shared scalar code and the registry),
 three families: Gaussian elimination and substitution (``elimination.py``: solve,
 det_factors, lu_factor, pivot_permutation, triangular_solve, cholesky), Householder
 reflections (``householder.py``: householder_qr, householder_product) and Jacobi
-rotations (``jacobi.py``: eigh, jacobi_svd). Every access is inside its buffer: loops
+rotations (``jacobi.py``: eigh, jacobi_svd); per element, the three-term recurrences of
+the orthogonal polynomials (``recurrences.py``). Every access is inside its buffer: loops
 run over the matrix sizes only, and chosen rows (pivots) are among them.
 """
 
@@ -17,7 +18,7 @@ from xdsl.ir import Block, Region, SSAValue
 from ...dialects import te
 from ...dialects.graph.types import shape_of, tensor_type
 from ..te_to_loop import _bounds, buffer_type, emit_loop_nest
-from . import elimination, householder, jacobi, products  # noqa: F401  (register their routines)
+from . import elimination, householder, jacobi, products, recurrences  # noqa: F401  (register their routines)
 from .code import ROUTINES, KernelArgs, LoopNames, MatrixAt, ScalarCode
 
 
@@ -27,7 +28,8 @@ def workspace_type(op: te.DenseLinalgOp) -> TensorType | None:
     if not ROUTINES[op.routine.data].workspace:
         return None
     signature = te.DENSE_LINALG_ROUTINES[op.routine.data]
-    batch = shape_of(op.result.type)[: -signature.result]
+    shape = shape_of(op.result.type)
+    batch = shape[: len(shape) - signature.result]
     n = shape_of(op.inputs[0].type)[-1]
     return tensor_type((*batch, n, n), op.result.type.element_type)
 

@@ -82,6 +82,31 @@ class ScalarCode:
         t = body.args[0]
         return (t if start is None else inner.ins(arith.AddiOp(start, t))), inner
 
+    def range_until(
+        self, trips: SSAValue, stop: Callable[[ScalarCode], SSAValue], prefix: str
+    ) -> tuple[SSAValue, ScalarCode]:
+        """A serial loop over ``[0, trips)`` (``trips`` below ``2**64``) that stops early once
+        ``stop(code)`` holds, as a ``while`` would: the loop dialect has no ``while``, so the
+        range is split into levels of at most ``2**16`` iterations each (blocks of ``2**48``,
+        ``2**32``, ``2**16``, then single steps), and a level entered after ``stop`` holds
+        runs no iterations. After the stop, at most ``2**16`` steps of the current block
+        run, and the outer levels finish their counts empty."""
+        code, done = self, None
+        for shift in (48, 32, 16, 0):
+            remaining = trips if done is None else code.ins(arith.SubiOp(trips, done))
+            blocks = remaining
+            if shift:  # ceil(remaining / size)
+                size = code.index(1 << shift)
+                partial = code.ins(arith.CmpiOp(code.ins(arith.RemUIOp(remaining, size)), code.index(0), "ne"))
+                blocks = code.ins(arith.DivUIOp(remaining, size))
+                blocks = code.ins(arith.AddiOp(blocks, code.select(partial, code.index(1), code.index(0))))
+            count = code.ins(arith.MinUIOp(blocks, code.index(1 << 16)))
+            count = code.select(stop(code), code.index(0), count)
+            t, code = code.range(None, count, prefix, within_matrix=False)
+            step = code.ins(arith.MuliOp(t, size)) if shift else t
+            done = step if done is None else code.ins(arith.AddiOp(done, step))
+        return done, code
+
     def when(self, condition: SSAValue, prefix: str) -> ScalarCode:
         """Code that runs only where ``condition`` holds: a loop of one iteration or none."""
         trips = self.ins(arith.SelectOp(condition, self.index(1), self.index(0)))

@@ -1,7 +1,8 @@
 """TE rules of the dense linear algebra ops (``dialects/graph/dense_linalg.py``,
-``factorizations.py``, ``spectral.py``): one ``te.dense_linalg`` each, whose kernel runs
-the op's sequential algorithm per matrix (``lowering/dense_linalg/``): a ``te.compute``
-cannot carry the state of an elimination (or a rotation) from one step to the next."""
+``factorizations.py``, ``spectral.py``) and the orthogonal polynomials (``polynomials.py``):
+one ``te.dense_linalg`` each, whose kernel runs the op's sequential algorithm per matrix
+or element (``lowering/dense_linalg/``): a ``te.compute`` cannot carry the state of an
+elimination (a rotation, a recurrence) from one step to the next."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from xdsl.ir import SSAValue
 from ...dialects import te
 from ...dialects.graph.dense_linalg import DENSE_LINALG_OPS
 from ...dialects.graph.factorizations import FACTORIZATION_OPS
+from ...dialects.graph.polynomials import OrthogonalPolynomialOp
 from ...dialects.graph.spectral import SPECTRAL_OPS
 from ..te_builder import TEBuilder
 from .registry import compute_rule
@@ -21,3 +23,10 @@ def dense_linalg(t: TEBuilder, op) -> SSAValue:
     flags = {name: bool(op.properties[name].value.data) for name in ("lower", "unit_diagonal") if name in op.properties}
     routine = op.name.removeprefix("graph.")
     return t.builder.insert(te.DenseLinalgOp(list(op.operands), op.result.type, routine, **flags)).result
+
+
+@compute_rule(OrthogonalPolynomialOp)
+def orthogonal_polynomial(t: TEBuilder, op: OrthogonalPolynomialOp) -> SSAValue:
+    """The recurrence routine, its family as the ``kind``."""
+    dense = te.DenseLinalgOp(list(op.operands), op.result.type, "orthogonal_polynomial", kind=op.kind.data)
+    return t.builder.insert(dense).result

@@ -20,6 +20,7 @@ from . import (  # noqa: F401
     math,
     nn,
     order,
+    polynomials,
     random,
     reduce,
     shape,
