@@ -448,8 +448,9 @@ DENSE_LINALG_ROUTINES = {
     "eigh": DenseLinalgSignature((2,)),
     "jacobi_svd": DenseLinalgSignature((2,), square=False),
     "repeated_squaring": DenseLinalgSignature((2, 0)),
-    # per element: x and a degree (``kind``: the polynomial family)
+    # per element (``kind``: the polynomial family; "lower" or "upper")
     "orthogonal_polynomial": DenseLinalgSignature((0, 0), result=0, square=False),
+    "incomplete_gamma": DenseLinalgSignature((0, 0), result=0, square=False),
 }
 
 
@@ -461,7 +462,8 @@ class DenseLinalgOp(IRDLOperation):
     ``householder_qr``, ``eigh``, ``orthogonal_polynomial``, ...: their semantics;
     :data:`DENSE_LINALG_ROUTINES`), ``lower`` and ``unit_diagonal`` the triangular solve's
     flags (``lower`` also eigh's), ``kind`` the variant of a routine that has several (the
-    polynomial family of ``orthogonal_polynomial``). te-to-loop writes one kernel: the
+    polynomial family of ``orthogonal_polynomial``, ``incomplete_gamma``'s lower or upper
+    function). te-to-loop writes one kernel: the
     batch loops outermost (independent, so they may run in parallel), in each the
     algorithm's serial loops (``lowering/dense_linalg/``); some routines work on copies in
     a workspace the host allocates.

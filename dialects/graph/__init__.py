@@ -10,6 +10,7 @@ from . import (
     dense_linalg,
     elementwise,
     factorizations,
+    incomplete_gamma,
     indexing,
     linalg,
     nn,
@@ -26,7 +27,7 @@ from .host import CheckOp, DataSizeOp
 from .fusion import FusedOp, YieldOp
 from .types import DimNamesAttr, WeightAttr
 
-_FAMILIES = (constant, elementwise, linalg, nn, shape, reduce, indexing, dense_linalg, factorizations, spectral, polynomials, random)
+_FAMILIES = (constant, elementwise, linalg, nn, shape, reduce, indexing, dense_linalg, factorizations, spectral, polynomials, incomplete_gamma, random)
 
 
 def _ops_of(module) -> list[type[GraphOp]]:

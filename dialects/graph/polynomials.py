@@ -9,9 +9,8 @@ element: each op is one ``te.dense_linalg`` kernel (routine ``orthogonal_polynom
 running the recurrence per element in a serial loop (``lowering/dense_linalg/recurrences.py``);
 a ``te.compute`` has no loop carrying state.
 
-Each polynomial is defined once, as functions over an arithmetic ``m`` (numpy's here,
-for the reference; the kernel's scalar code in the lowering) and values supporting
-``+ - * /``, comparisons, ``& | ~`` on conditions and ``abs``::
+Each polynomial is defined once, as functions over an arithmetic ``m``
+(``iterative.py``: numpy's for the reference, the kernel's scalar code in the lowering)::
 
     %p = graph.orthogonal_polynomial %x, %n {kind = "legendre_polynomial_p"} : tensor<7xf32>, tensor<f32> -> tensor<7xf32>
 
@@ -26,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import StringAttr
@@ -36,39 +35,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from .base import OpPatternKind
 from .elementwise import BinaryOp
-
-#: a value of the arithmetic: a numpy array, or a kernel's scalar
-Value = Any
-
-
-class Arithmetic(Protocol):
-    """What the definitions need beyond operators: selections, the trigonometric
-    functions, parity and the recurrence loop."""
-
-    dtype: np.dtype
-
-    def where(self, condition: Value, on_true: Value | float, on_false: Value | float) -> Value: ...
-
-    def acos(self, x: Value) -> Value: ...
-
-    def cos(self, x: Value) -> Value: ...
-
-    def sin(self, x: Value) -> Value: ...
-
-    def degree(self, n: Value) -> Value:
-        """``n`` truncated toward zero; -1 where it is NaN, infinite or outside int64."""
-        ...
-
-    def even(self, n: Value) -> Value:
-        """Whether the integral ``n`` is even."""
-        ...
-
-    def recurrence(self, first: Value, step: Step, x: Value, trips: Value) -> Value:
-        """``q`` after ``trips`` steps of ``p, q = q, step(x, k, p, q)`` (``k = 1, 2, ...``)
-        from ``p = 1, q = first``; an element stops early once its ``q`` is NaN (torch's loop
-        condition; the value stays NaN)."""
-        ...
-
+from .iterative import Arithmetic, NumpyArithmetic, Value, any_of, even, first_case
 
 #: ``P_{k+1}`` from ``x``, ``k`` (a float) and ``p = P_{k-1}``, ``q = P_k``
 Step = Callable[[Value, Value, Value, Value], Value]
@@ -92,19 +59,27 @@ class Polynomial:
     max_degree: dict[np.dtype, int] = field(default_factory=dict)
 
 
+def degree(m: Arithmetic, n: Value) -> Value:
+    """``n`` truncated toward zero; -1 where it is NaN, infinite or outside int64 (C++'s
+    conversion gives INT64_MIN there)."""
+    return m.where(abs(n) < 2.0**63, m.trunc(n), -1.0)
+
+
 def evaluate(polynomial: Polynomial, m: Arithmetic, x: Value, n: Value) -> Value:
-    """``P_n(x)`` elementwise in the arithmetic ``m`` (torch's order of cases)."""
-    n = m.degree(n)
-    cases = [(n < 0.0, 0.0), *polynomial.special(m, x, n), (n == 0.0, 1.0), (n == 1.0, polynomial.first(x))]
+    """``P_n(x)`` elementwise in the arithmetic ``m`` (torch's order of cases): the
+    recurrence ``p, q = q, step(x, k, p, q)`` from ``p = 1, q = P_1`` runs ``n - 1`` steps
+    where no case applies, and stops once ``q`` is NaN, as torch's loop does."""
+    n = degree(m, n)
+    first = polynomial.first(x)
+    cases = [(n < 0.0, 0.0), *polynomial.special(m, x, n), (n == 0.0, 1.0), (n == 1.0, first)]
     if polynomial.max_degree:
         cases.append((n > float(polynomial.max_degree[m.dtype]), float("nan")))
-    taken = cases[0][0]
-    for condition, _ in cases[1:]:
-        taken = taken | condition
-    result = m.recurrence(polynomial.first(x), polynomial.step, x, m.where(taken, 0.0, n - 1.0))
-    for condition, value in reversed(cases):
-        result = m.where(condition, value, result)
-    return result
+    trips = m.where(any_of([condition for condition, _ in cases]), 0.0, n - 1.0)
+    _, q = m.iterate(
+        (1.0, first), lambda k, p, q: (q, polynomial.step(x, k, p, q)), trips,
+        lambda p, q: m.isnan(q), most=2**63,
+    )  # fmt: skip
+    return first_case(m, cases, q)
 
 
 # ---------------------------------------------------------------------------
@@ -113,7 +88,7 @@ def evaluate(polynomial: Polynomial, m: Arithmetic, x: Value, n: Value) -> Value
 
 def _sign_by_parity(m: Arithmetic, n: Value, magnitude: Value | float) -> Value:
     """``magnitude`` for even ``n``, ``-magnitude`` for odd."""
-    return m.where(m.even(n), magnitude, -magnitude)
+    return m.where(even(m, n), magnitude, -magnitude)
 
 
 def _chebyshev_step(x: Value, k: Value, p: Value, q: Value) -> Value:
@@ -145,14 +120,14 @@ def _w_closed(m: Arithmetic, y: Value, n: Value, at_zero: Value) -> Value:
 
 def _chebyshev_t_cases(m: Arithmetic, x: Value, n: Value):
     return [
-        (abs(x) == 1.0, m.where((x > 0.0) | m.even(n), 1.0, -1.0)),
+        (abs(x) == 1.0, m.where((x > 0.0) | even(m, n), 1.0, -1.0)),
         ((n > 6.0) & (abs(x) < 1.0), _t_closed(m, x, n)),
     ]
 
 
 def _chebyshev_u_cases(m: Arithmetic, x: Value, n: Value):
     return [
-        (abs(x) == 1.0, m.where((x > 0.0) | m.even(n), n + 1.0, -(n + 1.0))),
+        (abs(x) == 1.0, m.where((x > 0.0) | even(m, n), n + 1.0, -(n + 1.0))),
         ((n > 8.0) & (abs(x) < 1.0), _u_closed(m, x, n)),
     ]
 
@@ -201,7 +176,7 @@ def _shifted_w_cases(m: Arithmetic, x: Value, n: Value):
 
 
 def _legendre_cases(m: Arithmetic, x: Value, n: Value):
-    return [(abs(x) == 1.0, m.where((x > 0.0) | m.even(n), 1.0, -1.0))]
+    return [(abs(x) == 1.0, m.where((x > 0.0) | even(m, n), 1.0, -1.0))]
 
 
 def _laguerre_cases(m: Arithmetic, x: Value, n: Value):
@@ -246,46 +221,6 @@ POLYNOMIALS: dict[str, Polynomial] = {
 }
 
 
-# ---------------------------------------------------------------------------
-# numpy's arithmetic (the reference)
-
-
-@dataclass(frozen=True)
-class NumpyArithmetic:
-    """The definitions on numpy arrays of one float dtype (python scalars stay weak)."""
-
-    dtype: np.dtype
-
-    def where(self, condition, on_true, on_false):
-        return np.where(condition, on_true, on_false).astype(self.dtype, copy=False)
-
-    def acos(self, x):
-        return np.arccos(x)
-
-    def cos(self, x):
-        return np.cos(x)
-
-    def sin(self, x):
-        return np.sin(x)
-
-    def degree(self, n):
-        finite = np.abs(n) < 2.0**63
-        return np.where(finite, np.trunc(np.where(finite, n, 0.0)), -1.0).astype(self.dtype)
-
-    def even(self, n):
-        return np.fmod(n, 2.0) == 0.0
-
-    def recurrence(self, first, step, x, trips):
-        p, q = np.ones_like(first), first.copy()
-        k = 1
-        while np.any((k <= trips) & ~np.isnan(q)):
-            on = k <= trips
-            r = step(x, self.dtype.type(k), p, q)
-            p, q = np.where(on, q, p), np.where(on, r, q)
-            k += 1
-        return q
-
-
 @irdl_op_definition
 class OrthogonalPolynomialOp(BinaryOp):
     """``P_n(x)`` of the family ``kind`` (a key of :data:`POLYNOMIALS`) for each ``x`` and
@@ -317,4 +252,4 @@ class OrthogonalPolynomialOp(BinaryOp):
 
 POLYNOMIAL_OPS = (OrthogonalPolynomialOp,)
 
-__all__ = ["Arithmetic", "NumpyArithmetic", "OrthogonalPolynomialOp", "POLYNOMIALS", "POLYNOMIAL_OPS", "Polynomial", "evaluate"]
+__all__ = ["OrthogonalPolynomialOp", "POLYNOMIALS", "POLYNOMIAL_OPS", "Polynomial", "evaluate"]

@@ -3,8 +3,8 @@ each matrix of the batch (``code.py``: the shared scalar code and the registry),
 three families: Gaussian elimination and substitution (``elimination.py``: solve,
 det_factors, lu_factor, pivot_permutation, triangular_solve, cholesky), Householder
 reflections (``householder.py``: householder_qr, householder_product) and Jacobi
-rotations (``jacobi.py``: eigh, jacobi_svd); per element, the three-term recurrences of
-the orthogonal polynomials (``recurrences.py``). Every access is inside its buffer: loops
+rotations (``jacobi.py``: eigh, jacobi_svd); per element, the functions computed by
+iteration (``iterative.py``: orthogonal polynomials, incomplete gamma). Every access is inside its buffer: loops
 run over the matrix sizes only, and chosen rows (pivots) are among them.
 """
 
@@ -18,7 +18,7 @@ from xdsl.ir import Block, Region, SSAValue
 from ...dialects import te
 from ...dialects.graph.types import shape_of, tensor_type
 from ..te_to_loop import _bounds, buffer_type, emit_loop_nest
-from . import elimination, householder, jacobi, products, recurrences  # noqa: F401  (register their routines)
+from . import elimination, householder, iterative, jacobi, products  # noqa: F401  (register their routines)
 from .code import ROUTINES, KernelArgs, LoopNames, MatrixAt, ScalarCode
 
 

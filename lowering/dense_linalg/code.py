@@ -83,16 +83,18 @@ class ScalarCode:
         return (t if start is None else inner.ins(arith.AddiOp(start, t))), inner
 
     def range_until(
-        self, trips: SSAValue, stop: Callable[[ScalarCode], SSAValue], prefix: str
+        self, trips: SSAValue, stop: Callable[[ScalarCode], SSAValue], prefix: str, block_bits: int, levels: int
     ) -> tuple[SSAValue, ScalarCode]:
-        """A serial loop over ``[0, trips)`` (``trips`` below ``2**64``) that stops early once
-        ``stop(code)`` holds, as a ``while`` would: the loop dialect has no ``while``, so the
-        range is split into levels of at most ``2**16`` iterations each (blocks of ``2**48``,
-        ``2**32``, ``2**16``, then single steps), and a level entered after ``stop`` holds
-        runs no iterations. After the stop, at most ``2**16`` steps of the current block
-        run, and the outer levels finish their counts empty."""
+        """A serial loop over ``[0, trips)`` (``trips < 2**(block_bits * levels)``) that ends
+        early once ``stop(code)`` holds, as a ``while`` would: the loop dialect has no
+        ``while``, so the range is split into ``levels`` nested loops of at most
+        ``2**block_bits`` iterations each (blocks of ``2**(block_bits * (levels - 1))``
+        steps, ..., then steps), and a level entered after ``stop`` holds runs no
+        iterations. After the stop, the current innermost block still runs (the code must
+        make those steps change nothing) and the outer levels finish their counts empty."""
         code, done = self, None
-        for shift in (48, 32, 16, 0):
+        for level in reversed(range(levels)):
+            shift = block_bits * level
             remaining = trips if done is None else code.ins(arith.SubiOp(trips, done))
             blocks = remaining
             if shift:  # ceil(remaining / size)
@@ -100,7 +102,7 @@ class ScalarCode:
                 partial = code.ins(arith.CmpiOp(code.ins(arith.RemUIOp(remaining, size)), code.index(0), "ne"))
                 blocks = code.ins(arith.DivUIOp(remaining, size))
                 blocks = code.ins(arith.AddiOp(blocks, code.select(partial, code.index(1), code.index(0))))
-            count = code.ins(arith.MinUIOp(blocks, code.index(1 << 16)))
+            count = code.ins(arith.MinUIOp(blocks, code.index(1 << block_bits)))
             count = code.select(stop(code), code.index(0), count)
             t, code = code.range(None, count, prefix, within_matrix=False)
             step = code.ins(arith.MuliOp(t, size)) if shift else t

@@ -8,7 +8,8 @@
 // element loops outermost, then the degree truncated (-1 where not finite), the special
 // values and closed forms computed and selected, and the recurrence in four nested serial
 // loops (blocks of 2^48, 2^32, 2^16 steps, then steps) whose trip counts are 0 once the
-// value is NaN (torch's early stop); the first case that holds wins, else the recurrence.
+// value is NaN (torch's early stop; within a block a stopped state is selected back); the
+// first case that holds wins, else the recurrence.
 
 func.func @main(%x: tensor<?x5xf32, #graph.dims<k, _>>, %n: tensor<5xf32>) -> tensor<?x5xf32, #graph.dims<k, _>> {
   %p = graph.orthogonal_polynomial %x, %n {kind = "legendre_polynomial_p"} : tensor<?x5xf32, #graph.dims<k, _>>, tensor<5xf32> -> tensor<?x5xf32, #graph.dims<k, _>>
@@ -36,20 +37,24 @@ func.func @main(%x: tensor<?x5xf32, #graph.dims<k, _>>, %n: tensor<5xf32>) -> te
 // CHECK-NEXT:        %[[Q:.*]] = loop.alloc() {scope = "local"} : memref<f32>
 // CHECK:             loop.store %[[X]], %[[Q]][] : memref<f32>
 // CHECK:             %[[BLOCKS:.*]] = arith.minui {{.*}} : index
+// CHECK-NEXT:        loop.load %[[P]][] : memref<f32>
 // CHECK-NEXT:        %[[VALUE:.*]] = loop.load %[[Q]][] : memref<f32>
-// CHECK-NEXT:        %[[NAN:.*]] = arith.cmpf uno, %[[VALUE]], %[[VALUE]] : f32
+// CHECK-NEXT:        %[[NAN:.*]] = arith.cmpf une, %[[VALUE]], %[[VALUE]] : f32
 // CHECK-NEXT:        %[[NONE:.*]] = arith.constant 0 : index
 // CHECK-NEXT:        %[[COUNT:.*]] = arith.select %[[NAN]], %[[NONE]], %[[BLOCKS]] : index
 // CHECK:             loop.for {{.*}} to %[[COUNT]] {{.*}} name("scan0")
 // CHECK:               loop.for {{.*}} name("scan1")
 // CHECK:                 loop.for {{.*}} name("scan2")
 // CHECK:                   loop.for {{.*}} name("scan3")
-// CHECK:                     arith.sitofp
 // CHECK:                     %[[PREVIOUS:.*]] = loop.load %[[P]][]
 // CHECK-NEXT:                %[[CURRENT:.*]] = loop.load %[[Q]][]
+// CHECK:                     arith.sitofp
 // CHECK:                     %[[NEXT:.*]] = arith.divf
-// CHECK-NEXT:                loop.store %[[NEXT]], %[[Q]][] : memref<f32>
-// CHECK-NEXT:                loop.store %[[CURRENT]], %[[P]][] : memref<f32>
+// CHECK-NEXT:                %[[STOPPED:.*]] = arith.cmpf une, %[[CURRENT]], %[[CURRENT]] : f32
+// CHECK-NEXT:                %[[NEW_P:.*]] = arith.select %[[STOPPED]], %[[PREVIOUS]], %[[CURRENT]] : f32
+// CHECK-NEXT:                %[[NEW_Q:.*]] = arith.select %[[STOPPED]], %[[CURRENT]], %[[NEXT]] : f32
+// CHECK-NEXT:                loop.store %[[NEW_P]], %[[P]][] : memref<f32>
+// CHECK-NEXT:                loop.store %[[NEW_Q]], %[[Q]][] : memref<f32>
 // CHECK:             %[[RESULT:.*]] = loop.load %[[Q]][] : memref<f32>
 // CHECK:             arith.select
 // CHECK:             arith.select
