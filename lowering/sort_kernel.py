@@ -28,12 +28,13 @@ from collections.abc import Callable
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefType, StringAttr, TensorType, i1
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, StringAttr, TensorType
+from xdsl.ir import Block, Region, SSAValue
 
-from ..dialects import loop, te
+from ..dialects import te
 from ..dialects.graph.types import is_float, shape_of, tensor_type
-from .line_nest import index_const, line_nest
+from .line_nest import line_nest
+from .scalar_code import LoopNames, ScalarCode
 from .te_to_loop import buffer_type
 
 #: the ``tk.kernel`` tags of a sort kernel and of a top-k one
@@ -48,61 +49,18 @@ def workspace_type(op: te.SortOp) -> TensorType:
     return tensor_type((2, *shape_of(op.result.type)), _I64)
 
 
-class _Code:
-    """Scalar code at one insertion point."""
-
-    def __init__(self, b: Builder):
-        self.b = b
-
-    def __call__(self, op: Operation) -> SSAValue:
-        return self.b.insert(op).results[0]
-
-    def negation(self, flag: SSAValue) -> SSAValue:
-        """``not flag`` (an i1)."""
-        return self(arith.XOrIOp(flag, self(arith.ConstantOp(IntegerAttr(1, i1)))))
-
-    def const(self, k: int) -> SSAValue:
-        return index_const(self.b, k)
-
-    def local(self, init: SSAValue) -> SSAValue:
-        """A local scalar holding the index ``init`` (as an i64: LLVM has no index type)."""
-        ref = self(loop.AllocOp(MemRefType(_I64, []), scope="local"))
-        self.put(init, ref)
-        return ref
-
-    def get(self, ref: SSAValue) -> SSAValue:
-        """The index in the local scalar ``ref``."""
-        return self(arith.IndexCastOp(self(loop.LoadOp(ref, [])), IndexType()))
-
-    def put(self, value: SSAValue, ref: SSAValue) -> None:
-        """Store the index ``value`` in the local scalar ``ref``."""
-        self.b.insert(loop.StoreOp(self(arith.IndexCastOp(value, _I64)), ref, []))
-
-    def load(self, buffer: SSAValue, at: list[SSAValue]) -> SSAValue:
-        return self(loop.LoadOp(buffer, at))
-
-    def store(self, value: SSAValue, buffer: SSAValue, at: list[SSAValue]) -> None:
-        self.b.insert(loop.StoreOp(value, buffer, at))
-
-    def loop(self, lb: SSAValue, ub: SSAValue, step: SSAValue, name: str) -> tuple[SSAValue, _Code]:
-        body = Block(arg_types=[IndexType()])
-        self.b.insert(loop.ForOp(lb, ub, step, body, kind="serial", name=name))
-        body.add_op(loop.YieldOp())
-        return body.args[0], _Code(Builder(InsertPoint.before(body.last_op)))
-
-
-def _strictly_before(descending: bool, is_float_type: bool) -> Callable[[_Code, SSAValue, SSAValue], SSAValue]:
+def _strictly_before(descending: bool, is_float_type: bool) -> Callable[[ScalarCode, SSAValue, SSAValue], SSAValue]:
     """``a`` sorts strictly before ``b`` (NaN the largest value)."""
 
-    def before(c: _Code, a: SSAValue, b: SSAValue) -> SSAValue:
+    def before(c: ScalarCode, a: SSAValue, b: SSAValue) -> SSAValue:
         if not is_float_type:
-            return c(arith.CmpiOp(a, b, "sgt" if descending else "slt"))
-        ordered = c(arith.CmpfOp(a, b, "ogt" if descending else "olt"))
-        a_nan, b_nan = c(arith.CmpfOp(a, a, "uno")), c(arith.CmpfOp(b, b, "uno"))
+            return c.ins(arith.CmpiOp(a, b, "sgt" if descending else "slt"))
+        ordered = c.ins(arith.CmpfOp(a, b, "ogt" if descending else "olt"))
+        a_nan, b_nan = c.ins(arith.CmpfOp(a, a, "uno")), c.ins(arith.CmpfOp(b, b, "uno"))
         # ascending: a number before a NaN; descending: a NaN before a number
         first_nan, other_nan = (a_nan, b_nan) if descending else (b_nan, a_nan)
-        nan_order = c(arith.AndIOp(first_nan, c.negation(other_nan)))
-        return c(arith.OrIOp(ordered, nan_order))
+        nan_order = c.ins(arith.AndIOp(first_nan, c.negation(other_nan)))
+        return c.ins(arith.OrIOp(ordered, nan_order))
 
     return before
 
@@ -115,53 +73,53 @@ def sort_kernel(op: te.SortOp, name: str) -> func.FuncOp:
     x, out, work = entry.args
     nest = line_nest(Builder(InsertPoint.at_end(entry)), x, axis)
     before = _strictly_before(bool(op.descending.value.data), is_float(op.input.type.element_type))
-    c = _Code(nest.inner)
-    n, zero, one = nest.size, c.const(0), c.const(1)
+    c = ScalarCode(nest.inner, op.input.type.element_type, LoopNames(), None)
+    n, zero, one = nest.size, c.index(0), c.index(1)
 
     def in_work(half: SSAValue, k: SSAValue) -> list[SSAValue]:
         return [half, *nest.at(k)]
 
     k, fill = c.loop(zero, n, one, "scan0")
-    fill.store(fill(arith.IndexCastOp(k, _I64)), work, in_work(zero, k))
+    fill.store(fill.ins(arith.IndexCastOp(k, _I64)), work, in_work(zero, k))
 
     # passes: how many run widths 1, 2, 4, ... are below n (the width saturates at n)
-    passes, width = c.local(zero), c.local(one)
-    _, count = c.loop(zero, c.const(64), one, "scan1")
-    w = count.get(width)
-    below = count(arith.IndexCastOp(count(arith.ExtUIOp(count(arith.CmpiOp(w, n, "ult")), _I64)), IndexType()))
-    count.put(count(arith.AddiOp(count.get(passes), below)), passes)
-    count.put(count(arith.MinUIOp(count(arith.AddiOp(w, w)), n)), width)
+    passes, width = c.local_index(zero), c.local_index(one)
+    _, count = c.loop(zero, c.index(64), one, "scan1")
+    w = count.get_index(width)
+    below = count.ins(arith.IndexCastOp(count.ins(arith.ExtUIOp(count.ins(arith.CmpiOp(w, n, "ult")), _I64)), IndexType()))
+    count.put_index(count.ins(arith.AddiOp(count.get_index(passes), below)), passes)
+    count.put_index(count.ins(arith.MinUIOp(count.ins(arith.AddiOp(w, w)), n)), width)
 
-    total = c.get(passes)
-    c.put(one, width)
-    source = c.local(zero)
+    total = c.get_index(passes)
+    c.put_index(one, width)
+    source = c.local_index(zero)
     _, merge_pass = c.loop(zero, total, one, "scan2")
-    w = merge_pass.get(width)
-    src = merge_pass.get(source)
-    dst = merge_pass(arith.SubiOp(one, src))
-    two_w = merge_pass(arith.AddiOp(w, w))
+    w = merge_pass.get_index(width)
+    src = merge_pass.get_index(source)
+    dst = merge_pass.ins(arith.SubiOp(one, src))
+    two_w = merge_pass.ins(arith.AddiOp(w, w))
     lo, pair = merge_pass.loop(zero, n, two_w, "scan3")
-    mid = pair(arith.MinUIOp(pair(arith.AddiOp(lo, w)), n))
-    hi = pair(arith.MinUIOp(pair(arith.AddiOp(lo, two_w)), n))
-    left, right = pair.local(lo), pair.local(mid)
-    last = pair(arith.SubiOp(n, one))
+    mid = pair.ins(arith.MinUIOp(pair.ins(arith.AddiOp(lo, w)), n))
+    hi = pair.ins(arith.MinUIOp(pair.ins(arith.AddiOp(lo, two_w)), n))
+    left, right = pair.local_index(lo), pair.local_index(mid)
+    last = pair.ins(arith.SubiOp(n, one))
     k, step = pair.loop(lo, hi, one, "scan4")
-    i, j = step.get(left), step.get(right)
-    a_index = step.load(work, in_work(src, step(arith.MinUIOp(i, last))))
-    b_index = step.load(work, in_work(src, step(arith.MinUIOp(j, last))))
-    a = step.load(x, nest.at(step(arith.IndexCastOp(a_index, IndexType()))))
-    b = step.load(x, nest.at(step(arith.IndexCastOp(b_index, IndexType()))))
-    left_open = step(arith.CmpiOp(i, mid, "ult"))
-    right_spent = step(arith.CmpiOp(j, hi, "uge"))
+    i, j = step.get_index(left), step.get_index(right)
+    a_index = step.load(work, in_work(src, step.ins(arith.MinUIOp(i, last))))
+    b_index = step.load(work, in_work(src, step.ins(arith.MinUIOp(j, last))))
+    a = step.load(x, nest.at(step.ins(arith.IndexCastOp(a_index, IndexType()))))
+    b = step.load(x, nest.at(step.ins(arith.IndexCastOp(b_index, IndexType()))))
+    left_open = step.ins(arith.CmpiOp(i, mid, "ult"))
+    right_spent = step.ins(arith.CmpiOp(j, hi, "uge"))
     right_first = before(step, b, a)
-    take_left = step(arith.AndIOp(left_open, step(arith.OrIOp(right_spent, step.negation(right_first)))))
-    step.store(step(arith.SelectOp(take_left, a_index, b_index)), work, in_work(dst, k))
-    step.put(step(arith.SelectOp(take_left, step(arith.AddiOp(i, one)), i)), left)
-    step.put(step(arith.SelectOp(take_left, j, step(arith.AddiOp(j, one)))), right)
-    merge_pass.put(dst, source)
-    merge_pass.put(two_w, width)
+    take_left = step.ins(arith.AndIOp(left_open, step.ins(arith.OrIOp(right_spent, step.negation(right_first)))))
+    step.store(step.ins(arith.SelectOp(take_left, a_index, b_index)), work, in_work(dst, k))
+    step.put_index(step.ins(arith.SelectOp(take_left, step.ins(arith.AddiOp(i, one)), i)), left)
+    step.put_index(step.ins(arith.SelectOp(take_left, j, step.ins(arith.AddiOp(j, one)))), right)
+    merge_pass.put_index(dst, source)
+    merge_pass.put_index(two_w, width)
 
-    final = c.get(source)
+    final = c.get_index(source)
     k, copy = c.loop(zero, n, one, "scan5")
     copy.store(copy.load(work, in_work(final, k)), out, nest.at(k))
     Builder(InsertPoint.at_end(entry)).insert(func.ReturnOp())
@@ -192,38 +150,38 @@ def top_k_kernel(op: te.SortOp, name: str) -> func.FuncOp:
     x, out = entry.args
     nest = line_nest(Builder(InsertPoint.at_end(entry)), x, axis)
     before = _strictly_before(bool(op.descending.value.data), is_float(op.input.type.element_type))
-    c = _Code(nest.inner)
-    n, zero, one, k = nest.size, c.const(0), c.const(1), c.const(k_value)
-    last_slot = c.const(k_value - 1)
+    c = ScalarCode(nest.inner, op.input.type.element_type, LoopNames(), None)
+    n, zero, one, k = nest.size, c.index(0), c.index(1), c.index(k_value)
+    last_slot = c.index(k_value - 1)
 
     slot, init = c.loop(zero, k, one, "scan0")
-    init.store(init(arith.ConstantOp(IntegerAttr(0, _I64))), out, nest.at(slot))
-    held = c.local(zero)
+    init.store(init.ins(arith.ConstantOp(IntegerAttr(0, _I64))), out, nest.at(slot))
+    held = c.local_index(zero)
     p, scan = c.loop(zero, n, one, "scan1")
     value = scan.load(x, nest.at(p))
-    m = scan.get(held)
+    m = scan.get_index(held)
 
-    def value_at(code: _Code, slot: SSAValue) -> tuple[SSAValue, SSAValue]:
+    def value_at(code: ScalarCode, slot: SSAValue) -> tuple[SSAValue, SSAValue]:
         index = code.load(out, nest.at(slot))
-        return index, code.load(x, nest.at(code(arith.IndexCastOp(index, IndexType()))))
+        return index, code.load(x, nest.at(code.ins(arith.IndexCastOp(index, IndexType()))))
 
     _, worst = value_at(scan, last_slot)
-    insert = scan(arith.OrIOp(scan(arith.CmpiOp(m, k, "ult")), before(scan, value, worst)))
-    slot = scan(arith.MinUIOp(m, last_slot))
-    landing = scan.local(slot)
-    moving = scan.local(one)
-    t, shift = scan.loop(zero, scan(arith.SelectOp(insert, slot, zero)), one, "scan2")
-    j = shift(arith.SubiOp(slot, t))
-    above = shift(arith.SubiOp(j, one))
+    insert = scan.ins(arith.OrIOp(scan.ins(arith.CmpiOp(m, k, "ult")), before(scan, value, worst)))
+    slot = scan.ins(arith.MinUIOp(m, last_slot))
+    landing = scan.local_index(slot)
+    moving = scan.local_index(one)
+    t, shift = scan.loop(zero, scan.ins(arith.SelectOp(insert, slot, zero)), one, "scan2")
+    j = shift.ins(arith.SubiOp(slot, t))
+    above = shift.ins(arith.SubiOp(j, one))
     above_index, above_value = value_at(shift, above)
-    go = shift(arith.AndIOp(shift(arith.CmpiOp(shift.get(moving), zero, "ne")), before(shift, value, above_value)))
-    shift.store(shift(arith.SelectOp(go, above_index, shift.load(out, nest.at(j)))), out, nest.at(j))
-    shift.put(shift(arith.SelectOp(go, above, shift.get(landing))), landing)
-    shift.put(shift(arith.SelectOp(go, one, zero)), moving)
-    land = scan.get(landing)
+    go = shift.ins(arith.AndIOp(shift.ins(arith.CmpiOp(shift.get_index(moving), zero, "ne")), before(shift, value, above_value)))
+    shift.store(shift.ins(arith.SelectOp(go, above_index, shift.load(out, nest.at(j)))), out, nest.at(j))
+    shift.put_index(shift.ins(arith.SelectOp(go, above, shift.get_index(landing))), landing)
+    shift.put_index(shift.ins(arith.SelectOp(go, one, zero)), moving)
+    land = scan.get_index(landing)
     kept = scan.load(out, nest.at(land))
-    scan.store(scan(arith.SelectOp(insert, scan(arith.IndexCastOp(p, _I64)), kept)), out, nest.at(land))
-    scan.put(scan(arith.MinUIOp(scan(arith.AddiOp(m, one)), k)), held)
+    scan.store(scan.ins(arith.SelectOp(insert, scan.ins(arith.IndexCastOp(p, _I64)), kept)), out, nest.at(land))
+    scan.put_index(scan.ins(arith.MinUIOp(scan.ins(arith.AddiOp(m, one)), k)), held)
     Builder(InsertPoint.at_end(entry)).insert(func.ReturnOp())
     kernel = func.FuncOp(name, (arg_types, []), Region(entry))
     kernel.attributes["tk.kernel"] = StringAttr(TOP_K_TAG)
