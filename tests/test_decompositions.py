@@ -18,7 +18,6 @@ of a few units to a few hundred)."""
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
@@ -29,7 +28,7 @@ from nvcc import compile_ptx
 from tensorkiln.backends.cuda.pipeline import build_emulated
 
 torch = pytest.importorskip("torch")
-from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
+from torch_compile import compile_torch_fn  # noqa: E402
 from tensorkiln.frontends.torch.importer import TorchImportError  # noqa: E402
 
 RTOL = {"float32": 2e-4, "float64": 1e-10}
@@ -43,20 +42,9 @@ def _close(got, want, dtype: str, what: str = "") -> None:
     np.testing.assert_allclose(got, want, rtol=RTOL[dtype], atol=RTOL[dtype] * scale, err_msg=what)
 
 
-def _compile(fn, *inputs: np.ndarray, **export_kwargs):
-    class Model(torch.nn.Module):
-        def forward(self, *xs):
-            return fn(*xs)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program = torch.export.export(Model(), tuple(torch.from_numpy(x) for x in inputs), **export_kwargs)
-    return tk.build(from_exported_program(program))
-
-
 def _run(fn, *inputs: np.ndarray):
     """(ours, torch's) results of ``fn`` on ``inputs``, each a list."""
-    got = _compile(fn, *inputs)(*inputs)
+    got = compile_torch_fn(fn, *inputs)(*inputs)
     want = fn(*(torch.from_numpy(x) for x in inputs))
     as_list = lambda r: list(r) if isinstance(r, tuple | list) else [r]  # noqa: E731
     return [np.asarray(g) for g in as_list(got)], [w.numpy() for w in as_list(want)]
@@ -178,7 +166,7 @@ def test_a_nan_spreads_to_every_value_of_its_matrix_only(rng):
     x = rng.standard_normal((2, 4, 4)).astype(np.float32)
     a = x + np.swapaxes(x, -1, -2)
     a[1, 2, 0] = a[1, 0, 2] = np.nan
-    values, singular = _compile(lambda t: (torch.linalg.eigvalsh(t), torch.linalg.svdvals(t)), a)(a)
+    values, singular = compile_torch_fn(lambda t: (torch.linalg.eigvalsh(t), torch.linalg.svdvals(t)), a)(a)
     assert np.isnan(values[1]).all() and np.isnan(singular[1]).all()
     _close(values[0], np.linalg.eigvalsh(a[0]), "float32")
     _close(singular[0], np.linalg.svd(a[0], compute_uv=False), "float32")
@@ -241,7 +229,7 @@ def test_symbolic_batch(rng):
         return q, r, torch.linalg.svdvals(x), torch.linalg.eigvalsh(x @ x.mT)
 
     a = rng.standard_normal((3, 5, 4)).astype(np.float32)
-    lib = _compile(fn, a, dynamic_shapes=(({0: torch.export.Dim("batch")},),))  # (forward takes *xs)
+    lib = compile_torch_fn(fn, a, dynamic_shapes=(({0: torch.export.Dim("batch")},),))  # (forward takes *xs)
     for size in (1, 4):
         a = rng.standard_normal((size, 5, 4)).astype(np.float32)
         for g, w in zip(lib(a), fn(torch.from_numpy(a))):
@@ -304,7 +292,7 @@ def test_errors():
     with pytest.raises(VerifyException, match=r"tau must be \(..., k\) with a static k <= 3"):
         b.householder_product(b.input("v", (5, 3)), b.input("t", (4,)))
     with pytest.raises(TorchImportError, match="pivot=False"):
-        _compile(lambda x: torch.linalg.lu_factor(x, pivot=False), np.eye(3, dtype=np.float32))
+        compile_torch_fn(lambda x: torch.linalg.lu_factor(x, pivot=False), np.eye(3, dtype=np.float32))
 
 
 def test_models_that_use_them(rng):

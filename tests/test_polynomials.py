@@ -8,7 +8,6 @@ interpreter, the emulated GPU and nvcc, and the verifier."""
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
 import pytest
@@ -20,21 +19,10 @@ from tensorkiln.backends.cuda.pipeline import build_emulated
 from tensorkiln.dialects.graph.polynomials import POLYNOMIALS
 
 torch = pytest.importorskip("torch")
-from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
+from torch_compile import compile_torch_fn  # noqa: E402
 
 KINDS = list(POLYNOMIALS)
 RTOL = {"float32": 2e-4, "float64": 1e-10}
-
-
-def _compile(fn, *inputs):
-    class Model(torch.nn.Module):
-        def forward(self, *xs):
-            return fn(*xs)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program = torch.export.export(Model(), tuple(torch.from_numpy(np.asarray(x)) for x in inputs))
-    return tk.build(from_exported_program(program))
 
 
 def _all_kinds(x, n):
@@ -62,7 +50,7 @@ def test_every_family_matches_torch(rng, dtype):
         rng.integers(-2, 24, 120).astype(float),
         [7, 7, 4, 5, 0, 1, np.nan, np.inf, -np.inf, 1e20, 3.7, -0.5, 200, 300, 0, 1],
     ]).astype(dtype)  # fmt: skip
-    got = _compile(_all_kinds, x, n)(x, n)
+    got = compile_torch_fn(_all_kinds, x, n)(x, n)
     want = _all_kinds(torch.from_numpy(x), torch.from_numpy(n))
     # torch returns an uninitialized variable for a NaN x whose recurrence would run
     _check(got, want, dtype, skip=np.isnan(x) & (n >= 2))
@@ -83,7 +71,7 @@ def test_scalars_integers_and_broadcasting(rng):
             s.laguerre_polynomial_l(x.double(), n), s.shifted_chebyshev_polynomial_w(n, n),
         )  # fmt: skip
 
-    got = _compile(fn, x, n)(x, n)
+    got = compile_torch_fn(fn, x, n)(x, n)
     want = fn(torch.from_numpy(x), torch.from_numpy(n))
     for g, w in zip(got, want):
         assert g.dtype == w.numpy().dtype and g.shape == tuple(w.shape)
@@ -99,7 +87,7 @@ def test_a_recurrence_gone_nan_stops_early():
     def fn(x, n):
         return torch.special.chebyshev_polynomial_t(x, n), torch.special.legendre_polynomial_p(x, n)
 
-    lib = _compile(fn, x, n)
+    lib = compile_torch_fn(fn, x, n)
     start = time.perf_counter()
     got = lib(x, n)
     assert time.perf_counter() - start < 5.0

@@ -24,17 +24,13 @@ Each element runs one of the three loops (the others get no steps; see
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Operation, SSAValue
-from xdsl.irdl import ParsePropInAttrDict, irdl_op_definition, prop_def
-from xdsl.utils.exceptions import VerifyException
+from xdsl.irdl import irdl_op_definition
 
-from .base import OpPatternKind
-from .elementwise import BinaryOp
-from .iterative import Arithmetic, NumpyArithmetic, Value, any_of, first_case, isinf, only_where
+from .iterative import Arithmetic, IterativeOp, Value, any_of, first_case, isinf, only_where
 from .temme_coefficients import D
 
 MAX_ITERATIONS = 2000
@@ -213,7 +209,7 @@ def incomplete_gamma(m: Arithmetic, a: Value, x: Value, upper: bool) -> Value:
 
 
 @irdl_op_definition
-class IncompleteGammaOp(BinaryOp):
+class IncompleteGammaOp(IterativeOp):
     """The regularized incomplete gamma function of ``kind`` ``"lower"`` (``P(a, x)``) or
     ``"upper"`` (``Q(a, x)``) for each ``a`` and ``x``, broadcast together; float element types.
 
@@ -221,26 +217,12 @@ class IncompleteGammaOp(BinaryOp):
     """
 
     name = "graph.incomplete_gamma"
-    kind = prop_def(StringAttr)
-    irdl_options = (ParsePropInAttrDict(),)
-    FLOAT_ONLY: ClassVar[bool] = True
-    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+    KINDS: ClassVar[Sequence[str]] = ("lower", "upper")
+    KIND_NOUN: ClassVar[str] = "incomplete gamma function"
 
-    def __init__(self, a: SSAValue | Operation, x: SSAValue | Operation, kind: str):
-        self._build([a, x], {"kind": StringAttr(kind)})
-
-    def infer_result_type(self):
-        if self.kind.data not in ("lower", "upper"):
-            raise VerifyException(f"kind must be 'lower' or 'upper', got '{self.kind.data}'")
-        return super().infer_result_type()
-
-    def reference(self, a: np.ndarray, x: np.ndarray) -> np.ndarray:
-        a, x = np.broadcast_arrays(a, x)
-        m = NumpyArithmetic(np.dtype(a.dtype))
-        with np.errstate(all="ignore"):
-            return incomplete_gamma(m, a.astype(m.dtype), x.astype(m.dtype), upper=self.kind.data == "upper")
+    @classmethod
+    def evaluate(cls, kind: str, m: Arithmetic, a: Value, x: Value) -> Value:
+        return incomplete_gamma(m, a, x, upper=kind == "upper")
 
 
-INCOMPLETE_GAMMA_OPS = (IncompleteGammaOp,)
-
-__all__ = ["INCOMPLETE_GAMMA_OPS", "IncompleteGammaOp", "incomplete_gamma"]
+__all__ = ["IncompleteGammaOp", "incomplete_gamma"]

@@ -19,9 +19,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.irdl import ParsePropInAttrDict, prop_def
+from xdsl.utils.exceptions import VerifyException
+
+from .base import OpPatternKind
+from .elementwise import BinaryOp
 
 #: a value of an arithmetic: a numpy array, or a kernel's scalar
 Value = Any
@@ -158,6 +165,40 @@ class NumpyArithmetic:
             k += 1
 
 
+class IterativeOp(BinaryOp):
+    """The shape of the ops computed by iteration: two float operands broadcast together,
+    a ``kind`` naming the function among :attr:`KINDS`, one kernel each (opaque to fusion;
+    ``te.dense_linalg`` with the op's name as routine). Subclasses define :meth:`evaluate`
+    over an arithmetic; the reference runs it on numpy, the kernel on scalar code."""
+
+    kind = prop_def(StringAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+    FLOAT_ONLY: ClassVar[bool] = True
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+    #: the functions of the op, and what one is called in errors
+    KINDS: ClassVar[Sequence[str]]
+    KIND_NOUN: ClassVar[str]
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, kind: str):
+        self._build([lhs, rhs], {"kind": StringAttr(kind)})
+
+    def infer_result_type(self):
+        if self.kind.data not in self.KINDS:
+            raise VerifyException(f"unknown {self.KIND_NOUN} '{self.kind.data}' (expected one of {', '.join(self.KINDS)})")
+        return super().infer_result_type()
+
+    @classmethod
+    def evaluate(cls, kind: str, m: Arithmetic, lhs: Value, rhs: Value) -> Value:
+        """The function ``kind`` of the two operands, elementwise in ``m``."""
+        raise NotImplementedError
+
+    def reference(self, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        lhs, rhs = np.broadcast_arrays(lhs, rhs)
+        m = NumpyArithmetic(np.dtype(lhs.dtype))
+        with np.errstate(all="ignore"):
+            return self.evaluate(self.kind.data, m, lhs.astype(m.dtype), rhs.astype(m.dtype))
+
+
 def _lgamma(v: float) -> float:
     """C's ``lgamma``: +inf at the poles (Python raises)."""
     try:
@@ -166,4 +207,6 @@ def _lgamma(v: float) -> float:
         return math.inf
 
 
-__all__ = ["Arithmetic", "LoopStep", "NumpyArithmetic", "Value", "any_of", "even", "first_case", "isinf", "only_where"]
+__all__ = [
+    "Arithmetic", "IterativeOp", "LoopStep", "NumpyArithmetic", "Value", "any_of", "even", "first_case", "isinf", "only_where",
+]  # fmt: skip

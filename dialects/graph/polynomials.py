@@ -28,14 +28,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Operation, SSAValue
-from xdsl.irdl import ParsePropInAttrDict, irdl_op_definition, prop_def
-from xdsl.utils.exceptions import VerifyException
+from xdsl.irdl import irdl_op_definition
 
-from .base import OpPatternKind
-from .elementwise import BinaryOp
-from .iterative import Arithmetic, NumpyArithmetic, Value, any_of, even, first_case
+from .iterative import Arithmetic, IterativeOp, Value, any_of, even, first_case
 
 #: ``P_{k+1}`` from ``x``, ``k`` (a float) and ``p = P_{k-1}``, ``q = P_k``
 Step = Callable[[Value, Value, Value, Value], Value]
@@ -222,7 +217,7 @@ POLYNOMIALS: dict[str, Polynomial] = {
 
 
 @irdl_op_definition
-class OrthogonalPolynomialOp(BinaryOp):
+class OrthogonalPolynomialOp(IterativeOp):
     """``P_n(x)`` of the family ``kind`` (a key of :data:`POLYNOMIALS`) for each ``x`` and
     degree ``n`` (a float tensor, truncated), broadcast together; float element types.
 
@@ -230,26 +225,12 @@ class OrthogonalPolynomialOp(BinaryOp):
     """
 
     name = "graph.orthogonal_polynomial"
-    kind = prop_def(StringAttr)
-    irdl_options = (ParsePropInAttrDict(),)
-    FLOAT_ONLY: ClassVar[bool] = True
-    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+    KINDS: ClassVar[Sequence[str]] = tuple(POLYNOMIALS)
+    KIND_NOUN: ClassVar[str] = "polynomial"
 
-    def __init__(self, x: SSAValue | Operation, n: SSAValue | Operation, kind: str):
-        self._build([x, n], {"kind": StringAttr(kind)})
-
-    def infer_result_type(self):
-        if self.kind.data not in POLYNOMIALS:
-            raise VerifyException(f"unknown polynomial '{self.kind.data}' (expected one of {', '.join(POLYNOMIALS)})")
-        return super().infer_result_type()
-
-    def reference(self, x: np.ndarray, n: np.ndarray) -> np.ndarray:
-        x, n = np.broadcast_arrays(x, n)
-        m = NumpyArithmetic(np.dtype(x.dtype))
-        with np.errstate(all="ignore"):
-            return evaluate(POLYNOMIALS[self.kind.data], m, x.astype(m.dtype), n.astype(m.dtype))
+    @classmethod
+    def evaluate(cls, kind: str, m: Arithmetic, x: Value, n: Value) -> Value:
+        return evaluate(POLYNOMIALS[kind], m, x, n)
 
 
-POLYNOMIAL_OPS = (OrthogonalPolynomialOp,)
-
-__all__ = ["OrthogonalPolynomialOp", "POLYNOMIALS", "POLYNOMIAL_OPS", "Polynomial", "evaluate"]
+__all__ = ["OrthogonalPolynomialOp", "POLYNOMIALS", "Polynomial", "evaluate"]

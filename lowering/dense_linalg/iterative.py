@@ -28,9 +28,9 @@ from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import IndexType, IntegerType
 from xdsl.ir import SSAValue
 
-from ...dialects.graph.incomplete_gamma import incomplete_gamma
-from ...dialects.graph.iterative import LoopStep
-from ...dialects.graph.polynomials import POLYNOMIALS, evaluate
+from ...dialects.graph.incomplete_gamma import IncompleteGammaOp
+from ...dialects.graph.iterative import IterativeOp, LoopStep
+from ...dialects.graph.polynomials import OrthogonalPolynomialOp
 from ...dialects.graph.types import numpy_dtype
 from ...dialects.scalar import ErfcOp, LgammaOp, RemFOp
 from .code import KernelArgs, ScalarCode, routine
@@ -142,15 +142,16 @@ class KernelArithmetic:
         return tuple(Scalar(self, c.load(cell)) for cell in cells)
 
 
-@routine("orthogonal_polynomial")
-def _orthogonal_polynomial(k: KernelArgs) -> None:
-    m = KernelArithmetic(k.c)
-    x, n = (Scalar(m, v.load(k.c)) for v in k.inputs)
-    k.out.store(k.c, evaluate(POLYNOMIALS[k.op.kind.data], m, x, n).value)
+def _iterative_routine(op_class: type[IterativeOp]) -> None:
+    """Register the routine of ``op_class`` (named after it): its ``evaluate`` per element."""
+
+    def emit(k: KernelArgs) -> None:
+        m = KernelArithmetic(k.c)
+        lhs, rhs = (Scalar(m, v.load(k.c)) for v in k.inputs)
+        k.out.store(k.c, op_class.evaluate(k.op.kind.data, m, lhs, rhs).value)
+
+    routine(op_class.name.removeprefix("graph."))(emit)
 
 
-@routine("incomplete_gamma")
-def _incomplete_gamma(k: KernelArgs) -> None:
-    m = KernelArithmetic(k.c)
-    a, x = (Scalar(m, v.load(k.c)) for v in k.inputs)
-    k.out.store(k.c, incomplete_gamma(m, a, x, upper=k.op.kind.data == "upper").value)
+for _op in (OrthogonalPolynomialOp, IncompleteGammaOp):
+    _iterative_routine(_op)

@@ -12,14 +12,14 @@ from xdsl.ir import SSAValue
 from ...dialects import te
 from ...dialects.graph.dense_linalg import DENSE_LINALG_OPS
 from ...dialects.graph.factorizations import FACTORIZATION_OPS
-from ...dialects.graph.incomplete_gamma import INCOMPLETE_GAMMA_OPS
-from ...dialects.graph.polynomials import POLYNOMIAL_OPS
+from ...dialects.graph.incomplete_gamma import IncompleteGammaOp
+from ...dialects.graph.polynomials import OrthogonalPolynomialOp
 from ...dialects.graph.spectral import SPECTRAL_OPS
 from ..te_builder import TEBuilder
 from .registry import compute_rule
 
 
-@compute_rule(*DENSE_LINALG_OPS, *FACTORIZATION_OPS, *SPECTRAL_OPS, *POLYNOMIAL_OPS, *INCOMPLETE_GAMMA_OPS)
+@compute_rule(*DENSE_LINALG_OPS, *FACTORIZATION_OPS, *SPECTRAL_OPS, OrthogonalPolynomialOp, IncompleteGammaOp)
 def dense_linalg(t: TEBuilder, op) -> SSAValue:
     """The routine named after the op, with its ``lower``/``unit_diagonal`` flags and its
     ``kind`` where it has them."""
