@@ -23,6 +23,7 @@ from . import (  # noqa: F401
     order,
     random,
     reduce,
+    segments,
     shape,
     special,
     unique,
