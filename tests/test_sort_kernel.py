@@ -31,6 +31,8 @@ def stable_argsort(a: np.ndarray, axis: int, descending: bool) -> np.ndarray:
 
 
 def data(rng, shape, dtype):
+    if np.dtype(dtype).kind == "b":
+        return rng.random(shape) < 0.5
     if np.dtype(dtype).kind == "i":
         return rng.integers(-20, 20, shape).astype(dtype)  # many ties
     a = rng.standard_normal(shape).round(1).astype(dtype)  # ties too
@@ -38,8 +40,11 @@ def data(rng, shape, dtype):
     return a
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.float64, np.float16, np.int64, np.int32, np.int8, np.bool_], ids=lambda d: np.dtype(d).name
+)
 def test_long_axes_sort_like_numpy(rng, dtype):
+    """Keys travel in the workspace widened (float64, int64): every key type sorts as it is."""
     n = 3 * RANK_SORT_MAX + 7
     b = GraphBuilder()
     x = b.input("x", (2, n, 3), dtype)
