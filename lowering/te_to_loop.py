@@ -19,7 +19,7 @@ constant (its data listed in ``tk.weights``, in order), so the caller binds weig
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder, InsertPoint
@@ -205,6 +205,30 @@ def _is_zero(index: SSAValue) -> bool:
     return isinstance(index.owner, arith.ConstantOp) and index.owner.value.value.data == 0
 
 
+#: the emission of a te body: it yields the emission of each inlined producer it reads and
+#: is sent that producer's value back, so that :func:`_run_steps` runs producers on a stack of
+#: its own -- nested calls would overflow Python's recursion along a chain of hundreds of
+#: fused producers each reading the next
+_Steps = Generator["_Steps", SSAValue, SSAValue]
+
+
+def _run_steps(steps: _Steps) -> SSAValue:
+    """Run ``steps`` and the emissions it hands over, innermost first; its value."""
+    stack = [steps]
+    sent: SSAValue | None = None
+    while True:
+        try:
+            inner = stack[-1].send(sent)
+        except StopIteration as done:
+            stack.pop()
+            if not stack:
+                return done.value
+            sent = done.value
+            continue
+        stack.append(inner)
+        sent = None
+
+
 class _BodyEmitter:
     """Copies a te body into loops: reads become loads (or, for an inlined producer, its
     body at the read's indices), reductions become accumulations in a local buffer.
@@ -234,15 +258,24 @@ class _BodyEmitter:
             _is_zero(i) for i in indices[r:]
         )
 
-    def emit_block(self, b: Builder, block: Block) -> SSAValue:
+    def emit_compute(self, b: Builder, compute: te.ComputeOp, indices: Sequence[SSAValue]) -> SSAValue:
+        """The element of ``compute`` at ``indices``, computed in place."""
+        return _run_steps(self._compute_steps(b, compute, indices))
+
+    def _compute_steps(self, b: Builder, compute: te.ComputeOp, indices: Sequence[SSAValue]) -> _Steps:
+        self.values.update(zip(compute.index_vars, indices))
+        self.values.update(zip(compute.input_args, (self.values[v] for v in compute.inputs)))
+        return (yield from self._block_steps(b, compute.body.block))
+
+    def _block_steps(self, b: Builder, block: Block) -> _Steps:
         """Emit every op of ``block`` but its te.yield; return the yielded value."""
         for op in block.ops:
             if isinstance(op, te.YieldOp):
                 return self.values[op.value]
-            self.emit_op(b, op)
+            yield from self._op_steps(b, op)
         raise PassFailedException("te body without te.yield")
 
-    def emit_op(self, b: Builder, op: Operation) -> None:
+    def _op_steps(self, b: Builder, op: Operation) -> _Steps:
         match op:
             case te.ReadOp():
                 source = self.values[op.tensor]
@@ -254,7 +287,8 @@ class _BodyEmitter:
                         return
                     key = (source.compute, b.insertion_point.block, tuple(indices))
                     if key not in self.computed:
-                        self.computed[key] = self.emit_compute(b, source.compute, indices)
+                        # handed to _run_steps, not nested here: see _Steps
+                        self.computed[key] = yield self._compute_steps(b, source.compute, indices)
                     self.values[op.result] = self.computed[key]
                     return
                 new = loop.LoadOp(source, indices)
@@ -262,19 +296,13 @@ class _BodyEmitter:
                 self.values[op.result] = self.emit_dim(b, op.tensor, op.axis.value.data)
                 return
             case te.ReduceOp():
-                self.values[op.result] = self.emit_reduce(b, op)
+                self.values[op.result] = yield from self._reduce_steps(b, op)
                 return
             case _:
                 new = op.clone(value_mapper=self.values)
         b.insert(new)
         for old, result in zip(op.results, new.results):
             self.values[old] = result
-
-    def emit_compute(self, b: Builder, compute: te.ComputeOp, indices: Sequence[SSAValue]) -> SSAValue:
-        """The element of ``compute`` at ``indices``, computed in place."""
-        self.values.update(zip(compute.index_vars, indices))
-        self.values.update(zip(compute.input_args, (self.values[v] for v in compute.inputs)))
-        return self.emit_block(b, compute.body.block)
 
     def emit_dim(self, b: Builder, tensor: SSAValue, axis: int) -> SSAValue:
         source = self.values[tensor]
@@ -285,7 +313,7 @@ class _BodyEmitter:
             return self.symbols.size(b, size)
         return b.insert(arith.ConstantOp(IntegerAttr(size, IndexType()))).result
 
-    def emit_reduce(self, b: Builder, op: te.ReduceOp) -> SSAValue:
+    def _reduce_steps(self, b: Builder, op: te.ReduceOp) -> _Steps:
         t = op.result.type
         acc = b.insert(loop.AllocOp(MemRefType(t, []), scope="local")).result
         init = b.insert(arith.ConstantOp(op.init)).result
@@ -294,7 +322,7 @@ class _BodyEmitter:
         self.reductions += 1
         ivs, inner = emit_loop_nest(b, [self.values[e] for e in op.extents], prefix)
         self.values.update(zip(op.axes, ivs))
-        term = self.emit_block(inner, op.body.block)
+        term = yield from self._block_steps(inner, op.body.block)
         current = inner.insert(loop.LoadOp(acc, [])).result
         combined = inner.insert(_COMBINE[op.combiner.data, is_float(t)](current, term)).results[0]
         inner.insert(loop.StoreOp(combined, acc, []))

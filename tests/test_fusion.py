@@ -13,9 +13,10 @@ from tensorkiln.examples.models import elementwise_chain, mlp, small_cnn
 from tensorkiln.passes.fuse_ops import FuseOpsPass
 
 
-def fused(module):
+def fused(module, **options):
+    """A fused copy of ``module`` (``options``: FuseOpsPass's)."""
     module = module.clone()
-    FuseOpsPass().apply(Context(), module)
+    FuseOpsPass(**options).apply(Context(), module)
     module.verify()
     return module
 
@@ -24,9 +25,9 @@ def kernel_names(module) -> list[str]:
     return [f.sym_name.data for f in lower_to_loops(module).ops if "tk.kernel" in f.attributes]
 
 
-def check_same_numbers(module, inputs, rtol=1e-5, atol=1e-6):
+def check_same_numbers(module, inputs, rtol=1e-5, atol=1e-6, **options):
     before = tk.create_executor("interpreter", module).evaluate()(*inputs)
-    after = fused(module)
+    after = fused(module, **options)
     np.testing.assert_allclose(tk.build(after)(*inputs), before, rtol=rtol, atol=atol)
     np.testing.assert_allclose(tk.create_executor("interpreter", after).evaluate()(*inputs), before, rtol=rtol, atol=atol)
     return after
@@ -152,12 +153,66 @@ def test_build_fuses_at_o2_not_at_o0(rng, tmp_path):
     assert dumped[0] == "00_input.mlir" and any("loop-to-llvm" in name for name in dumped)
 
 
+def _members(group: FusedOp) -> list:
+    return [op for op in group.body.block.ops if not isinstance(op, ConstantOp | YieldOp)]
+
+
 def test_long_chains_are_cut_into_bounded_groups(rng):
     module, _ = elementwise_chain(150, shape=(3, 4))
-    after = check_same_numbers(module, [rng.standard_normal((3, 4)).astype("f4")])
+    after = check_same_numbers(module, [rng.standard_normal((3, 4)).astype("f4")], max_group_size=64)
     groups = [op for op in after.walk() if isinstance(op, FusedOp)]
-    members = [[op for op in g.body.block.ops if not isinstance(op, ConstantOp | YieldOp)] for g in groups]
-    assert len(groups) == 3 and all(len(m) <= 64 for m in members)
+    assert len(groups) == 3 and all(len(_members(g)) <= 64 for g in groups)
+
+
+def test_a_chain_deeper_than_pythons_recursion_is_one_kernel():
+    """te-to-loop inlines producers on a stack of its own: a 1000-op chain (each op
+    inlines the one before; nested Python calls overflowed at a few hundred) is one kernel."""
+    module, _ = elementwise_chain(1000, shape=(3, 4))
+    after = fused(module)
+    (group,) = [op for op in after.walk() if isinstance(op, FusedOp)]
+    assert len(_members(group)) == 1000
+    assert len(kernel_names(after)) == 1
+
+
+def _series(terms: int):
+    """A special function's shape: digamma-like recurrence terms that each read the
+    argument and the running sum (values with several uses), at one shape, with a scale
+    broadcast from one row -- ``5 * terms + 5`` ops."""
+    b = tk.GraphBuilder()
+    x = b.input("x", (5, 7))
+    s = b.input("s", (1, 7))
+    acc = b.mul(x, 0.0)
+    for k in range(terms):
+        t = b.add(x, float(k + 1))
+        acc = b.where(b.compare(t, 0.0, "gt"), b.add(acc, b.div(1.0, t)), acc)
+    return b.finish(b.mul(acc, b.exp(b.neg(b.abs(s)))))
+
+
+def test_a_special_function_sized_dag_is_one_kernel(rng):
+    """Hundreds of elementwise ops at one shape (the torch special functions' rules):
+    one kernel, not one per 64 ops (digamma was 7, one zeta 28)."""
+    module = _series(60)
+    inputs = [rng.uniform(-5, 5, (5, 7)).astype("f4"), rng.standard_normal((1, 7)).astype("f4")]
+    after = check_same_numbers(module, inputs)
+    (group,) = [op for op in after.walk() if isinstance(op, FusedOp)]
+    assert len(_members(group)) == 5 * 60 + 5
+    assert len(kernel_names(after)) == 1
+
+
+def test_broadcast_producers_are_recomputed_within_bounds(rng):
+    """A (1, 7) chain read by an (80, 7) op runs once per row in the fused kernel: a group
+    takes at most max(64, its per-element ops) such ops; the rest is its own kernel."""
+    b = tk.GraphBuilder()
+    y = b.input("y", (80, 7))
+    z = b.input("z", (1, 7))
+    h = z
+    for k in range(100):
+        h = b.tanh(b.add(h, 0.01 * k)) if k % 2 else b.mul(h, 0.9)
+    module = b.finish(b.relu(b.add(y, h)))
+    inputs = [rng.standard_normal((80, 7)).astype("f4"), rng.standard_normal((1, 7)).astype("f4")]
+    after = check_same_numbers(module, inputs)
+    groups = [op for op in after.walk() if isinstance(op, FusedOp)]
+    assert sorted(len(_members(g)) for g in groups) == [2 + 64, 150 - 64]
 
 
 def test_torch_resnet_block_and_encoder_layer_kernel_counts(rng):
