@@ -409,6 +409,9 @@ def copy_kernel(t: MemRefType, name: str) -> func.FuncOp:
 # ---------------------------------------------------------------------------
 # the host function
 
+#: kernel names longer than this are cut (``_HostLowering.kernel_name``)
+_LONGEST_NAME = 96
+
 #: the tensor-level ops that become kernels
 _KERNEL_OPS = te.ComputeOp | te.ScatterOp | te.ScanOp | te.SortOp | te.DenseLinalgOp | FusedOp
 
@@ -422,6 +425,13 @@ class _HostLowering:
         self.names: dict[str, int] = {}
 
     def kernel_name(self, tag: str) -> str:
+        """A unique function name from ``tag`` (``<tag>_<k>``); a fused group of many ops
+        (a special function's: hundreds of op names, thousands of characters) keeps its
+        first ops and ``etc``, for symbols and profiles one can read (the whole tag stays
+        the kernel's ``tk.kernel``, which the schedules read)."""
+        if len(tag) > _LONGEST_NAME:
+            cut = tag.rfind("_", 0, _LONGEST_NAME // 2)
+            tag = tag[: cut if cut > 0 else _LONGEST_NAME // 2] + "_etc"
         k = self.names.get(tag, 0)
         self.names[tag] = k + 1
         return f"{tag}_{k}"

@@ -281,3 +281,22 @@ def test_a_fused_value_read_several_times_is_computed_once(rng):
     x = rng.standard_normal(64).astype(np.float32)
     reference = tk.create_executor("interpreter", module).evaluate()(x)
     np.testing.assert_allclose(tk.build(module)(x), reference, rtol=1e-5, atol=1e-6)
+
+
+def test_a_long_group_gets_a_short_kernel_name_and_keeps_its_tag():
+    """A group of hundreds of ops is named by its first ops (symbols and profiles stay
+    readable); the schedules still read every op from its ``tk.kernel`` tag."""
+    b = tk.GraphBuilder()
+    x = b.input("x", (4, 8))
+    y = x
+    for _ in range(40):
+        y = b.tanh(b.add(y, 0.5))
+    module = b.finish(y)
+    (kernel,) = [f for f in lower_to_loops(fused(module)).ops if "tk.kernel" in f.attributes]
+    assert kernel.sym_name.data == "add_tanh_add_tanh_add_tanh_add_tanh_add_tanh_etc_0"
+    assert kernel.attributes["tk.kernel"].data.split("_").count("tanh") == 40
+    a = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    want = a
+    for _ in range(40):
+        want = np.tanh(want + np.float32(0.5))
+    np.testing.assert_allclose(tk.build(module)(a), want, rtol=1e-5, atol=1e-6)
