@@ -186,6 +186,7 @@ def incomplete_gamma(m: Arithmetic, a: Value, x: Value, upper: bool) -> Value:
         (x == 0.0, 1.0 if upper else 0.0),
         (isinf(m, a), m.where(isinf(m, x), nan, 1.0 if upper else 0.0)),
         (isinf(m, x), 0.0 if upper else 1.0),
+        (m.isnan(a) | m.isnan(x), nan),  # (a NaN reaches torch's methods, which give NaN)
     ]
     asymptotic = _near_the_mean(m, a, x)
     # which side each element computes directly (torch's calc_igamma / calc_igammac past the
@@ -195,14 +196,15 @@ def incomplete_gamma(m: Arithmetic, a: Value, x: Value, upper: bool) -> Value:
     else:
         upper_side = (x > 1.0) & (x > a)
     fraction = upper_side & (x > 1.1)
-    loops = ~any_of([asymptotic, m.isnan(a), m.isnan(x), *(condition for condition, _ in boundary)])
-    ax = _prefactor(m, a, x)
+    loops = ~any_of([asymptotic, *(condition for condition, _ in boundary)])
+    # each method, its prefactor and closing terms only where it is chosen
+    by_fraction, by_upper_series, by_lower_series = loops & fraction, loops & upper_side & ~fraction, loops & ~upper_side
     q = m.where(
         fraction,
-        _upper_continued_fraction(m, a, x, ax, loops & fraction),
-        _upper_series(m, a, x, loops & upper_side & ~fraction),
+        only_where(m, by_fraction, lambda: _upper_continued_fraction(m, a, x, _prefactor(m, a, x), by_fraction)),
+        only_where(m, by_upper_series, lambda: _upper_series(m, a, x, by_upper_series)),
     )
-    p = _lower_series(m, a, x, ax, loops & ~upper_side)
+    p = only_where(m, by_lower_series, lambda: _lower_series(m, a, x, _prefactor(m, a, x), by_lower_series))
     value = m.where(upper_side, q, 1.0 - p) if upper else m.where(upper_side, 1.0 - q, p)
     value = m.where(asymptotic, only_where(m, asymptotic, lambda: _asymptotic(m, a, x, lower=not upper)), value)
     return first_case(m, boundary, value)

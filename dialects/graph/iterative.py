@@ -60,10 +60,13 @@ class Arithmetic(Protocol):
     def isnan(self, x: Value) -> Value: ...
 
     def iterate(
-        self, state: Sequence[Value | float], step: LoopStep, trips: Value, stop: Callable[..., Value] | None, most: int
+        self, state: Sequence[Value | float], step: LoopStep, trips: Value, stop: Callable[..., Value] | None, most: int,
+        settled: bool = False,
     ) -> tuple[Value, ...]:
         """``state`` after ``for k in 1..trips: if stop(*state): break; state = step(k, *state)``
-        per element (``stop`` None: never); ``trips`` (integral floats) is at most ``most``."""
+        per element (``stop`` None: never); ``trips`` (integral floats) is at most ``most``.
+        ``settled``: steps after ``stop`` holds would not change the state (a NaN stays NaN),
+        so a kernel need not hold it (it may check ``stop`` only now and then)."""
         ...
 
 
@@ -151,7 +154,7 @@ class NumpyArithmetic:
     def isnan(self, x):
         return np.isnan(x)
 
-    def iterate(self, state, step, trips, stop, most):
+    def iterate(self, state, step, trips, stop, most, settled=False):
         state = [np.array(v, dtype=self.dtype) for v in np.broadcast_arrays(*state, trips)[:-1]]
         k = 1
         while True:

@@ -72,7 +72,7 @@ def evaluate(polynomial: Polynomial, m: Arithmetic, x: Value, n: Value) -> Value
     trips = m.where(any_of([condition for condition, _ in cases]), 0.0, n - 1.0)
     _, q = m.iterate(
         (1.0, first), lambda k, p, q: (q, polynomial.step(x, k, p, q)), trips,
-        lambda p, q: m.isnan(q), most=2**63,
+        lambda p, q: m.isnan(q), most=2**63, settled=True,
     )  # fmt: skip
     return first_case(m, cases, q)
 

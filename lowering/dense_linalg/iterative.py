@@ -112,7 +112,8 @@ class KernelArithmetic:
         return x != x
 
     def iterate(
-        self, state: Sequence[Scalar | float], step: LoopStep, trips: Scalar, stop: Callable[..., Scalar] | None, most: int
+        self, state: Sequence[Scalar | float], step: LoopStep, trips: Scalar, stop: Callable[..., Scalar] | None, most: int,
+        settled: bool = False,
     ) -> tuple[Scalar, ...]:
         c = self.c
         cells = [c.local(c.element) for _ in state]
@@ -133,7 +134,7 @@ class KernelArithmetic:
         now = [Scalar(self, body.load(cell)) for cell in cells]
         k = body.ins(arith.SIToFPOp(body.ins(arith.IndexCastOp(body.next(t), IntegerType(64))), c.element))
         new = [self.lift(v) for v in step(Scalar(self, k), *now)]
-        if stop is not None:  # a stopped state stays (the rest of a block)
+        if stop is not None and not settled:  # a stopped state stays (the rest of a block)
             done = stop(*now)
             new = [self.where(done, old, v) for old, v in zip(now, new)]
         for cell, v in zip(cells, new):
