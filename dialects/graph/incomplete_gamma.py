@@ -160,6 +160,8 @@ def _asymptotic(m: Arithmetic, a: Value, x: Value, lower: bool) -> Value:
     eta = m.where(lam > 1.0, magnitude, m.where(lam < 1.0, -magnitude, 0.0))
     terms = (_horner(row[::-1], eta) for row in D[: _TEMME_TERMS[m.dtype]])
     total = next(terms)
+    # torch's checks after the first term (of |term| growing past inf, of it being below
+    # MACHEP of the sum that is itself): never true, but values of the arithmetic's kind
     done, previous, afac = abs(total) < machep * abs(total), abs(total), 1.0 / a
     for ck in terms:
         term = ck * afac
