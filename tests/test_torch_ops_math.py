@@ -526,3 +526,29 @@ def test_frexp_and_ldexp_are_torch_bit_for_bit(rng, dtype):
 
 
 COVERED.update(("frexp.Tensor", "ldexp.Tensor"))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16, np.int8, np.uint8], ids=lambda d: np.dtype(d).name)
+def test_gcd_and_lcm_match_torch(rng, dtype):
+    """Euclid's loop unrolled for the type's worst case (consecutive Fibonacci numbers), signs,
+    zeros, the type's extremes; lcm in C's promoted int for narrow types, wrapping as torch's."""
+    from torch_compile import compile_torch_fn
+
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, 200, endpoint=True).astype(dtype)
+    b = rng.integers(info.min, info.max, 200, endpoint=True).astype(dtype)
+    fibonacci = [1, 2]
+    while fibonacci[-1] <= info.max - fibonacci[-2]:
+        fibonacci.append(fibonacci[-1] + fibonacci[-2])
+    edges = [(0, 0), (0, 7), (5, 0), (12, 18), (info.max, info.max - 1), (info.min, info.min), (fibonacci[-1], fibonacci[-2])]
+    a[: len(edges)], b[: len(edges)] = zip(*edges)
+    if info.min < 0:
+        a[len(edges)], b[len(edges)] = -6, -4
+
+    def fn(x, y):
+        return torch.gcd(x, y), torch.lcm(x, y)
+
+    got = compile_torch_fn(fn, a, b)(a, b)
+    for g, w in zip(got, fn(torch.from_numpy(a), torch.from_numpy(b))):
+        assert g.dtype == w.numpy().dtype
+        np.testing.assert_array_equal(g, w.numpy())

@@ -63,6 +63,8 @@ BESSEL_I_EDGES = [0.0, -0.0, 8.0, -8.0, 7.999, 1e-20, 2.0, 1e-6, *NONFINITE]
 BESSEL_K_EDGES = [0.0, 2.0, 1.999, 2.001, 1e-20, -1.0, 700.0, *NONFINITE]
 #: j/y: the switch at 5, j0's series below 1e-5, y's pole and negative arguments
 BESSEL_J_EDGES = [0.0, -0.0, 5.0, -5.0, 4.999, 1e-6, -1e-6, 0.3, -0.3, 1e3, *NONFINITE]
+#: airy_ai: its switches at -2.09 and 2.09, 8.32 and 103.892 (0 above), the series' zero of f, huge negatives
+AIRY_EDGES = [-2.09, -2.0899999, 2.09, 2.0899999, 8.3203353, 103.89, 103.9, 0.0, -1.0, -1e6, 1e-30, *NONFINITE]
 #: ndtri: its ends, the switch at exp(-2) and 1 - exp(-2), tiny tails (z = 8 near 1.3e-14), outside
 NDTRI_EDGES = [0.0, 1.0, 0.5, 0.1353352832366127, 0.8646647167633873, 1e-14, 1e-10, 1e-30, 1 - 1e-7, 1.5, -0.5, np.nan]
 
@@ -117,6 +119,10 @@ def _bessel_k(x):
 
 def _bessel_jy(x):
     return special.bessel_j0(x), special.bessel_j1(x), special.bessel_y0(x), special.bessel_y1(x), special.spherical_bessel_j0(x)
+
+
+def _airy(x):
+    return (special.airy_ai(x),)
 
 
 def _ndtri_erfcx(p, x):
@@ -177,6 +183,8 @@ CASES = [
     *_f32_and_f64("bessel-jy", _bessel_jy, (lambda d: points(3, 7, 5, low=-40, high=40, specials=BESSEL_J_EDGES, dtype=d),),
                   "special_bessel_j0.default", "special_bessel_j1.default", "special_bessel_y0.default",
                   "special_bessel_y1.default", "special_spherical_bessel_j0.default"),
+    *_f32_and_f64("airy", _airy, (lambda d: points(3, 7, 5, low=-30, high=12, specials=AIRY_EDGES, dtype=d),),
+                  "special_airy_ai.default"),
     # erfcx in float32 from -3: below, torch's 2*exp(x*x) rounds x*x to float32 first, ~x*x*6e-8
     # relative (4e-6 at -9); this computes exp(x*x) exactly split in float64 (float64 checks -26)
     case("ndtri-erfcx-f32", _ndtri_erfcx,

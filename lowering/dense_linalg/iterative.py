@@ -3,7 +3,8 @@ per element, the function's definition evaluated in scalar code. Every branch's 
 computed and selected (no branches in the loop dialect); a loop is a serial loop whose trip
 count is 0 where its branch is not taken, and which stops once its condition holds
 (``ScalarCode.range_until``: nested blocks whose counts are 0 once stopped; within a block
-a stopped state is selected back, so every step after the stop changes nothing)::
+a stopped state is selected back, so every step after the stop changes nothing, unless the
+steps leave it unchanged anyway: ``settled``)::
 
     <the element's inputs; every case's value>
     loop.for %t = 0 to <blocks of the steps, none once stopped> name("scan0") {

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+from xdsl.ir import SSAValue
 
-from ....dialects.graph.types import is_float_dtype
+from ....dialects.graph.types import is_float_dtype, numpy_dtype
 from ..context import ImportContext, opmath_dtype
 from ..registry import converter
 from .elementwise import _operand
@@ -87,6 +88,49 @@ def remainder(ctx: ImportContext, node, a, b):
     signs_differ = g.compare(g.compare(r, zero, "lt"), g.compare(b, zero, "lt"), "ne")
     nonzero = g.compare(r, zero, "ne")
     return g.where(g.where(nonzero, signs_differ, nonzero), g.add(r, b), r)
+
+
+def _euclid_steps(dtype: np.dtype) -> int:
+    """Steps of Euclid's algorithm enough for any pair of ``dtype``: consecutive Fibonacci
+    numbers take the most, one per Fibonacci number up to the largest value."""
+    largest, previous, current, steps = int(np.iinfo(dtype).max), 1, 1, 1
+    while current <= largest:
+        previous, current, steps = current, previous + current, steps + 1
+    return steps + 1
+
+
+def _gcd(ctx: ImportContext, a: SSAValue, b: SSAValue) -> SSAValue:
+    """torch's loop ``while a != 0: a, b = b % a, a`` on the absolute values (result ``b``),
+    unrolled for the type's worst case, each step kept only while ``a != 0``."""
+    g = ctx.b
+    zero = ctx.scalar(0, a)
+    a, b = g.abs(a), g.abs(b)
+    for _ in range(_euclid_steps(numpy_dtype(a.type.element_type))):
+        running = g.compare(a, zero, "ne")
+        a, b = g.where(running, g.fmod(b, a), a), g.where(running, a, b)
+    return b
+
+
+@converter("aten.gcd.default")
+def gcd(ctx: ImportContext, node, a, b):
+    """The greatest common divisor of integers (``gcd(0, 0) = 0``)."""
+    return _gcd(ctx, _operand(ctx, node, a, b), _operand(ctx, node, b, a))
+
+
+@converter("aten.lcm.default")
+def lcm(ctx: ImportContext, node, a, b):
+    """``|a / gcd(a, b) * b|``, 0 where the gcd is (torch's, wrapping on overflow)."""
+    g = ctx.b
+    a, b = _operand(ctx, node, a, b), _operand(ctx, node, b, a)
+    divisor = _gcd(ctx, a, b)
+    zero = ctx.scalar(0, divisor)
+    nonzero = g.compare(divisor, zero, "ne")
+    dtype = numpy_dtype(a.type.element_type)
+    # C's integer promotion: types narrower than int compute in int, then wrap back
+    wide = np.dtype(np.int32) if dtype.itemsize < 4 else dtype
+    quotient = ctx.cast(g.div(a, g.where(nonzero, divisor, ctx.scalar(1, divisor))), wide)
+    product = ctx.cast(g.abs(g.mul(quotient, ctx.cast(b, wide))), dtype)
+    return g.where(nonzero, product, zero)
 
 
 @converter("aten.sign.default", "aten.sgn.default")

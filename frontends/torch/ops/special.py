@@ -737,3 +737,92 @@ def _erfcx(ctx: ImportContext, x: SSAValue) -> SSAValue:
 
 
 _unary("aten.special_erfcx.default")(_erfcx)
+
+
+# ---------------------------------------------------------------------------
+# Airy's Ai: Cephes' rational asymptotic forms outside [-2.09, 2.09), the power series
+# f(z) - c g(z) (z = x^3) inside, its loop unrolled
+
+_AIRY_AN = (
+    3.46538101525629032477e-01, 1.20075952739645805542e01, 7.62796053615234516538e01, 1.68089224934630576269e02,
+    1.59756391350164413639e02, 7.05360906840444183113e01, 1.40264691163389668864e01, 9.99999999999999995305e-01,
+)  # fmt: skip
+_AIRY_AD = (
+    5.67594532638770212846e-01, 1.47562562584847203173e01, 8.45138970141474626562e01, 1.77318088145400459522e02,
+    1.64234692871529701831e02, 7.14778400825575695274e01, 1.40959135607834029598e01, 1.00000000000000000470e00,
+)  # fmt: skip
+_AIRY_AFN = (
+    -1.31696323418331795333e-01, -6.26456544431912369773e-01, -6.93158036036933542233e-01, -2.79779981545119124951e-01,
+    -4.91900132609500318020e-02, -4.06265923594885404393e-03, -1.59276496239262096340e-04, -2.77649108155232920844e-06,
+    -1.67787698489114633780e-08,
+)  # fmt: skip
+_AIRY_AFD = (
+    1.33560420706553243746e01, 3.26825032795224613948e01, 2.67367040941499554804e01, 9.18707402907259625840e00,
+    1.47529146771666414581e00, 1.15687173795188044134e-01, 4.40291641615211203805e-03, 7.54720348287414296618e-05,
+    4.51850092970580378464e-07,
+)  # fmt: skip
+_AIRY_AGN = (
+    1.97339932091685679179e-02, 3.91103029615688277255e-01, 1.06579897599595591108e00, 9.39169229816650230044e-01,
+    3.51465656105547619242e-01, 6.33888919628925490927e-02, 5.85804113048388458567e-03, 2.82851600836737019778e-04,
+    6.98793669997260967291e-06, 8.11789239554389293311e-08, 3.41551784765923618484e-10,
+)  # fmt: skip
+_AIRY_AGD = (
+    9.30892908077441974853e00, 1.98352928718312140417e01, 1.55646628932864612953e01, 5.47686069422975497931e00,
+    9.54293611618961883998e-01, 8.64580826352392193095e-02, 4.12656523824222607191e-03, 1.01259085116509135510e-04,
+    1.17166733214413521882e-06, 4.91834570062930015649e-09,
+)  # fmt: skip
+_FRAC_1_SQRT_PI = 5.64189583547756286948e-01
+#: the power series' steps: torch's loop (until a term is below 1.1e-16 of the sum) takes at
+#: most 14 on [-2.09, 2.09] in float32 and float64 (measured on 20001 points)
+_AIRY_SERIES_STEPS = 16
+
+
+def _polynomial_times(ctx: ImportContext, t: SSAValue, coefficients, times: SSAValue) -> SSAValue:
+    """Horner's scheme as torch writes it, ``p = p * t + c`` from ``p = 0`` (so ``0 * t`` first)."""
+    g = ctx.b
+    p = ctx.scalar(0.0, t)
+    for c in coefficients:
+        p = g.add(g.mul(p, times), ctx.scalar(c, t))
+    return p
+
+
+@_unary("aten.special_airy_ai.default")
+def _airy_ai(ctx: ImportContext, x: SSAValue) -> SSAValue:
+    """Ai(x) by torch's algorithm (Cephes): for ``x < -2.09`` a modulus-phase form
+    (``sin``/``cos`` of ``2/3 |x|^1.5 + pi/4`` with rationals in ``z^2``), for ``x >= 2.09`` the
+    decaying form ``an/ad / (2 x^(1/4) e^zeta)``, else Maclaurin's series
+    ``0.355 f - 0.259 g`` summed until a term is below 1.1e-16 of ``f``; infinities NaN,
+    0 above 103.892 (where ``e^-zeta`` underflows)."""
+    g, c = ctx.b, _const(ctx, x)
+    root = g.sqrt(g.abs(x))
+    # x < -2.09
+    zeta_neg = g.div(g.mul(g.mul(c(-2.0), x), root), c(3.0))
+    z = g.div(c(1.0), zeta_neg)
+    zz = g.mul(z, z)
+    afn, afd = _polynomial_times(ctx, x, _AIRY_AFN, zz), _polynomial_times(ctx, x, _AIRY_AFD, zz)
+    agn, agd = _polynomial_times(ctx, x, _AIRY_AGN, zz), _polynomial_times(ctx, x, _AIRY_AGD, zz)
+    t = g.add(zeta_neg, c(0.25 * 3.14159265358979323846))
+    wave = g.sub(
+        g.mul(g.sin(t), g.add(c(1.0), g.div(g.mul(zz, afn), afd))), g.mul(g.cos(t), g.mul(z, g.div(agn, agd)))
+    )
+    negative = g.mul(g.div(c(_FRAC_1_SQRT_PI), g.sqrt(root)), wave)
+    # x >= 2.09
+    zeta = g.div(g.mul(g.mul(c(2.0), x), root), c(3.0))
+    inverse = g.div(c(1.0), zeta)
+    ratio = g.div(_polynomial_times(ctx, x, _AIRY_AN, inverse), _polynomial_times(ctx, x, _AIRY_AD, inverse))
+    positive = g.div(g.mul(c(_FRAC_1_SQRT_PI), ratio), g.mul(g.mul(c(2.0), g.sqrt(root)), g.exp(zeta)))
+    # the series: each step runs while the last term is not below 1.1e-16 of f (torch's loop)
+    f, s, k, m, n, done = c(1.0), x, c(1.0), c(1.0), x, g.compare(c(1.0), c(0.0), "lt")
+    cube = g.mul(g.mul(x, x), x)
+    for _ in range(_AIRY_SERIES_STEPS):
+        m = g.div(g.mul(m, cube), g.add(k, c(1.0)))
+        n = g.div(g.mul(n, cube), g.add(k, c(2.0)))
+        m = g.div(m, g.add(k, c(2.0)))
+        n = g.div(n, g.add(k, c(3.0)))
+        f, s = g.where(done, f, g.add(f, m)), g.where(done, s, g.add(s, n))
+        k = g.add(k, c(3.0))
+        done = _or(ctx, done, g.compare(g.abs(g.div(m, f)), c(1.11022302462515654042e-16), "le"))
+    series = g.sub(g.mul(c(0.355028053887817239260), f), g.mul(c(0.258819403792806798405), s))
+    value = g.where(g.compare(x, c(-2.09), "lt"), negative, g.where(g.compare(x, c(2.09), "ge"), positive, series))
+    infinite = g.compare(g.abs(x), c(np.inf), "eq")
+    return _select(ctx, [(infinite, c(np.nan)), (g.compare(x, c(103.892), "gt"), c(0.0))], value)
