@@ -552,3 +552,6 @@ def test_gcd_and_lcm_match_torch(rng, dtype):
     for g, w in zip(got, fn(torch.from_numpy(a), torch.from_numpy(b))):
         assert g.dtype == w.numpy().dtype
         np.testing.assert_array_equal(g, w.numpy())
+
+
+COVERED.update(("gcd.default", "lcm.default"))
