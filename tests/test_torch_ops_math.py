@@ -552,6 +552,9 @@ def test_gcd_and_lcm_match_torch(rng, dtype):
     for g, w in zip(got, fn(torch.from_numpy(a), torch.from_numpy(b))):
         assert g.dtype == w.numpy().dtype
         np.testing.assert_array_equal(g, w.numpy())
+    module = type("GcdLcm", (torch.nn.Module,), {"forward": lambda self, x, y: fn(x, y)})()
+    program = torch.export.export(module, (torch.from_numpy(a), torch.from_numpy(b))).run_decompositions()
+    assert {str(n.target) for n in program.graph.nodes} >= {"aten.gcd.default", "aten.lcm.default"}
 
 
 COVERED.update(("gcd.default", "lcm.default"))
