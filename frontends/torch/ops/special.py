@@ -777,15 +777,6 @@ _FRAC_1_SQRT_PI = 5.64189583547756286948e-01
 _AIRY_SERIES_STEPS = 16
 
 
-def _polynomial_times(ctx: ImportContext, t: SSAValue, coefficients, times: SSAValue) -> SSAValue:
-    """Horner's scheme as torch writes it, ``p = p * t + c`` from ``p = 0`` (so ``0 * t`` first)."""
-    g = ctx.b
-    p = ctx.scalar(0.0, t)
-    for c in coefficients:
-        p = g.add(g.mul(p, times), ctx.scalar(c, t))
-    return p
-
-
 @_unary("aten.special_airy_ai.default")
 def _airy_ai(ctx: ImportContext, x: SSAValue) -> SSAValue:
     """Ai(x) by torch's algorithm (Cephes): for ``x < -2.09`` a modulus-phase form
@@ -799,8 +790,8 @@ def _airy_ai(ctx: ImportContext, x: SSAValue) -> SSAValue:
     zeta_neg = g.div(g.mul(g.mul(c(-2.0), x), root), c(3.0))
     z = g.div(c(1.0), zeta_neg)
     zz = g.mul(z, z)
-    afn, afd = _polynomial_times(ctx, x, _AIRY_AFN, zz), _polynomial_times(ctx, x, _AIRY_AFD, zz)
-    agn, agd = _polynomial_times(ctx, x, _AIRY_AGN, zz), _polynomial_times(ctx, x, _AIRY_AGD, zz)
+    afn, afd = _polynomial(ctx, zz, _AIRY_AFN), _polynomial(ctx, zz, _AIRY_AFD)
+    agn, agd = _polynomial(ctx, zz, _AIRY_AGN), _polynomial(ctx, zz, _AIRY_AGD)
     t = g.add(zeta_neg, c(0.25 * 3.14159265358979323846))
     wave = g.sub(
         g.mul(g.sin(t), g.add(c(1.0), g.div(g.mul(zz, afn), afd))), g.mul(g.cos(t), g.mul(z, g.div(agn, agd)))
@@ -809,7 +800,7 @@ def _airy_ai(ctx: ImportContext, x: SSAValue) -> SSAValue:
     # x >= 2.09
     zeta = g.div(g.mul(g.mul(c(2.0), x), root), c(3.0))
     inverse = g.div(c(1.0), zeta)
-    ratio = g.div(_polynomial_times(ctx, x, _AIRY_AN, inverse), _polynomial_times(ctx, x, _AIRY_AD, inverse))
+    ratio = g.div(_polynomial(ctx, inverse, _AIRY_AN), _polynomial(ctx, inverse, _AIRY_AD))
     positive = g.div(g.mul(c(_FRAC_1_SQRT_PI), ratio), g.mul(g.mul(c(2.0), g.sqrt(root)), g.exp(zeta)))
     # the series: each step runs while the last term is not below 1.1e-16 of f (torch's loop)
     f, s, k, m, n, done = c(1.0), x, c(1.0), c(1.0), x, g.compare(c(1.0), c(0.0), "lt")
