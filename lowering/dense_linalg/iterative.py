@@ -123,7 +123,7 @@ class KernelArithmetic:
         count = c.ins(arith.IndexCastOp(c.ins(arith.FPToSIOp(trips.value, IntegerType(64))), IndexType()))
 
         def stopped(code: ScalarCode) -> SSAValue:
-            self.c = code
+            self.c = code  # ``stop`` emits at each level's entry, where ``range_until`` asks
             if stop is None:
                 return code.ins(arith.ConstantOp.from_int_and_width(0, 1))
             return stop(*(Scalar(self, code.load(cell)) for cell in cells)).value
