@@ -35,8 +35,8 @@ class Executor:
             return build_vm(self.module, self.target, function=function)
         if needs_vm(find_function(self.module, function)):
             raise ValueError(
-                f"the {self.kind} executor cannot run control flow (graph.if / graph.while), sizes read from data "
-                f"(graph.data_size: nonzero, boolean masks) or run-time checks (graph.check): use the 'vm' executor"
+                f"the {self.kind} executor cannot run control flow (graph.if / graph.while) or sizes read from data "
+                f"(graph.data_size: nonzero, boolean masks): use the 'vm' executor"
             )
         lib = build(self.module, self.target, function=function)
         return lib.graph_executor() if self.kind == "graph" else lib
@@ -113,7 +113,7 @@ def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") 
 
         return emit_cuda_source(module, target=target)
     from .backends.llvm.jit import CPUTarget, llvm_ir
-    from .build import check_supported, optimize_and_schedule, to_llvm
+    from .build import compilable_copy, optimize_and_schedule, to_llvm
     from .executors.native_build import dedupe_kernels
     from .interpreter import find_function
     from .lowering.hoist_temporaries import hoist_temporaries
@@ -121,9 +121,7 @@ def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") 
 
     cpu = CPUTarget.parse(target)
     ctx = dataclasses.replace(PassContext.current(), dump_ir=False)
-    check_supported(module)
-    module.verify()
-    loops = module.clone()
+    loops = compilable_copy(module)
     optimize_and_schedule(loops, cpu, ctx)  # what tk.build compiles
     dedupe_kernels(loops)
     hoist_temporaries(find_function(loops, function))

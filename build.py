@@ -7,6 +7,7 @@ import functools
 import time
 
 import numpy as np
+from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 
 from .backends.llvm.jit import CPUTarget
@@ -20,6 +21,7 @@ from .executors.export import export_library
 from .executors.native_build import compile_loops
 from .interpreter import find_function
 from .lowering.graph_to_te import unsupported_ops
+from .passes.checks_to_outputs import checks_as_outputs
 from .passes.pipeline import PassContext, optimize_graph, run_pipeline
 from .runtime.module import CompiledModule
 from .signature import signature_of
@@ -30,7 +32,7 @@ def weight_array(data: WeightAttr | DenseIntOrFPElementsAttr) -> np.ndarray:
     return data.array if isinstance(data, WeightAttr) else ConstantOp(data).array()
 
 
-#: ops only the VM runs (control flow, sizes read from data, run-time checks)
+#: ops only the VM runs (control flow, sizes read from data; run-time checks in regions)
 VM_OPS = {op.name for op in CONTROL_FLOW_OPS + HOST_OPS}
 
 
@@ -65,12 +67,23 @@ def to_llvm(target: CPUTarget) -> tuple[str, ...]:
     return ("partition-loops", "bf16-storage", "expand-math", f"loop-to-llvm{{vector_bits={target.vector_bits}}}")
 
 
+def compilable_copy(module: ModuleOp) -> ModuleOp:
+    """A copy of ``module`` to compile, each function as one straight-line function: its
+    run-time checks become results (``checks-to-outputs``: the caller checks them), then
+    every op is checked to be supported (one UnsupportedOperatorError naming all that are
+    not) and the copy verified."""
+    work = module.clone()
+    for function in [op for op in work.ops if isinstance(op, func.FuncOp)]:
+        checks_as_outputs(function)
+    check_supported(work)
+    work.verify()
+    return work
+
+
 def lower_to_loops(module: ModuleOp, ctx: PassContext | None = None) -> ModuleOp:
     """A copy of a graph module lowered to the loop dialect (host function + kernels),
     without graph-level optimization."""
-    check_supported(module)
-    module.verify()
-    lowered = module.clone()
+    lowered = compilable_copy(module)
     run_pipeline(lowered, TO_LOOPS, ctx or PassContext(opt_level=0, dump_ir=False))
     return lowered
 
@@ -129,7 +142,7 @@ def build(
         return build_cuda(module, target, function=function, opt_level=opt_level)
     from .executors.vm_compiler import build_vm, needs_vm
 
-    if needs_vm(find_function(module, function)):  # control flow, data-dependent sizes, checks: the VM
+    if needs_vm(find_function(module, function)):  # control flow, data-dependent sizes: the VM
         return build_vm(module, target, function=function, opt_level=opt_level, dump_ir=dump_ir)
     start = time.perf_counter()
     ctx = PassContext.current()
@@ -140,10 +153,8 @@ def build(
             dump_ir=ctx.dump_ir if dump_ir is None else dump_ir,
         )
     cpu = CPUTarget.parse(target)
-    signature = signature_of(find_function(module, function))
-    check_supported(module)
-    module.verify()
-    work = module.clone()
+    work = compilable_copy(module)
+    signature = signature_of(find_function(work, function))
     externals = bind_externals(work)  # byoc: symbols of external modules, before code is loaded
     if tuning_log is None:
         reports = optimize_and_schedule(work, cpu, ctx)

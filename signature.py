@@ -9,13 +9,16 @@ from .dialects.graph.host import data_size_symbols
 from .dialects.graph.types import numpy_dtype, shape_of
 from .runtime.dim_arith import linear_symbol
 from .runtime.dim_expr import free_symbols, is_symbol
-from .runtime.signature import Signature, TensorSpec
+from .runtime.signature import RuntimeCheck, Signature, TensorSpec
 
 
 #: function attribute: the range of each symbolic dim (torch.export's range constraints)
 DIM_RANGES_ATTR = "tk.dim_ranges"
 #: function attribute: the index of the argument that is the random state (``[seed, call]``)
 RANDOM_STATE_ATTR = "tk.random_state"
+#: function attribute: the run-time checks whose predicates are the function's last
+#: results, ``[[message, error], ...]`` (``passes/checks_to_outputs.py``)
+CHECKS_ATTR = "tk.checks"
 
 
 def signature_of(function: func.FuncOp) -> Signature:
@@ -24,9 +27,11 @@ def signature_of(function: func.FuncOp) -> Signature:
         TensorSpec(arg.name_hint or f"arg{i}", shape_of(arg.type), numpy_dtype(arg.type.element_type))
         for i, arg in enumerate(function.body.block.args)
     )
+    checks = function_checks(function)
+    results = function.function_type.outputs.data
     outputs = tuple(
         TensorSpec(f"output{i}", shape_of(t), numpy_dtype(t.element_type))
-        for i, t in enumerate(function.function_type.outputs.data)
+        for i, t in enumerate(results[: len(results) - len(checks)])
     )
     # symbols an input dim gives: itself, or solved from a dim linear in one symbol (2*s0)
     bound = {d for spec in inputs for d in spec.shape if isinstance(d, str) and is_symbol(d)}
@@ -43,7 +48,16 @@ def signature_of(function: func.FuncOp) -> Signature:
         dims += [d for r in op.results if hasattr(r.type, "get_shape") for d in shape_of(r.type)]
         dims += op.size_requirements() if hasattr(op, "size_requirements") else []
     computed = sorted({d for d in dims if isinstance(d, str) and not is_symbol(d) and "-" in d})
-    return Signature(inputs, outputs, dim_ranges(function), tuple(computed), random_state_index(function))
+    return Signature(inputs, outputs, dim_ranges(function), tuple(computed), random_state_index(function), checks)
+
+
+def function_checks(function: func.FuncOp) -> tuple[RuntimeCheck, ...]:
+    """The run-time checks recorded on ``function`` (``tk.checks``): its last results are
+    their predicates."""
+    attr = function.attributes.get(CHECKS_ATTR)
+    if not isinstance(attr, ArrayAttr):
+        return ()
+    return tuple(RuntimeCheck(message.data, error.data) for message, error in (pair.data for pair in attr.data))
 
 
 def random_state_index(function: func.FuncOp) -> int | None:

@@ -65,6 +65,7 @@ PASSES = {
     "split-reductions": ("passes.split_reductions", "SplitReductionsPass"),
     "legalize-16bit-floats": ("passes.legalize_16bit_floats", "Legalize16BitFloatsPass"),
     "legalize-unsigned": ("passes.legalize_unsigned", "LegalizeUnsignedPass"),
+    "checks-to-outputs": ("passes.checks_to_outputs", "ChecksToOutputsPass"),
     # graph pipelines of each optimization level (passes/pipeline.py)
     "graph-opt": ("passes.pipeline", "GraphOptPass"),
     "graph-opt-O0": ("passes.pipeline", "GraphOptO0Pass"),

@@ -64,7 +64,7 @@ def graph_program(host: func.FuncOp, signature: Signature, plan: bool = True) ->
         shapes[value] = shape
         tensors.append(GraphTensor(name, kind, shape, numpy_dtype(t.element_type), dynamic, index))
 
-    specs = list(signature.inputs) + list(signature.outputs)
+    specs = list(signature.inputs) + list(signature.entry_outputs)
     for k, (value, spec) in enumerate(zip(args[: n_in + n_out], specs)):
         kind, index = ("input", k) if k < n_in else ("output", k - n_in)
         add(value, spec.name, kind, tuple(spec.shape), index)

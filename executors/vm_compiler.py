@@ -30,7 +30,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from ..dialects.graph import ConstantOp
 from ..dialects.graph.control import CONTROL_FLOW_OPS, IfOp, RegionYieldOp, WhileOp
-from ..dialects.graph.host import HOST_OPS, CheckOp, DataSizeOp
+from ..dialects.graph.host import CheckOp, DataSizeOp
 from ..interpreter import find_function
 from ..runtime.artifact import META, VM_ARTIFACT_FORMAT, VM_CONSTANTS, VM_PROGRAM
 from ..runtime.module import CompiledModule
@@ -42,9 +42,9 @@ from .export import ExportError
 
 
 def needs_vm(function: func.FuncOp) -> bool:
-    """Whether ``function`` holds ops only the VM runs: control flow, sizes read from data,
-    run-time checks."""
-    return any(isinstance(op, CONTROL_FLOW_OPS + HOST_OPS) for op in function.walk())
+    """Whether ``function`` holds ops only the VM runs: control flow, sizes read from data
+    (a straight-line function computes its run-time checks' predicates as outputs)."""
+    return any(isinstance(op, CONTROL_FLOW_OPS + (DataSizeOp,)) for op in function.walk())
 
 
 def sizes_first(block: Block) -> list[Operation]:
@@ -140,7 +140,7 @@ class _Emitter:
         what it computed."""
         self.outline(segment, regs, name)
         for check in self.pending_checks:
-            self.code.append(("check", self.register_of(check.pred, regs), check.message.data))
+            self.code.append(("check", self.register_of(check.pred, regs), check.message.data, check.error.data))
         self.pending_checks = []
 
     def outline(self, segment: list[Operation], regs: dict[SSAValue, int], name: str) -> None:

@@ -102,9 +102,10 @@ class GraphBuilder:
         """
         return self._builder.insert(DataSizeOp(count, symbol, lower, upper)).carrier
 
-    def check(self, pred: SSAValue, message: str) -> None:
-        """A run-time assertion: calling the model raises ``message`` when ``pred`` is false."""
-        self._builder.insert(CheckOp(pred, message))
+    def check(self, pred: SSAValue, message: str, error: str = "RuntimeError") -> None:
+        """A run-time assertion: calling the model raises ``error`` (``RuntimeError`` or
+        ``IndexError``) with ``message`` when ``pred`` is false."""
+        self._builder.insert(CheckOp(pred, message, error))
 
     # -- ops --------------------------------------------------------------------
 

@@ -113,7 +113,7 @@ class GraphExecutor:
     def _prepare(self, args: Sequence[Any]) -> tuple[_Binding, list[np.ndarray]]:
         arrays, symbols = self.signature.bind(args)
         bound = self._binding(symbols)
-        outputs = [np.empty(shape, spec.dtype) for shape, spec in zip(bound.output_shapes, self.signature.outputs)]
+        outputs = [np.empty(shape, spec.dtype) for shape, spec in zip(bound.output_shapes, self.signature.entry_outputs)]
         slots = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
         for args_list, position, slot in bound.patches:
             args_list[position] = slots[slot]
@@ -123,7 +123,7 @@ class GraphExecutor:
         bound, outputs = self._prepare(args)
         for fn, call_args in bound.calls:
             fn(*call_args)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        return self.signature.results(outputs)
 
     def run_timed(self, *args: Any) -> tuple[np.ndarray | tuple[np.ndarray, ...], list[float]]:
         """Run once, timing every kernel call: (outputs, seconds per node)."""
@@ -134,7 +134,7 @@ class GraphExecutor:
             start = clock()
             fn(*call_args)
             seconds.append(clock() - start)
-        return (outputs[0] if len(outputs) == 1 else tuple(outputs)), seconds
+        return self.signature.results(outputs), seconds
 
 
 __all__ = ["ALIGNMENT", "GraphExecutor", "aligned_bytes"]

@@ -191,7 +191,7 @@ def _from_json(d: Any) -> GraphProgram:
         args = tuple(int(a) for a in n["args"])
         _check(all(0 <= a < len(tensors) for a in args), f"node {k} ('{n['kernel']}'): argument out of range")
         nodes.append(GraphNode(str(n["kernel"]), args))
-    counts = {"input": len(signature.inputs), "output": len(signature.outputs)}
+    counts = {"input": len(signature.inputs), "output": len(signature.entry_outputs)}
     for k, t in enumerate(tensors):
         if t.kind in counts:
             _check(0 <= t.index < counts[t.kind], f"tensor {k}: {t.kind} index {t.index} out of range")

@@ -11,6 +11,14 @@ class RuntimeCheckError(RuntimeError):
     """A model's run-time assertion failed (``graph.check``)."""
 
 
+class IndexCheckError(RuntimeCheckError, IndexError):
+    """An index a model was given is outside the axis it indexes (torch raises IndexError)."""
+
+
+#: the errors a ``graph.check`` may raise, by the name its ``error`` property gives
+CHECK_ERRORS: dict[str, type[RuntimeCheckError]] = {"RuntimeError": RuntimeCheckError, "IndexError": IndexCheckError}
+
+
 class DataDependentSizeError(RuntimeCheckError):
     """A size read from data is outside the range the model was exported for."""
 
@@ -34,13 +42,17 @@ def size_carrier(size: int) -> np.ndarray:
     return np.empty((size, 0), np.int8)
 
 
-def check(pred: np.ndarray, message: str) -> None:
-    """Raise RuntimeCheckError(message) unless ``pred`` (one element) is nonzero."""
-    pred = np.asarray(pred)
+def check(pred: np.ndarray, message: str, error: str = "RuntimeError") -> None:
+    """Raise ``CHECK_ERRORS[error](message)`` (a RuntimeCheckError) unless ``pred`` (one
+    element; a numpy or cupy array) is nonzero.
+
+    Example: ``check(np.array(True), "never raised")``
+    """
+    pred = np.asarray(pred.get() if hasattr(pred, "get") else pred)  # (cupy: to the host)
     if pred.size != 1:
         raise ValueError(f"a run-time check's predicate has {pred.size} elements, expected one")
     if not bool(pred.reshape(-1)[0]):
-        raise RuntimeCheckError(message)
+        raise CHECK_ERRORS[error](message)
 
 
-__all__ = ["DataDependentSizeError", "RuntimeCheckError", "check", "checked_size", "size_carrier"]
+__all__ = ["CHECK_ERRORS", "DataDependentSizeError", "IndexCheckError", "RuntimeCheckError", "check", "checked_size", "size_carrier"]

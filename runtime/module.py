@@ -47,7 +47,7 @@ class CompiledModule(Seedable):
         self._weights = [np.asarray(w, order="C") for w in weights]
         self._weight_pointers = [w.ctypes.data for w in self._weights]
         arg_types: list[type] = []
-        for spec in signature.inputs + signature.outputs:
+        for spec in signature.inputs + signature.entry_outputs:
             arg_types += [ctypes.c_void_p] + [ctypes.c_int64] * len(_dynamic_dims(spec.shape))
         arg_types += [ctypes.c_void_p] * len(self._weights)
         self._workspaces = Workspaces(temporaries) if temporaries is not None else None
@@ -55,7 +55,7 @@ class CompiledModule(Seedable):
             arg_types += self._workspaces.argument_types()
         self._entry = ctypes.CFUNCTYPE(None, *arg_types)(entry_address)
         self._input_dynamic = [_dynamic_dims(s.shape) for s in signature.inputs]
-        self._output_dynamic = [_dynamic_dims(s.shape) for s in signature.outputs]
+        self._output_dynamic = [_dynamic_dims(s.shape) for s in signature.entry_outputs]
         self._static_outputs = signature.output_shapes({}) if signature.is_static else None
         #: the graph executor's program over the same native code (set by ``tk.build``)
         self.graph_program: GraphProgram | None = None
@@ -77,7 +77,7 @@ class CompiledModule(Seedable):
     def _run(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
         arrays, symbols = self.signature.bind(args)
         shapes = self._static_outputs or self.signature.output_shapes(symbols)
-        outputs = [np.empty(shape, spec.dtype) for shape, spec in zip(shapes, self.signature.outputs)]
+        outputs = [np.empty(shape, spec.dtype) for shape, spec in zip(shapes, self.signature.entry_outputs)]
         call_args: list[int] = []
         for array, dynamic in zip(arrays, self._input_dynamic):
             call_args.append(array.ctypes.data)
@@ -94,7 +94,7 @@ class CompiledModule(Seedable):
                 self._entry(*call_args, *workspace.arguments)
             finally:
                 self._workspaces.give_back(workspace)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        return self.signature.results(outputs)
 
     def assembly(self) -> str:
         """The assembly text of the native code, from the compiler that made it (the JIT).

@@ -7,6 +7,7 @@ appears in the inputs, and output shapes follow from the values bound.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ import numpy as np
 
 from .dim_arith import solve
 from .dim_expr import evaluate, free_symbols, is_symbol
+from .host_checks import check
 from .random_state import RandomState
 
 Dim = int | str
@@ -41,6 +43,20 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class RuntimeCheck:
+    """A run-time check of a compiled function (a ``graph.check``): the function computes
+    its predicate as one more output, a 0-d bool after the model's outputs, and the
+    caller raises ``error`` (``host_checks.CHECK_ERRORS``) with ``message`` when it is
+    false."""
+
+    message: str
+    error: str = "RuntimeError"
+
+    def to_json(self) -> dict[str, str]:
+        return {"message": self.message, "error": self.error}
+
+
+@dataclass(frozen=True)
 class Signature:
     """The inputs and outputs of a compiled function, and the range of values each
     symbol may take: ``(symbol, lowest, highest or None)`` (torch.export's range
@@ -54,6 +70,8 @@ class Signature:
     #: the input that is the random-number state (``runtime/random_state.py``), if the
     #: function draws random numbers: callers may leave it out, the state fills it
     random_state: int | None = None
+    #: the run-time checks whose predicates the native entry writes after ``outputs``
+    checks: tuple[RuntimeCheck, ...] = ()
     rng: RandomState = field(default_factory=RandomState, compare=False, repr=False)
 
     def check_inputs(self, args: Sequence[Any]) -> list[np.ndarray]:
@@ -139,12 +157,29 @@ class Signature:
                 )
         return arrays, symbols
 
+    @functools.cached_property
+    def entry_outputs(self) -> tuple[TensorSpec, ...]:
+        """What the native entry writes: the outputs, then each check's predicate."""
+        return self.outputs + tuple(TensorSpec(f"check{k}", (), np.dtype(bool)) for k in range(len(self.checks)))
+
     def output_shapes(self, symbols: dict[str, int]) -> list[tuple[int, ...]]:
-        return [tuple(evaluate(d, symbols) if isinstance(d, str) else d for d in o.shape) for o in self.outputs]
+        """The shapes of :attr:`entry_outputs` for the symbols' values."""
+        return [tuple(evaluate(d, symbols) if isinstance(d, str) else d for d in o.shape) for o in self.entry_outputs]
 
     @property
     def is_static(self) -> bool:
         return all(isinstance(d, int) for s in self.inputs + self.outputs for d in s.shape)
+
+    def results(self, written: Sequence[Any]) -> Any:
+        """What a call returns, from what the entry wrote (:attr:`entry_outputs`): the one
+        output, or a tuple of them, once every check holds (else its error is raised).
+
+        Example: ``lib.signature.results(buffers)``
+        """
+        n = len(self.outputs)
+        for pred, c in zip(written[n:], self.checks):
+            check(pred, c.message, c.error)
+        return written[0] if n == 1 else tuple(written[:n])
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -153,6 +188,7 @@ class Signature:
             "ranges": [list(r) for r in self.ranges],
             "computed_dims": list(self.computed_dims),
             "random_state": self.random_state,
+            "checks": [c.to_json() for c in self.checks],
         }
 
     @staticmethod
@@ -163,6 +199,7 @@ class Signature:
             tuple((name, lowest, highest) for name, lowest, highest in d.get("ranges", [])),
             tuple(d.get("computed_dims", [])),
             d.get("random_state"),
+            tuple(RuntimeCheck(c["message"], c.get("error", "RuntimeError")) for c in d.get("checks", [])),
         )
 
 

@@ -17,8 +17,9 @@ arrays, so a register can be copied by reference). Instructions, as tuples:
   and put in ``dst`` a *size carrier* of it, an array of shape ``(count, 0)`` that gives
   the functions after it the symbol's value (``graph.data_size``); the count must be
   in ``[lower, upper]`` (``upper`` -1: unbounded);
-- ``("check", reg, message)``: raise RuntimeCheckError(message) unless the predicate in
-  ``reg`` is nonzero (``graph.check``);
+- ``("check", reg, message, error)``: raise ``error`` (``host_checks.CHECK_ERRORS``, a
+  RuntimeCheckError) with ``message`` unless the predicate in ``reg`` is nonzero
+  (``graph.check``; ``error`` may be left out: RuntimeError);
 - ``("ret", (regs...))``: the results.
 
 ``graph.if`` becomes ``jump_unless`` over the two branches, ``graph.while`` a
@@ -37,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from .host_checks import check, checked_size, size_carrier
+from .host_checks import CHECK_ERRORS, check, checked_size, size_carrier
 from .profiler import BenchmarkResult, benchmark
 from .signature import Signature
 from .random_state import Seedable
@@ -73,7 +74,7 @@ class VMProgram:
                 upper = "" if ins[5] < 0 else f", {ins[5]}"
                 text = f"size r{ins[2]} <- {ins[3]} = r{ins[1]} in [{ins[4]}{upper}]"
             elif op == "check":
-                text = f"check r{ins[1]} {ins[2]!r}"
+                text = f"check r{ins[1]} {ins[2]!r}" + (f" {ins[3]}" if len(ins) > 3 else "")
             elif op == "jump":
                 text = f"jump -> {ins[1]}"
             else:
@@ -151,7 +152,10 @@ class VMProgram:
                 and 0 <= ins[4]
             )
         if op == "check":
-            return len(ins) == 3 and self._registers_ok([ins[1]]) and isinstance(ins[2], str)
+            return (
+                len(ins) in (3, 4) and self._registers_ok([ins[1]]) and isinstance(ins[2], str)
+                and (len(ins) == 3 or ins[3] in CHECK_ERRORS)
+            )
         return len(ins) == 2 and self._registers_ok(ins[1]) and len(ins[1]) == len(self.signature.outputs)
 
 
@@ -224,7 +228,7 @@ class VirtualMachine(Seedable):
                 upper = ins[5] if ins[5] >= 0 else None
                 regs[ins[2]] = size_carrier(checked_size(regs[ins[1]], ins[3], ins[4], upper))
             elif op == "check":
-                check(regs[ins[1]], ins[2])
+                check(regs[ins[1]], *ins[2:])
             else:  # ret
                 return self._results([regs[r] for r in ins[1]], arrays)
             pc += 1

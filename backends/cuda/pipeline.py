@@ -50,18 +50,24 @@ def lower_to_gpu(
 ) -> tuple[ModuleOp, list[tuple[str, float]]]:
     """A copy of a graph module optimized and lowered to the gpu dialect (host function +
     ``gpu.module @kernels``) for ``target``, with the pass timings."""
-    from ...build import TO_LOOPS, check_supported
+    from ...build import compilable_copy
+
+    parse_cuda_target(target)  # a bad target fails first
+    work = compilable_copy(module)
+    return work, gpu_passes(work, ctx or _context(opt_level), target)
+
+
+def gpu_passes(work: ModuleOp, ctx: PassContext, target: str) -> list[tuple[str, float]]:
+    """Optimize and lower ``work`` (from ``compilable_copy``) in place to the gpu dialect;
+    the pass timings."""
+    from ...build import TO_LOOPS
 
     options = parse_cuda_target(target)
-    ctx = ctx or _context(opt_level)
-    check_supported(module)
-    module.verify()
-    work = module.clone()
     # (before fuse-ops, so that each step fuses with its producers or epilogue)
     timings = list(run_pipeline(work, GPU_GRAPH_PASSES, ctx))
     timings += optimize_graph(work, ctx)
     timings += run_pipeline(work, TO_LOOPS + options.gpu_lowering, ctx)
-    return work, timings
+    return timings
 
 
 #: the CUDA C of a module without kernels (every op offloaded to external modules)
@@ -104,7 +110,7 @@ def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int |
         np.testing.assert_allclose(lib(x), reference(x), rtol=1e-5)
     """
     from ...backends.llvm.jit import CPUTarget, jit_compile
-    from ...build import to_llvm, weight_array
+    from ...build import compilable_copy, to_llvm, weight_array
     from ...byoc.bind import CompiledModuleWithExternals, bind_externals
     from ...interpreter import find_function
     from ...lowering.te_to_loop import entry_layout
@@ -113,9 +119,10 @@ def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int |
 
     start = time.perf_counter()
     ctx = _context(opt_level)
-    signature = signature_of(find_function(module, function))
     externals = bind_externals(module)  # byoc regions run as in a CPU build, between the emulated kernels
-    work, timings = lower_to_gpu(module, ctx=ctx, target=target)
+    work = compilable_copy(module)
+    signature = signature_of(find_function(work, function))
+    timings = gpu_passes(work, ctx, target)
     _, _, weights = entry_layout(find_function(work, function))
     cpu = CPUTarget.parse("llvm")
     timings += run_pipeline(work, ("emulate-gpu",) + to_llvm(cpu), ctx)
@@ -168,7 +175,7 @@ def build_cuda(module: ModuleOp, target: str = "cuda", *, function: str = "main"
 
     External modules (``tk.byoc.partition_for``) are called by the host program on the
     device buffers; each must run on CUDA memory (``cublas``), else HostOnlyExternalError."""
-    from ...build import weight_array
+    from ...build import compilable_copy, weight_array
     from ...byoc import external_modules
     from ...interpreter import find_function
     from ...lowering.te_to_loop import entry_layout
@@ -187,8 +194,9 @@ def build_cuda(module: ModuleOp, target: str = "cuda", *, function: str = "main"
             f"(sm_{TF32_MIN_ARCH} or later); build for 'cuda'"
         )
     start = time.perf_counter()
-    signature = signature_of(find_function(module, function))
-    work, timings = lower_to_gpu(module, opt_level=opt_level, target=target)
+    work = compilable_copy(module)
+    signature = signature_of(find_function(work, function))
+    timings = gpu_passes(work, _context(opt_level), target)
     host = find_function(work, function)
     _, _, weights = entry_layout(host)
     source = emit_cuda(work)

@@ -172,12 +172,12 @@ class CudaModule(Seedable):
         cp = self._cp
         inputs, symbols = self._bind(args)
         shapes = self.signature.output_shapes(symbols)
-        specs = self.signature.outputs
+        specs = self.signature.entry_outputs
         outputs = [cp.empty(shape, device_dtype(spec.dtype)) for shape, spec in zip(shapes, specs)]
         self._host(self._rt, *inputs, *outputs, *self._weights)
         if output == "numpy":
             outputs = [cp.asnumpy(o).view(spec.dtype) for o, spec in zip(outputs, specs)]
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        return self.signature.results(outputs)
 
     def _bind(self, args: Sequence[Any]) -> tuple[list[Any], dict[str, int]]:
         """Device arrays for ``args``, checked against the signature, and the symbols' values

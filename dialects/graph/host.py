@@ -3,7 +3,7 @@
 A compiled function allocates its outputs from the sizes its inputs give, so a size
 that depends on the *values* of a tensor (how many elements of a mask are true, the
 rows ``nonzero`` finds) must be read on the host, between functions, as the VM reads
-the predicate of ``graph.if``. A model with these ops runs on the VM
+the predicate of ``graph.if``. A model with ``graph.data_size`` runs on the VM
 (``tensorkiln.executors.vm_compiler``).
 
 - ``graph.data_size``: its operand is a 0-d integer tensor (a count the model computed);
@@ -15,10 +15,14 @@ the predicate of ``graph.if``. A model with these ops runs on the VM
       %k = graph.data_size %count {lower = 0 : i64, upper = 12 : i64} : tensor<i64> -> tensor<?x0xi8, #graph.dims<u0, _>>
 
 - ``graph.check``: raise ``message`` when the predicate (one element) is false: the
-  run-time assertions of a model (torch's ``_assert_scalar``), which a kernel cannot
-  raise::
+  run-time assertions of a model (torch's ``_assert_scalar``, indices in range), which a
+  kernel cannot raise. ``error`` names the exception (``RuntimeError``, the default, or
+  ``IndexError``: ``runtime/host_checks.py``). A straight-line function computes the
+  predicate as one more output that its caller checks (``passes/checks_to_outputs.py``);
+  the VM checks it after the function it is computed in::
 
       graph.check %ok {message = "image features and image tokens do not match"} : tensor<i1>
+      graph.check %in {message = "index out of range", error = "IndexError"} : tensor<i1>
 
 Both have side effects (an error), so no pass removes them as dead code.
 """
@@ -31,7 +35,7 @@ from xdsl.ir import SSAValue
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
-from ...runtime.host_checks import check, checked_size, size_carrier
+from ...runtime.host_checks import CHECK_ERRORS, check, checked_size, size_carrier
 from .types import numpy_dtype, shape_of, tensor_type
 
 
@@ -92,24 +96,27 @@ class CheckOp(IRDLOperation):
     name = "graph.check"
     pred = operand_def(TensorType)
     message = prop_def(StringAttr)
+    error = prop_def(StringAttr, default_value=StringAttr("RuntimeError"))
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$pred attr-dict `:` type($pred)"
 
-    def __init__(self, pred: SSAValue, message: str):
-        super().__init__(operands=[pred], properties={"message": StringAttr(message)})
+    def __init__(self, pred: SSAValue, message: str, error: str = "RuntimeError"):
+        super().__init__(operands=[pred], properties={"message": StringAttr(message), "error": StringAttr(error)})
 
     def verify_(self) -> None:
         shape = shape_of(self.pred.type)
         if any(isinstance(d, str) or d != 1 for d in shape):
             raise VerifyException(f"graph.check: the predicate must have one element, got {self.pred.type}")
+        if self.error.data not in CHECK_ERRORS:
+            raise VerifyException(f"graph.check: error must be one of {', '.join(CHECK_ERRORS)}, got '{self.error.data}'")
 
     def reference(self, pred: np.ndarray) -> tuple[()]:
-        check(pred, self.message.data)
+        check(pred, self.message.data, self.error.data)
         return ()
 
 
-#: ops that only the host can run: a function holding one runs on the VM
+#: ops the host runs
 HOST_OPS = (DataSizeOp, CheckOp)
 
 

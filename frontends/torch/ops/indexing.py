@@ -2,8 +2,9 @@
 cumsum/cumprod/logcumsumexp, cummax/cummin, argmax/argmin, max/min with indices, topk, sort;
 any/all, var/std, constant padding, stack, split/chunk/unbind, flip, repeat.
 
-Indices out of range are clamped (torch raises an error; see graph.take), negative
-ones wrap as in torch.
+The graph ops clamp indices out of range (see graph.take) and wrap negative ones; the
+converters check the indices they are given as torch does (``index_checks.py``: an
+IndexError after the call).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ....runtime import dim_arith
 from ..context import ImportContext, numpy_dtype_of_torch
 from ..registry import converter
 from .data_dependent import masked_put, masked_rows, masks_as_indices, rows_in_order
+from .index_checks import check_indices
 
 # ---------------------------------------------------------------------------
 # take / gather
@@ -28,14 +30,24 @@ def _fit(ctx: ImportContext, node, value):
     return value
 
 
+def _indices_of(node, position: int) -> str:
+    """How a message names the op of ``node`` and its index argument: ``gather of 'ids'``."""
+    arg = node.args[position] if position < len(node.args) else None
+    op = str(node.target).split(".")[1] if str(node.target).count(".") >= 2 else str(node.target)
+    return f"{op} of '{arg.name}'" if hasattr(arg, "name") else op
+
+
 @converter("aten.index_select.default", scalars_as_vectors=True)
 def index_select(ctx: ImportContext, node, x, dim, index):
-    return _fit(ctx, node, ctx.b.take(x, index, dim % ctx.rank(x)))
+    dim %= ctx.rank(x)
+    check_indices(ctx, index, shape_of(x.type)[dim], _indices_of(node, 2))
+    return _fit(ctx, node, ctx.b.take(x, index, dim))
 
 
 @converter("aten.embedding.default")
 def embedding(ctx: ImportContext, node, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     # padding_idx only changes gradients
+    check_indices(ctx, indices, shape_of(weight.type)[0], _indices_of(node, 1))
     return ctx.b.take(weight, indices, 0)
 
 
@@ -60,6 +72,7 @@ def embedding_bag(
         raise NotImplementedError(f"embedding_bag with a symbolic number of indices or bags ({n}, {bags})")
     dim, dtype = shape_of(weight.type)[1], numpy_dtype(weight.type.element_type)
     kind = _BAG_MODES[mode]
+    check_indices(ctx, indices, shape_of(weight.type)[0], _indices_of(node, 1))
     rows = b.take(weight, indices, 0)  # (N, D)
     if per_sample_weights is not None:
         rows = b.mul(rows, b.reshape(per_sample_weights, (n, 1)))
@@ -81,7 +94,9 @@ def embedding_bag(
 
 @converter("aten.gather.default", scalars_as_vectors=True)
 def gather(ctx: ImportContext, node, x, dim, index, sparse_grad=False):
-    return ctx.b.gather(x, index, dim % ctx.rank(x))
+    dim %= ctx.rank(x)
+    check_indices(ctx, index, shape_of(x.type)[dim], _indices_of(node, 2))
+    return ctx.b.gather(x, index, dim)
 
 
 def _wrap_clamp(ctx: ImportContext, index, size: Dim):
@@ -107,6 +122,7 @@ def index(ctx: ImportContext, node, x, indices):
     masks = [k for k, t in enumerate(indices) if t is not None and t.type.element_type == i1]
     if len(masks) == 1 and sum(t is not None for t in indices) == 1 and ctx.rank(indices[masks[0]]):  # x[:, mask]
         return masked_rows(ctx, node, x, masks[0], indices[masks[0]])
+    _check_advanced_indices(ctx, node, x, indices)
     positions = _integer_positions(masks_as_indices(ctx, node, indices))
     if not positions:
         return x
@@ -115,6 +131,16 @@ def index(ctx: ImportContext, node, x, indices):
         return _fit(ctx, node, ctx.b.take(x, t, axis))
     merged, first, linear, _ = _merge_indexed_axes(ctx, x, positions)
     return _fit(ctx, node, ctx.b.take(merged, linear, first))
+
+
+def _check_advanced_indices(ctx: ImportContext, node, x, indices) -> None:
+    """Each integer index tensor of ``x[i0, i1, ...]`` in ``[-size, size)`` of its axis
+    (a boolean mask selects in range; its axes count as the mask's rank)."""
+    axis, name = 0, getattr(node.args[0], "name", "x")
+    for t in indices:
+        if t is not None and t.type.element_type != i1:
+            check_indices(ctx, t, shape_of(x.type)[axis], f"indexing '{name}' along dim {axis}", from_end=True)
+        axis += ctx.rank(t) if t is not None and t.type.element_type == i1 else 1
 
 
 def _integer_positions(indices) -> list[tuple[int, object]]:
@@ -162,6 +188,7 @@ def index_put(ctx: ImportContext, node, x, indices, values, accumulate=False):
     masks = [(axis, t) for axis, t in enumerate(indices) if t is not None and t.type.element_type == i1]
     if masks:
         return _masked_put(ctx, x, indices, masks, values, accumulate)
+    _check_advanced_indices(ctx, node, x, indices)
     positions = _integer_positions(indices)
     if not positions:
         return b.add(x, values) if accumulate else b.broadcast_to(values, shape_of(x.type))
@@ -203,9 +230,14 @@ def _scatter(mode: str):
     def convert(ctx: ImportContext, node, x, dim, index, src, reduce=None):
         if reduce is not None:
             return scatter_reduce(ctx, node, x, dim, index, src, {"add": "sum", "multiply": "prod"}.get(reduce, reduce))
+        _check_scatter_indices(ctx, node, x, dim, index)
         return _scatter_values(ctx, node, x, dim, index, src, mode)
 
     return convert
+
+
+def _check_scatter_indices(ctx: ImportContext, node, x, dim, index) -> None:
+    check_indices(ctx, index, shape_of(x.type)[dim % ctx.rank(x)], _indices_of(node, 2))
 
 
 def _scatter_values(ctx: ImportContext, node, x, dim, index, src, mode: str, include_self: bool = True):
@@ -231,6 +263,11 @@ _SCATTER_REDUCE_MODES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "mi
 def scatter_reduce(ctx: ImportContext, node, x, dim, index, src, reduce, *, include_self=True):
     """``sum``/``prod``/``amax``/``amin`` as a ``graph.scatter`` mode; ``mean`` as a sum
     divided by the count of values each element received (plus one for itself when included)."""
+    _check_scatter_indices(ctx, node, x, dim, index)
+    return _scatter_reduce(ctx, node, x, dim, index, src, reduce, include_self)
+
+
+def _scatter_reduce(ctx: ImportContext, node, x, dim, index, src, reduce, include_self):
     if reduce in _SCATTER_REDUCE_MODES:
         return _scatter_values(ctx, node, x, dim, index, src, _SCATTER_REDUCE_MODES[reduce], include_self)
     if reduce != "mean" or not is_float_dtype(ctx.dtype(node)):
@@ -253,10 +290,11 @@ def index_reduce(ctx: ImportContext, node, x, dim, index, source, reduce, *, inc
     ``dim`` reduces into slice ``index[k]`` of ``x``, a scatter_reduce with ``index``
     broadcast over ``source``'s other axes."""
     dim = dim % ctx.rank(x)
+    _check_scatter_indices(ctx, node, x, dim, index)
     along = [1] * ctx.rank(source)
     along[dim] = shape_of(index.type)[0]
     spread = ctx.b.broadcast_to(ctx.b.reshape(index, along), shape_of(source.type))
-    return scatter_reduce(ctx, node, x, dim, spread, source, reduce, include_self=include_self)
+    return _scatter_reduce(ctx, node, x, dim, spread, source, reduce, include_self)
 
 
 # ---------------------------------------------------------------------------
@@ -599,11 +637,8 @@ def put(ctx: ImportContext, node, x, index, source, accumulate=False):
     shape = shape_of(x.type)
     count = dim_arith.product(shape)
     updates = dim_arith.product(shape_of(index.type))
+    check_indices(ctx, index, count, _indices_of(node, 1), from_end=True)
     flat_index = b.reshape(index, (updates,))
-    size = ctx.size_value(count)
-    outside = b.bitwise_or(b.compare(flat_index, b.neg(size), "lt"), b.compare(flat_index, size, "ge"))
-    b.check(b.compare(b.reduce_sum(ctx.cast(outside, np.dtype(np.int64)), [0]), ctx.constant(np.int64(0)), "eq"),
-            f"put: an index is out of range for a tensor of {count} elements")  # fmt: skip
     flat_index = _wrap_clamp(ctx, flat_index, count)
     flat = b.scatter(b.reshape(x, (count,)), flat_index, b.reshape(source, (updates,)), axis=0,
                      mode="add" if accumulate else "update")  # fmt: skip

@@ -31,3 +31,11 @@ func.func @check_of_many(%p: tensor<3xi1>) {
   func.return
 }
 // CHECK: graph.check: the predicate must have one element, got tensor<3xi1>
+
+// -----
+
+func.func @check_unknown_error(%p: tensor<i1>) {
+  graph.check %p {message = "no", error = "KeyError"} : tensor<i1>
+  func.return
+}
+// CHECK: graph.check: error must be one of RuntimeError, IndexError, got 'KeyError'

@@ -1,9 +1,9 @@
 // RUN: %tk-roundtrip
 // RUN: %tk-generic-roundtrip
 
-// graph.data_size / graph.check (run by the VM between compiled functions): a size read
-// from a count the model computed (a size carrier: no elements, its first dim the new
-// symbol), and a run-time assertion.
+// graph.data_size / graph.check: a size read from a count the model computed (a size
+// carrier: no elements, its first dim the new symbol; run by the VM between compiled
+// functions), and a run-time assertion (its error RuntimeError unless named).
 
 func.func @select(%x: tensor<?xf32, #graph.dims<n>>) -> tensor<?xf32, #graph.dims<u0>> {
   %z = graph.constant dense<0.0> : tensor<f32>
@@ -21,3 +21,16 @@ func.func @select(%x: tensor<?xf32, #graph.dims<n>>) -> tensor<?xf32, #graph.dim
 // CHECK:         %k = graph.data_size %c {lower = 1 : i64, upper = 4096 : i64} : tensor<i64> -> tensor<?x0xi8, #graph.dims<u0, _>>
 // CHECK:         graph.check %ok {message = "at most 99 positives"} : tensor<i1>
 // CHECK:         graph.full %k
+
+func.func @index_check(%i: tensor<5xi64>) -> tensor<5xi64> {
+  %lo = graph.constant dense<0> : tensor<i64>
+  %ge = graph.compare %i, %lo {predicate = "ge"} : tensor<5xi64>, tensor<i64> -> tensor<5xi1>
+  %f = graph.cast %ge : tensor<5xi1> -> tensor<5xi8>
+  %m = graph.reduce_min %f {axes = array<i64: 0>} : tensor<5xi8> -> tensor<i8>
+  %z = graph.constant dense<0> : tensor<i8>
+  %ok = graph.compare %m, %z {predicate = "ne"} : tensor<i8>, tensor<i8> -> tensor<i1>
+  graph.check %ok {message = "negative index", error = "IndexError"} : tensor<i1>
+  func.return %i : tensor<5xi64>
+}
+// CHECK-LABEL: func.func @index_check
+// CHECK:         graph.check %ok {message = "negative index", error = "IndexError"} : tensor<i1>
