@@ -199,3 +199,19 @@ def test_signature_lists_checks_and_round_trips_as_json():
     with pytest.raises(RuntimeCheckError, match="bad size") as raised:
         sig.results([np.array(True), np.array(False)])
     assert not isinstance(raised.value, IndexError)
+
+
+def test_checks_can_be_left_out_then_indices_clamp():
+    fn = lambda w, i: F.embedding(i, w)  # noqa: E731
+
+    class Model(torch.nn.Module):
+        def forward(self, w, i):
+            return fn(w, i)
+
+    ids = np.array([[0, 6, 3]])
+    program = torch.export.export(Model(), (torch.from_numpy(X), torch.from_numpy(ids)))
+    lib = tk.build(from_exported_program(program, check_indices=False))
+    assert not lib.signature.checks
+    assert not any(op.name == "graph.check" for op in from_exported_program(program, check_indices=False).walk())
+    np.testing.assert_allclose(lib(X, ids), X[ids])
+    np.testing.assert_allclose(lib(X, np.array([[9, -1, 3]])), X[[[6, 6, 3]]])  # 9 clamped to 6, -1 wrapped

@@ -4,8 +4,9 @@ pad, and the constant producers full and arange.
 
 Index operands are integer tensors (``i8``, ``i32`` or ``i64``). Negative indices wrap
 once, as in torch (``-1`` is the last element); indices still outside ``[0, dim)``
-after that are **clamped** to the nearest end (torch raises an error instead). The
-generated code therefore never reads outside a buffer, whatever the index data.
+after that are **clamped** to the nearest end, so the generated code never reads
+outside a buffer, whatever the index data. Where torch raises an error instead, the
+torch frontend adds a ``graph.check`` of the indices (``frontends/torch/ops/index_checks.py``).
 
 Ops that produce indices (argmax, argmin, argsort) give ``i64`` tensors, as torch does.
 Axes are stored normalised (non-negative); the constructors also take negative axes.

@@ -126,6 +126,8 @@ class ImportContext:
         #: symbols a run-time check found equal to another (``Eq(u1, u0)``) -> that one:
         #: torch.export writes the other from then on
         self.aliases: dict[str, str] = {}
+        #: whether the indices the model is given are checked at run time (``index_checks.py``)
+        self.check_indices = True
         self._unaliased: dict[SSAValue, SSAValue] = {}
 
     # -- fx node facts ------------------------------------------------------------

@@ -416,6 +416,7 @@ def from_exported_program(
     decompose: bool = True,
     function_name: str = "main",
     state_as_io: bool = False,
+    check_indices: bool = True,
 ) -> ModuleOp | tuple[ModuleOp, dict[str, np.ndarray]] | tuple[ModuleOp, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Import a ``torch.export.ExportedProgram`` as a graph-dialect module.
 
@@ -438,6 +439,12 @@ def from_exported_program(
             logits, *new = lib(token, *state.values())
             state = dict(zip(state, new))
 
+    Indices the model is given (embedding ids, gather and scatter indices, ``x[idx]``)
+    are checked as torch checks them: a call with one out of range raises IndexError.
+    ``check_indices=False`` leaves the checks out (an index out of range then reads or
+    writes the nearest element in range, never outside a buffer): one reduction over
+    each index tensor less.
+
     Raises UnsupportedOperatorError listing every unsupported ATen op (with counts and
     node names) before converting anything, and TorchImportError naming the node and
     the line of the model's code when a node cannot be converted.
@@ -445,6 +452,7 @@ def from_exported_program(
     if decompose:
         ep = _decompose(ep)
     importer = _Importer(ep, keep_params_as_input, function_name, state_as_io)
+    importer.ctx.check_indices = check_indices
     module = importer.run()
     function = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == function_name)
     set_dim_ranges(function, _input_ranges(importer.ctx.symbol_ranges, function))
