@@ -215,3 +215,16 @@ def test_checks_can_be_left_out_then_indices_clamp():
     assert not any(op.name == "graph.check" for op in from_exported_program(program, check_indices=False).walk())
     np.testing.assert_allclose(lib(X, ids), X[ids])
     np.testing.assert_allclose(lib(X, np.array([[9, -1, 3]])), X[[[6, 6, 3]]])  # 9 clamped to 6, -1 wrapped
+
+
+def test_assert_async_checks_one_hot_classes_and_user_asserts():
+    lib = compile_torch_fn(lambda i: F.one_hot(i, 5), np.array([0, 4, 2]))
+    np.testing.assert_array_equal(lib(np.array([1, 4, 3, 0])[:3]), np.eye(5, dtype=np.int64)[[1, 4, 3]])
+    with pytest.raises(RuntimeError, match="Class values must be smaller than num_classes"):
+        lib(np.array([0, 5, 1]))
+    with pytest.raises(RuntimeError, match="Class values must be non-negative"):
+        lib(np.array([0, -1, 1]))
+    lib = compile_torch_fn(lambda x: (torch._assert_async(x.sum() > 0, "sum must be positive"), x * 2)[1], X[0])
+    np.testing.assert_allclose(lib(np.abs(X[1])), 2 * np.abs(X[1]))
+    with pytest.raises(RuntimeCheckError, match="sum must be positive"):
+        lib(-np.abs(X[1]))

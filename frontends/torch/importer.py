@@ -76,6 +76,8 @@ def _size_value(val: Any) -> Any:
 #: ops kept though nothing uses their result: run-time assertions
 _CHECKS = {
     "aten._assert_scalar.default",
+    "aten._assert_async.default",
+    "aten._assert_async.msg",
     "aten.sym_constrain_range_for_size.default",
     "aten.sym_constrain_range.default",
     "aten._linalg_check_errors.default",

@@ -13,6 +13,7 @@ import functools
 from typing import Any
 
 import numpy as np
+from xdsl.dialects.builtin import i1
 from xdsl.ir import SSAValue
 
 from ....dialects.graph.types import numpy_dtype, shape_of
@@ -144,6 +145,16 @@ def assert_scalar(ctx: ImportContext, node, condition, message=""):
         ctx.b.check(ctx.b.reshape(condition, ()) if shape_of(condition.type) else condition, text)
     else:
         assert_sizes(ctx, condition, text)
+
+
+@converter("aten._assert_async.default", "aten._assert_async.msg")
+def assert_async(ctx: ImportContext, node, condition, message=""):
+    """``torch._assert_async(t, msg)``: raise ``msg`` when the one-element tensor ``t`` is
+    false or zero (decompositions use it: ``one_hot`` checks its classes so)."""
+    pred = ctx.b.reshape(condition, ()) if shape_of(condition.type) else condition
+    if pred.type.element_type != i1:
+        pred = ctx.b.compare(pred, ctx.scalar(0, pred), "ne")
+    ctx.b.check(pred, str(message or f"run-time assertion failed at node '{node.name}'"))
 
 
 @converter("aten.sym_constrain_range_for_size.default", "aten.sym_constrain_range.default")
