@@ -124,6 +124,25 @@ def test_multinomial_frequencies(replacement):
     assert np.abs(freq - p).max() < 6 * 0.5 / math.sqrt(samples.shape[1])
 
 
+@pytest.mark.parametrize("replacement", [True, False])
+def test_multinomial_checks_its_weights_as_torch(replacement):
+    lib = _build(lambda w: torch.multinomial(w, 2, replacement=replacement), torch.rand(2, 5) + 0.1)
+    good = np.array([[0.2, 0.0, 0.3, 0.5, 0.0], [1.0, 0.0, 0.0, 0.0, 2.0]], np.float32)
+    assert lib(good).shape == (2, 2) and set(lib(good)[1]) <= {0, 4}
+    bad = {
+        "contains either `inf`, `nan` or element < 0": [[0.2, -0.1, 0.3, 0.5, 0.0]], "`nan`": [[0.2, np.nan, 0, 0, 0]],
+        "`inf`": [[np.inf, 0, 0, 0, 0]], r"sum of probabilities <= 0": [[0, 0, 0, 0, 0]],
+    }  # fmt: skip
+    for words, row in bad.items():
+        weights = np.concatenate([np.array(row, np.float32), good[1:]])
+        with pytest.raises(RuntimeError):
+            torch.multinomial(torch.from_numpy(weights), 2, replacement=replacement)
+        with pytest.raises(RuntimeError, match=words):
+            lib(weights)
+    one = lib(np.concatenate([np.array([[0, 0, 0, 0, 1.0]], np.float32), good[1:]]))[0]  # one positive weight is enough
+    assert one[0] == 4 and (replacement and one[1] == 4 or not replacement and one[1] != 4)
+
+
 def test_dropout_in_training():
     x = _x(64, 129)
     lib = _build(lambda x: torch.nn.functional.dropout(x, 0.3, training=True), x)

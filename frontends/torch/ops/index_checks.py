@@ -47,10 +47,16 @@ def check_indices(ctx: ImportContext, index: SSAValue, size: Dim, what: str, *, 
     index = ctx.cast(index, _INT64)
     length = ctx.size_value(size)
     lowest = b.neg(length) if from_end else ctx.scalar(0, index)
-    inside = b.bitwise_and(b.compare(index, lowest, "ge"), b.compare(index, length, "lt"))
-    if ctx.rank(index):
-        inside = b.compare(b.reduce_min(ctx.cast(inside, np.int8), list(range(ctx.rank(index)))), ctx.constant(np.int8(0)), "ne")
-    b.check(inside, message, "IndexError")
+    b.check(all_true(ctx, b.bitwise_and(b.compare(index, lowest, "ge"), b.compare(index, length, "lt"))), message, "IndexError")
 
 
-__all__ = ["check_indices"]
+def all_true(ctx: ImportContext, flags: SSAValue) -> SSAValue:
+    """A 0-d ``i1``: whether every element of the boolean tensor ``flags`` is true (a
+    check's predicate; true for no elements)."""
+    if not ctx.rank(flags):
+        return flags
+    smallest = ctx.b.reduce_min(ctx.cast(flags, np.int8), list(range(ctx.rank(flags))))
+    return ctx.b.compare(smallest, ctx.constant(np.int8(0)), "ne")
+
+
+__all__ = ["all_true", "check_indices"]

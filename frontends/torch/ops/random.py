@@ -21,6 +21,7 @@ from xdsl.ir import SSAValue
 from ....dialects.graph.types import numpy_dtype, shape_of
 from ..context import ImportContext
 from ..registry import converter
+from .index_checks import all_true
 
 #: alpha dropout keeps SELU's mean and variance: its negative saturation value
 _SELU_SATURATION = 1.7580993408473766
@@ -204,6 +205,7 @@ def multinomial(ctx: ImportContext, node, probs, num_samples, replacement=False,
     b, shape = ctx.b, shape_of(probs.type)
     categories = shape[-1]
     weights = ctx.cast(probs, _draw_dtype(_dtype(probs)))
+    _check_weights(ctx, weights)
     if not replacement:
         if isinstance(categories, str) or num_samples > categories:
             raise ValueError(f"multinomial: {num_samples} samples without replacement of {categories} categories")
@@ -216,6 +218,17 @@ def multinomial(ctx: ImportContext, node, probs, num_samples, replacement=False,
     below = b.compare(b.reshape(cumulative, (*shape[:-1], 1, categories)), targets, "le")  # (..., samples, categories)
     index = b.reduce_sum(ctx.cast(below, np.int64), [len(shape)])
     return b.min(index, b.constant(np.asarray(categories - 1, np.int64)))
+
+
+def _check_weights(ctx: ImportContext, weights: SSAValue) -> None:
+    """torch's checks of multinomial's weights: finite and non-negative, and a positive
+    sum per row (without replacement, zero weights are drawn last, as torch's)."""
+    b = ctx.b
+    zero = ctx.scalar(0, weights)
+    valid = b.bitwise_and(b.compare(weights, zero, "ge"), b.compare(weights, ctx.scalar(np.inf, weights), "lt"))  # NaN: neither
+    b.check(all_true(ctx, valid), "multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+    b.check(all_true(ctx, b.compare(b.reduce_sum(weights, [ctx.rank(weights) - 1]), zero, "gt")),
+            "multinomial: invalid multinomial distribution (sum of probabilities <= 0)")  # fmt: skip
 
 
 def _exponential_of(ctx: ImportContext, shape, dtype: np.dtype, candidates: Sequence[SSAValue]) -> SSAValue:
