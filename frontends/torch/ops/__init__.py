@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     checks,
     complex_ops,
     control_flow,
+    counting,
     creation,
     data_dependent,
     decompositions,
