@@ -71,6 +71,7 @@ def fake_cupy(log: list, compute_capability: str = "90") -> types.SimpleNamespac
     return types.SimpleNamespace(
         ndarray=FakeArray, asarray=asarray, empty=lambda shape, dtype: np.empty(shape, dtype).view(FakeArray),
         from_dlpack=asarray, ascontiguousarray=asarray, asnumpy=asnumpy, RawModule=RawModule, cuda=device,
+        stack=lambda arrays: np.stack(arrays).view(FakeArray),
         copies=copies, **functions,
     )  # fmt: skip
 

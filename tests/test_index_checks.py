@@ -188,6 +188,7 @@ def test_cuda_module_reads_the_predicates_after_the_launches(monkeypatch):
                 lib(np.array([[1, 2, 3]]))
         else:
             assert lib(np.array([[1, 2, 3]])).shape == (1, 3, 6)
+    assert fake.copies[-1] == ("to host", (1,))  # the predicates came back in one copy
 
 
 def test_signature_lists_checks_and_round_trips_as_json():
