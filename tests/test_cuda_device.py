@@ -146,3 +146,17 @@ def test_torch_zoo_on_the_gpu(name):
             np.testing.assert_array_equal(g, w)
         else:
             assert _rel(g, w) < TOLERANCE
+
+
+def test_index_checks_on_the_gpu():
+    """An embedding's ids out of range raise IndexError after the launches (the check's
+    predicate copied back); ids in range give torch's rows."""
+    torch = pytest.importorskip("torch")
+    from tensorkiln.frontends.torch import from_exported_program
+
+    table = torch.nn.Embedding(11, 6).eval()
+    ids = torch.tensor([[1, 10, 3]])
+    lib = tk.build(from_exported_program(torch.export.export(table, (ids,))), target="cuda")
+    assert _rel(lib(ids.numpy(), output="numpy"), table(ids).detach().numpy()) < TOLERANCE
+    with pytest.raises(IndexError, match="out of range"):
+        lib(np.array([[1, 11, 3]]))
