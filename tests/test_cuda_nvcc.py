@@ -96,10 +96,12 @@ def test_torch_zoo_compiles(name, tmp_path):
     host = next(f for f in gpu_level.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "main")
     namespace = {}
     exec(print_host(host), namespace)
-    outputs = _leaves(model(*inputs))
-    weights = [weight_array(w) for w in entry_layout(host)[2]]
+    outputs = [o.detach().numpy() for o in _leaves(model(*inputs))]
+    _, n_out, weight_data = entry_layout(host)
+    outputs += [np.ones((), bool)] * (n_out - len(outputs))  # the predicates of the index checks
+    weights = [weight_array(w) for w in weight_data]
     rt = _Recorder()
-    arrays = [t.numpy() for t in inputs] + [o.detach().numpy() for o in outputs] + weights
+    arrays = [t.numpy() for t in inputs] + outputs + weights
     namespace["main"](rt, *arrays)
     assert rt.launches > 0, name
     compile_all({name: emit_cuda(gpu_level)}, tmp_path)

@@ -34,7 +34,14 @@ def _is_16bit_float(value: Any) -> bool:
 
 
 def _computing_ops(ops: list[Operation]) -> int:
-    return sum(1 for op in ops if isinstance(op, GraphOp) and not op.MOVES_DATA and not isinstance(op, CastOp))
+    """How many of ``ops`` compute on 16-bit float values (an index check on integer
+    indices beside a bfloat16 table does not count)."""
+    return sum(
+        1
+        for op in ops
+        if isinstance(op, GraphOp) and not op.MOVES_DATA and not isinstance(op, CastOp)
+        and any(is_16bit_float(v.type) for v in (*op.operands, *op.results))
+    )
 
 
 def _widened(ctx: ImportContext, arg: Any) -> Any:
