@@ -53,8 +53,9 @@ def check_supported(module: ModuleOp) -> None:
 
 #: lowering pipelines after the graph-level optimization (``passes/pipeline.py``)
 #: graph -> loops; ``legalize-16bit-floats`` again for the paths that skip the graph pipeline
-#: (a no-op after it: graph-to-te lowers no bfloat16 arithmetic)
-TO_LOOPS = ("legalize-16bit-floats", "legalize-unsigned", "graph-to-te", "te-to-loop")
+#: (a no-op after it: graph-to-te lowers no bfloat16 arithmetic); row kernels store softmax's
+#: exp in the output row (``stash_rows``: CPU only)
+TO_LOOPS = ("legalize-16bit-floats", "legalize-unsigned", "graph-to-te", "te-to-loop{stash_rows=true}")
 
 
 def schedule_pipeline(target: CPUTarget) -> tuple[str, ...]:

@@ -46,7 +46,7 @@ from ..dialects import loop, te
 from ..dialects.graph import ConstantOp, FusedOp
 from ..dialects.graph.types import is_float, shape_of
 from ..runtime.dim_expr import evaluate, free_symbols, is_symbol, lower
-from .row_stages import row_stages
+from .row_stages import RowStages, reduces, row_stages
 from .te_builder import REASSOC
 
 ENTRY_ATTR = "tk.entry"
@@ -249,6 +249,13 @@ class _BodyEmitter:
         #: value read twice is computed once (re-emitting it per read grows exponentially
         #: along a chain of such reads)
         self.computed: dict[tuple[te.ComputeOp, Block, tuple[SSAValue, ...]], SSAValue] = {}
+        #: producers stored in the output row before the stages that read them (see
+        #: :func:`stashed_producer`), and the output buffer
+        self.stashed: set[te.ComputeOp] = set()
+        self.out: SSAValue | None = None
+        #: while the output's elements are emitted, their induction variables: each
+        #: element overwrites its stashed value, so only that one may be read back
+        self.element: list[SSAValue] | None = None
 
     def at_row(self, indices: Sequence[SSAValue], shape: Sequence[int | str]) -> bool:
         """Whether ``indices`` into a tensor of ``shape`` address the current row: its
@@ -285,6 +292,10 @@ class _BodyEmitter:
                     if hoisted is not None and self.at_row(indices, shape_of(op.tensor.type)):
                         self.values[op.result] = hoisted  # computed once for this row
                         return
+                    if source.compute in self.stashed and self._stash_holds(indices):
+                        b.insert(load := loop.LoadOp(self.out, indices))  # stored in this row already
+                        self.values[op.result] = load.result
+                        return
                     key = (source.compute, b.insertion_point.block, tuple(indices))
                     if key not in self.computed:
                         # handed to _run_steps, not nested here: see _Steps
@@ -303,6 +314,13 @@ class _BodyEmitter:
         b.insert(new)
         for old, result in zip(op.results, new.results):
             self.values[old] = result
+
+    def _stash_holds(self, indices: Sequence[SSAValue]) -> bool:
+        """Whether the output row still holds the stashed producer at ``indices``: in the
+        current row, and before the element loop or at the element being computed (a
+        read elsewhere, say a row sum the element loop recomputes, computes it inline)."""
+        in_row = all(i is v for i, v in zip(indices, self.row))
+        return in_row and (self.element is None or all(i is v for i, v in zip(indices, self.element, strict=True)))
 
     def emit_dim(self, b: Builder, tensor: SSAValue, axis: int) -> SSAValue:
         source = self.values[tensor]
@@ -329,6 +347,33 @@ class _BodyEmitter:
         return b.insert(loop.LoadOp(acc, [])).result
 
 
+def stashed_producer(root: te.ComputeOp, rows: RowStages | None, inlined: Sequence[te.ComputeOp]) -> te.ComputeOp | None:
+    """The elementwise producer to compute once per element and store in the output row,
+    before the stages that read it, or None. Softmax's ``exp(x - max)`` is read by the row
+    sum and by the output: inlined, each element's exp is computed twice; stored, the sum
+    and the output read it back from the row (in cache), and the output scales it in
+    place (softmax 64x1024, one thread: 1 exp per element instead of 2). Only a producer
+    holding transcendental math (``math.*``: a subtraction is cheaper to redo than to
+    store and load) of the output's shape and element type, read directly by the output
+    and by a stage, and not reading a stage computed after one that reads it."""
+    if rows is None:
+        return None
+    stages = list(rows.stages)
+    for p in inlined:
+        if p in stages or p.result.type != root.result.type or reduces(p):
+            continue
+        if not any(op.name.startswith("math.") for op in p.body.walk()):
+            continue
+        readers = {use.operation for use in p.result.uses}
+        reading_stages = [k for k, stage in enumerate(stages) if stage in readers]
+        if root not in readers or not reading_stages:
+            continue
+        read_by_p = [k for k, stage in enumerate(stages) if stage.result in p.inputs]
+        if all(k < min(reading_stages) for k in read_by_p):
+            return p
+    return None
+
+
 def _kernel(
     name: str,
     tag: str,
@@ -336,10 +381,13 @@ def _kernel(
     root: te.ComputeOp,
     inlined: Sequence[te.ComputeOp] = (),
     carriers: Sequence[SSAValue] = (),
+    stash_rows: bool = False,
 ) -> func.FuncOp:
     """The kernel ``name(inputs..., carriers..., out)``: one loop nest over ``root``'s
     result, with the ``inlined`` computes evaluated where they are read (default schedule),
-    except row stages (``row_stages.py``): those once per row, before the row's elements.
+    except row stages (``row_stages.py``): those once per row, before the row's elements,
+    and with ``stash_rows`` the producer :func:`stashed_producer` picks, stored in the
+    output row before the stages that read it (a loop named ``ks<depth>...``).
     ``carriers`` are tensors the kernel never reads, passed for their sizes only (symbols
     its own tensors do not give, see :func:`unsized_symbols`)."""
     arg_types = [buffer_type(v.type) for v in (*inputs, *carriers, root.result)]
@@ -354,15 +402,22 @@ def _kernel(
     rows = row_stages(root, inlined)
     depth = rows.depth if rows else 0
     row_ivs, row = emit_loop_nest(b, bounds[:depth], "i")
+    stash = stashed_producer(root, rows, inlined) if stash_rows else None
     if rows:
         # each stage once per row, at the row's first element (zeros past the row dims)
         zero = row.insert(arith.ConstantOp(IntegerAttr(0, IndexType()))).result
-        emitter.row = row_ivs
+        emitter.row, emitter.out = row_ivs, out
         for stage in rows.stages:
+            if stash is not None and stash not in emitter.stashed and stage in {u.operation for u in stash.result.uses}:
+                stash_ivs, stash_body = emit_loop_nest(row, bounds[depth:], "ks", depth)
+                at = [*row_ivs, *stash_ivs]
+                stash_body.insert(loop.StoreOp(emitter.emit_compute(stash_body, stash, at), out, at))
+                emitter.stashed.add(stash)
             value = emitter.emit_compute(row, stage, [*row_ivs] + [zero] * (len(bounds) - depth))
             emitter.per_row[stage] = value
     element_ivs, inner = emit_loop_nest(row, bounds[depth:], "i", depth)
     ivs = [*row_ivs, *element_ivs]
+    emitter.element = ivs
     inner.insert(loop.StoreOp(emitter.emit_compute(inner, root, ivs), out, ivs))
     b.insert(func.ReturnOp())
     kernel = func.FuncOp(name, (arg_types, []), Region(entry))
@@ -375,9 +430,11 @@ def outline_kernel(compute: te.ComputeOp, name: str, carriers: Sequence[SSAValue
     return _kernel(name, _tag(compute), list(compute.inputs), compute, carriers=carriers)
 
 
-def outline_fused_kernel(fused: FusedOp, name: str, carriers: Sequence[SSAValue] = ()) -> func.FuncOp:
+def outline_fused_kernel(
+    fused: FusedOp, name: str, carriers: Sequence[SSAValue] = (), stash_rows: bool = False
+) -> func.FuncOp:
     """ONE kernel for a fused group: its output compute, every other compute inlined
-    (row stages once per row; ``carriers``: see :func:`_kernel`)."""
+    (row stages once per row; ``carriers``, ``stash_rows``: see :func:`_kernel`)."""
     block = fused.body.block
     root = block.last_op.value.owner
     computes = [op for op in block.ops if isinstance(op, te.ComputeOp)]
@@ -386,7 +443,7 @@ def outline_fused_kernel(fused: FusedOp, name: str, carriers: Sequence[SSAValue]
             f"te-to-loop: fused group '{fused.group_name.data}' must hold only te.compute ops (run graph-to-te first)"
         )
     inlined = [c for c in computes if c is not root]
-    return _kernel(name, fused.group_name.data, list(block.args), root, inlined, carriers)
+    return _kernel(name, fused.group_name.data, list(block.args), root, inlined, carriers, stash_rows)
 
 
 def _tag(compute: te.ComputeOp) -> str:
@@ -419,8 +476,9 @@ _KERNEL_OPS = te.ComputeOp | te.ScatterOp | te.ScanOp | te.SortOp | te.DenseLina
 class _HostLowering:
     """Rewrites one tensor-level function into a buffer-level host function + kernels."""
 
-    def __init__(self, function: func.FuncOp):
+    def __init__(self, function: func.FuncOp, stash_rows: bool = False):
         self.function = function
+        self.stash_rows = stash_rows
         self.kernels: list[func.FuncOp] = []
         self.names: dict[str, int] = {}
 
@@ -501,7 +559,7 @@ class _HostLowering:
                 temporaries.append(target)
             carriers = self.carriers(op, old_block.args)
             if isinstance(op, FusedOp):
-                kernel = outline_fused_kernel(op, self.kernel_name(op.group_name.data), carriers)
+                kernel = outline_fused_kernel(op, self.kernel_name(op.group_name.data), carriers, self.stash_rows)
             elif isinstance(op, te.ScatterOp):
                 self.scatter(b, op, buffers, target)
                 buffers[op.result] = target
@@ -628,9 +686,13 @@ class _HostLowering:
 
 @dataclass(frozen=True)
 class TEToLoopPass(ModulePass):
-    """Outline each te.compute into a loop-nest kernel; turn functions into buffer code."""
+    """Outline each te.compute into a loop-nest kernel; turn functions into buffer code.
+    ``stash_rows`` (the CPU pipeline's): a row kernel stores an expensive producer its
+    stages and output both read in the output row (:func:`stashed_producer`); off by
+    default, for the GPU, whose row schedules expect the stages and the element loop only."""
 
     name = "te-to-loop"
+    stash_rows: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
@@ -640,7 +702,7 @@ class TEToLoopPass(ModulePass):
             if not signature or any(isinstance(t, TensorType) for t in signature) or any(
                 isinstance(o, te.ComputeOp | te.ScatterOp | te.ScanOp | te.SortOp | te.DenseLinalgOp) for o in function.body.walk()
             ):
-                _HostLowering(function).lower()
+                _HostLowering(function, self.stash_rows).lower()
 
 
 def entry_layout(function: func.FuncOp) -> tuple[int, int, list[Attribute]]:

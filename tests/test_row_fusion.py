@@ -1,7 +1,8 @@
 """Row fusion: softmax, log_softmax, layer norm and RMS-norm-like graphs are ONE kernel
 per row (their row statistics computed once per row inside it), on odd shapes, rows of
-one element and of 4097, a symbolic batch; a softmax along another axis keeps its three
-kernels. Numbers against numpy (and torch for the imported layer norm)."""
+one element and of 4097, a symbolic batch; a softmax along another axis keeps separate
+kernels. On the CPU a row kernel computes softmax's exp once per element, stored in the
+output row (te-to-loop's stash). Numbers against numpy (and torch for the imported layer norm)."""
 
 from __future__ import annotations
 
@@ -45,17 +46,48 @@ def test_softmax_one_kernel_per_row(rng, op, shape):
     chosen = scheduled_kernels(module)
     if shape[-1] > 1:
         assert chosen == {f"{op}_0": "row_stages"}
-    else:  # a row of one element: nothing to fuse along (three kernels)
-        assert len(chosen) == 3
+    else:  # a row of one element: nothing to fuse along (max, exp for softmax, sum, normalization)
+        assert len(chosen) == (4 if op == "softmax" else 3)
+
+
+def _exp_count(module, to_loops) -> int:
+    from xdsl.dialects import math
+
+    work = module.clone()
+    ctx = PassContext(opt_level=2, dump_ir=False)
+    optimize_graph(work, ctx)
+    run_pipeline(work, to_loops, ctx)
+    return sum(isinstance(op, math.ExpOp) for k in kernels(work) for op in k.walk())
+
+
+def test_the_cpu_row_kernel_computes_each_exp_once():
+    b = tk.GraphBuilder()
+    x = b.input("x", (9, 301))
+    module = b.finish(b.softmax(b.add(b.mul(x, b.constant(np.float32(0.125))), b.input("mask", (1, 301))), -1))
+    assert _exp_count(module, TO_LOOPS) == 1  # stored in the output row, read by the sum and the output
+    gpu_to_loops = tuple(p.split("{")[0] for p in TO_LOOPS)  # the GPU's te-to-loop: no stash
+    assert _exp_count(module, gpu_to_loops) == 2
+
+
+@pytest.mark.parametrize("shape", [(3, 1, 12), (2, 1, 1, 7), (4, 5, 1, 9)], ids=str)
+def test_stashed_row_with_unit_dims_between(rng, shape):
+    """Rows whose stages sit above a dim of size 1 (the element loop then recomputes the
+    row sum): the sum must read exp values the output has not yet overwritten."""
+    b = tk.GraphBuilder()
+    x = b.input("x", shape)
+    module = b.finish(b.softmax(b.mul(x, x), -1))
+    data = rng.standard_normal(shape).astype(np.float32)
+    np.testing.assert_allclose(tk.build(module)(data), softmax_ref(data * data, -1), rtol=2e-5, atol=2e-6)
 
 
 @pytest.mark.parametrize("shape, axis", [((7, 77, 129), 1), ((9, 13), 0)], ids=str)
-def test_softmax_along_a_leading_axis_keeps_three_kernels(rng, shape, axis):
+def test_softmax_along_a_leading_axis_keeps_separate_kernels(rng, shape, axis):
+    """Max, exp (once per element, stored), sum and normalization: four kernels."""
     b = tk.GraphBuilder()
     module = b.finish(b.softmax(b.input("x", shape), axis))
     x = rng.standard_normal(shape).astype(np.float32)
     np.testing.assert_allclose(tk.build(module)(x), softmax_ref(x, axis), rtol=2e-5, atol=2e-6)
-    assert sorted(scheduled_kernels(module)) == ["softmax_0", "softmax_max_0", "softmax_sum_0"]
+    assert sorted(scheduled_kernels(module)) == ["softmax_0", "softmax_exp_0", "softmax_max_0", "softmax_sum_0"]
 
 
 def layer_norm_module(shape, axes: int, gamma, beta, eps=1e-5):

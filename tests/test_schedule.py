@@ -179,7 +179,7 @@ def test_conv2d(name: str, case: str, rng: np.random.Generator) -> None:
 def _rows_or(rows: ScheduleFn, plain: ScheduleFn) -> ScheduleFn:
     """``rows`` for softmax as one kernel of row stages (its max and sum loops k0, k1_0
     inside the row loop i0), ``plain`` for its normalization kernel (rows of one element
-    are three kernels)."""
+    are four kernels: max, exp, sum, normalization)."""
     return lambda s: rows(s) if "k0" in s.loops() else plain(s)
 
 
@@ -193,7 +193,8 @@ SOFTMAX_SCHEDULES: dict[str, dict[str, ScheduleFn]] = {
         ),
     },
     "cache": {
-        "softmax_sum": lambda s: (s.cache_read(0, "i0"), s.cache_write("i0"), s.cache_read(1, "i0")),
+        "softmax_exp": lambda s: (s.cache_read(1, "i0"), s.cache_read(0, "i0")),
+        "softmax_sum": lambda s: (s.cache_read(0, "i0"), s.cache_write("i0")),
         "softmax": _rows_or(
             lambda s: (s.cache_read(0, "i0"), s.split("i1", 8)),
             lambda s: (s.fuse("i0", "i1"), s.split("i0.i1.fused", 8), s.cache_read(0, "i0.i1.fused.outer")),

@@ -63,10 +63,11 @@ def gpu_passes(work: ModuleOp, ctx: PassContext, target: str) -> list[tuple[str,
     from ...build import TO_LOOPS
 
     options = parse_cuda_target(target)
+    to_loops = tuple("te-to-loop" if name.startswith("te-to-loop") else name for name in TO_LOOPS)  # no stash
     # (before fuse-ops, so that each step fuses with its producers or epilogue)
     timings = list(run_pipeline(work, GPU_GRAPH_PASSES, ctx))
     timings += optimize_graph(work, ctx)
-    timings += run_pipeline(work, TO_LOOPS + options.gpu_lowering, ctx)
+    timings += run_pipeline(work, to_loops + options.gpu_lowering, ctx)
     return timings
 
 

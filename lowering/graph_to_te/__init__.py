@@ -25,7 +25,7 @@ from ...dialects import te
 from ...dialects.graph import ConstantOp, FusedOp, GraphOp, YieldOp
 from ...dialects.graph.fusion import fused_body
 from ...dialects.graph.types import is_float
-from ..row_stages import row_stages
+from ..row_stages import reduces, row_stages
 from ..te_builder import TEBuilder
 from . import dense_linalg, elementwise, indexing, linalg, nn, random, reduce, shape  # noqa: F401  (register their rules)
 from .registry import COMPUTE_RULES, compute_rule, tag_of
@@ -81,13 +81,14 @@ def _ops_between(first: Operation | None, last: Operation) -> list[Operation]:
 def group_row_stages(computes: list[Operation], tag: str) -> FusedOp | None:
     """The computes one op's rule emitted (the last is its result) as ONE ``graph.fused``
     group named ``tag`` when every other compute is a row stage of the last (softmax's
-    row maximum and sum: ``lowering/row_stages.py``), so te-to-loop emits one kernel
-    per row instead of one kernel per compute. Other emitted computes stay as they are."""
+    row maximum and sum: ``lowering/row_stages.py``) or an elementwise producer the
+    kernel computes where it is read (softmax's ``exp(x - max)``), so te-to-loop emits one
+    kernel per row instead of one kernel per compute. Otherwise the computes stay as they are."""
     if len(computes) < 2 or not all(isinstance(c, te.ComputeOp) for c in computes):
         return None
     *producers, root = computes
     rows = row_stages(root, producers)
-    if rows is None or set(rows.stages) != set(producers):
+    if rows is None or any(p not in rows.stages and reduces(p) for p in producers):
         return None
     members = set(computes)
     inputs: list[SSAValue] = []

@@ -93,19 +93,31 @@ def _row(s: Scalar, idx, axis: int):
 
 @compute_rule(red.SoftmaxOp)
 def softmax(t: TEBuilder, op: red.SoftmaxOp) -> SSAValue:
-    maxima, sums, axis = _softmax_parts(t, op)
+    """``exp(x - max)`` is a compute of its own, read by the row sum and the output: a CPU
+    kernel computes it once per element, stored in the output row, which the sum then
+    reads and the output scales in place (te-to-loop's stash, ``stash_rows``)."""
+    x = op.input
+    axis = op.axis.value.data
+    kept = tuple(1 if a == axis else d for a, d in enumerate(shape_of(x.type)))
+    kept_type = tensor_type(kept, x.type.element_type)
+    maxima = t.compute(
+        "softmax_max", kept_type, [x], lambda s, idx, ins: reduce_axes(s, "max", ins[0], idx, (axis,), True)
+    )
+    exps = t.compute(
+        "softmax_exp", x.type, [x, maxima],
+        lambda s, idx, ins: s.math(math.ExpOp, s.sub(s.read(ins[0], idx), s.read(ins[1], _row(s, idx, axis)))),
+    )  # fmt: skip
+    sums = t.compute("softmax_sum", kept_type, [exps], lambda s, idx, ins: reduce_axes(s, "add", ins[0], idx, (axis,), True))
 
     def element(s: Scalar, idx, ins):
-        x, m, total = ins
-        row = _row(s, idx, axis)
-        e = s.math(math.ExpOp, s.sub(s.read(x, idx), s.read(m, row)))
+        e, total = ins
         # times the row's reciprocal (computed once per row after LLVM hoists it), as
         # torch and ONNX Runtime do: a vector division costs 5-10 multiplications
         # (softmax 64x1024, one thread, znver2: 0.117 -> 0.105 ms); at most 1 ulp more
-        row_sum = s.read(total, row)
-        return s.mul(e, s.div(s.const(1.0, row_sum.type), row_sum))
+        row_sum = s.read(total, _row(s, idx, axis))
+        return s.mul(s.read(e, idx), s.div(s.const(1.0, row_sum.type), row_sum))
 
-    return t.compute("softmax", op.result.type, [op.input, maxima, sums], element)
+    return t.compute("softmax", op.result.type, [exps, sums], element)
 
 
 @compute_rule(red.LogSoftmaxOp)

@@ -2,10 +2,11 @@
 """default-schedule on reductions and injective groups.
 
 * softmax along the last axis: ONE kernel of row stages (row_stages): per row (rows in
-  parallel) the max loop and the sum-of-exp loop, each vectorized with a vector
-  accumulator, then the row's elements, vectorized, reading the two row values.
-* softmax along a non-last axis keeps three kernels: max and sum across the rows
-  (reduce_columns), the normalization (injective).
+  parallel) the max loop (a vector accumulator), exp(x - max) stored in the output row
+  (the stash: one exp per element), the sum loop reading it back, then the row's
+  elements scaled in place; every loop vectorized.
+* softmax along a non-last axis keeps separate kernels: max and sum across the rows
+  (reduce_columns), exp(x - max) and the normalization (injective).
 * a sum over a non-contiguous axis (reduce_columns): 32 adjacent outputs accumulate in
   a local vector tile with the reduction loop outside it; 37 columns = a tile at 0 and
   one shifted back to 5.
@@ -30,29 +31,34 @@ print(scheduled(b.finish(b.softmax(b.input("x", (301, 437)), -1))))
 # CHECK-NEXT:        loop.load %{{.*}}[%[[I]], %[[K]]] : memref<301x437xf32>
 # CHECK:             arith.maximumf
 # CHECK:           %[[M:.*]] = loop.load %[[MAX]][] : memref<f32>
-# CHECK:           loop.for %[[K1:.*]] = {{.*}} vectorized name("k1_0") {
-# CHECK-NEXT:        %[[X:.*]] = loop.load %{{.*}}[%[[I]], %[[K1]]] : memref<301x437xf32>
+# CHECK:           loop.for %[[KS:.*]] = {{.*}} vectorized name("ks1") {
+# CHECK-NEXT:        %[[X:.*]] = loop.load %[[IN:.*]][%[[I]], %[[KS]]] : memref<301x437xf32>
 # CHECK-NEXT:        %[[D:.*]] = arith.subf %[[X]], %[[M]]
-# CHECK-NEXT:        math.exp %[[D]]
+# CHECK-NEXT:        %[[E:.*]] = math.exp %[[D]]
+# CHECK-NEXT:        loop.store %[[E]], %[[OUT:.*]][%[[I]], %[[KS]]] : memref<301x437xf32>
+# CHECK:           loop.for %[[K1:.*]] = {{.*}} vectorized name("k1_0") {
+# CHECK-NEXT:        loop.load %[[OUT]][%[[I]], %[[K1]]] : memref<301x437xf32>
+# CHECK-NOT:         math.exp
 # CHECK:             arith.addf {{.*}} fastmath<reassoc,contract>
 # CHECK:           %[[S:.*]] = loop.load %{{.*}}[] : memref<f32>
 # CHECK-NEXT:      loop.for %[[J:.*]] = {{.*}} vectorized name("i1") {
-# CHECK-NEXT:        %[[XJ:.*]] = loop.load %{{.*}}[%[[I]], %[[J]]] : memref<301x437xf32>
-# CHECK-NEXT:        %[[DJ:.*]] = arith.subf %[[XJ]], %[[M]]
-# CHECK-NEXT:        %[[E:.*]] = math.exp %[[DJ]]
+# CHECK-NEXT:        %[[EJ:.*]] = loop.load %[[OUT]][%[[I]], %[[J]]] : memref<301x437xf32>
 # CHECK-NEXT:        %[[R:.*]] = arith.divf %{{.*}}, %[[S]]
-# CHECK-NEXT:        %[[Y:.*]] = arith.mulf %[[E]], %[[R]]
-# CHECK-NEXT:        loop.store %[[Y]], %{{.*}}[%[[I]], %[[J]]] : memref<301x437xf32>
+# CHECK-NEXT:        %[[Y:.*]] = arith.mulf %[[EJ]], %[[R]]
+# CHECK-NEXT:        loop.store %[[Y]], %[[OUT]][%[[I]], %[[J]]] : memref<301x437xf32>
 
 b = tk.GraphBuilder()
 print(scheduled(b.finish(b.softmax(b.input("x", (301, 437)), 0))))
 
 # CHECK-LABEL: func.func @main(
 # CHECK:         func.call @softmax_max_0(
+# CHECK:         func.call @softmax_exp_0(
 # CHECK:         func.call @softmax_sum_0(
 # CHECK:         func.call @softmax_0(
 # CHECK-LABEL: func.func @softmax_max_0(
 # CHECK-SAME:      tk.strategy = "reduce_columns"
+# CHECK-LABEL: func.func @softmax_exp_0(
+# CHECK-SAME:      tk.strategy = "injective_vectorized"
 # CHECK-LABEL: func.func @softmax_sum_0(
 # CHECK-SAME:      tk.strategy = "reduce_columns"
 # CHECK-LABEL: func.func @softmax_0(
