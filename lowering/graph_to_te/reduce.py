@@ -64,16 +64,21 @@ def reduction(t: TEBuilder, op: red.ReduceOp) -> SSAValue:
     return t.compute(op.name.removeprefix("graph."), op.result.type, [op.input], element)
 
 
-def _softmax_parts(t: TEBuilder, op: red._SoftmaxBase) -> tuple[SSAValue, SSAValue, int]:
-    """Row maxima and sums of exp(x - max) along the softmax axis (kept as size 1)."""
-    x = op.input
-    axis = op.axis.value.data
+def _row_maxima(t: TEBuilder, op: red._SoftmaxBase) -> tuple[SSAValue, int]:
+    """The maxima along the softmax axis (kept as size 1), and the axis."""
+    x, axis = op.input, op.axis.value.data
     kept = tuple(1 if a == axis else d for a, d in enumerate(shape_of(x.type)))
     kept_type = tensor_type(kept, x.type.element_type)
-
     maxima = t.compute(
         "softmax_max", kept_type, [x], lambda s, idx, ins: reduce_axes(s, "max", ins[0], idx, (axis,), True)
     )
+    return maxima, axis
+
+
+def _softmax_parts(t: TEBuilder, op: red._SoftmaxBase) -> tuple[SSAValue, SSAValue, int]:
+    """Row maxima and sums of exp(x - max) along the softmax axis (kept as size 1)."""
+    x = op.input
+    maxima, axis = _row_maxima(t, op)
 
     def exp_sum(s: Scalar, idx, ins):
         data, m = ins
@@ -83,7 +88,7 @@ def _softmax_parts(t: TEBuilder, op: red._SoftmaxBase) -> tuple[SSAValue, SSAVal
             value=lambda r, at: r.math(math.ExpOp, r.sub(r.read(data, at), row_max)),
         )
 
-    sums = t.compute("softmax_sum", kept_type, [x, maxima], exp_sum)
+    sums = t.compute("softmax_sum", maxima.type, [x, maxima], exp_sum)
     return maxima, sums, axis
 
 
@@ -97,17 +102,12 @@ def softmax(t: TEBuilder, op: red.SoftmaxOp) -> SSAValue:
     kernel computes it once per element, stored in the output row, which the sum then
     reads and the output scales in place (te-to-loop's stash, ``stash_rows``)."""
     x = op.input
-    axis = op.axis.value.data
-    kept = tuple(1 if a == axis else d for a, d in enumerate(shape_of(x.type)))
-    kept_type = tensor_type(kept, x.type.element_type)
-    maxima = t.compute(
-        "softmax_max", kept_type, [x], lambda s, idx, ins: reduce_axes(s, "max", ins[0], idx, (axis,), True)
-    )
+    maxima, axis = _row_maxima(t, op)
     exps = t.compute(
         "softmax_exp", x.type, [x, maxima],
         lambda s, idx, ins: s.math(math.ExpOp, s.sub(s.read(ins[0], idx), s.read(ins[1], _row(s, idx, axis)))),
     )  # fmt: skip
-    sums = t.compute("softmax_sum", kept_type, [exps], lambda s, idx, ins: reduce_axes(s, "add", ins[0], idx, (axis,), True))
+    sums = t.compute("softmax_sum", maxima.type, [exps], lambda s, idx, ins: reduce_axes(s, "add", ins[0], idx, (axis,), True))
 
     def element(s: Scalar, idx, ins):
         e, total = ins
