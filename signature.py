@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, i64
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, StringAttr, i64
 
 from .dialects.graph.host import data_size_symbols
 from .dialects.graph.types import numpy_dtype, shape_of
@@ -58,6 +60,11 @@ def function_checks(function: func.FuncOp) -> tuple[RuntimeCheck, ...]:
     if not isinstance(attr, ArrayAttr):
         return ()
     return tuple(RuntimeCheck(message.data, error.data) for message, error in (pair.data for pair in attr.data))
+
+
+def set_function_checks(function: func.FuncOp, checks: Sequence[RuntimeCheck]) -> None:
+    """Record ``checks`` on ``function`` (``tk.checks``; read by :func:`function_checks`)."""
+    function.attributes[CHECKS_ATTR] = ArrayAttr([ArrayAttr([StringAttr(c.message), StringAttr(c.error)]) for c in checks])
 
 
 def random_state_index(function: func.FuncOp) -> int | None:

@@ -249,9 +249,9 @@ class _BodyEmitter:
         #: value read twice is computed once (re-emitting it per read grows exponentially
         #: along a chain of such reads)
         self.computed: dict[tuple[te.ComputeOp, Block, tuple[SSAValue, ...]], SSAValue] = {}
-        #: producers stored in the output row before the stages that read them (see
+        #: the producer stored in the output row once the stages that read it start (see
         #: :func:`stashed_producer`), and the output buffer
-        self.stashed: set[te.ComputeOp] = set()
+        self.stashed: te.ComputeOp | None = None
         self.out: SSAValue | None = None
         #: while the output's elements are emitted, their induction variables: each
         #: element overwrites its stashed value, so only that one may be read back
@@ -292,7 +292,7 @@ class _BodyEmitter:
                     if hoisted is not None and self.at_row(indices, shape_of(op.tensor.type)):
                         self.values[op.result] = hoisted  # computed once for this row
                         return
-                    if source.compute in self.stashed and self._stash_holds(indices):
+                    if source.compute is self.stashed and self._stash_holds(indices):
                         b.insert(load := loop.LoadOp(self.out, indices))  # stored in this row already
                         self.values[op.result] = load.result
                         return
@@ -408,11 +408,11 @@ def _kernel(
         zero = row.insert(arith.ConstantOp(IntegerAttr(0, IndexType()))).result
         emitter.row, emitter.out = row_ivs, out
         for stage in rows.stages:
-            if stash is not None and stash not in emitter.stashed and stage in {u.operation for u in stash.result.uses}:
+            if stash is not None and emitter.stashed is None and stage in {u.operation for u in stash.result.uses}:
                 stash_ivs, stash_body = emit_loop_nest(row, bounds[depth:], "ks", depth)
                 at = [*row_ivs, *stash_ivs]
                 stash_body.insert(loop.StoreOp(emitter.emit_compute(stash_body, stash, at), out, at))
-                emitter.stashed.add(stash)
+                emitter.stashed = stash
             value = emitter.emit_compute(row, stage, [*row_ivs] + [zero] * (len(bounds) - depth))
             emitter.per_row[stage] = value
     element_ivs, inner = emit_loop_nest(row, bounds[depth:], "i", depth)

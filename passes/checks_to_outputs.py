@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -40,7 +40,7 @@ from ..dialects.graph.host import CheckOp
 from ..dialects.graph.shape import ReshapeOp
 from ..dialects.graph.types import shape_of
 from ..runtime.signature import RuntimeCheck
-from ..signature import CHECKS_ATTR, function_checks
+from ..signature import function_checks, set_function_checks
 
 
 def checks_as_outputs(function: func.FuncOp) -> None:
@@ -51,6 +51,7 @@ def checks_as_outputs(function: func.FuncOp) -> None:
         return
     ret = function.body.block.last_op
     assert isinstance(ret, func.ReturnOp), "a function ends with func.return"
+    recorded = [*function_checks(function), *(RuntimeCheck(c.message.data, c.error.data) for c in checks)]
     predicates = []
     for check in checks:
         pred = check.pred
@@ -60,14 +61,9 @@ def checks_as_outputs(function: func.FuncOp) -> None:
             pred = scalar.results[0]
         predicates.append(pred)
         Rewriter.erase_op(check)
-    recorded = list(function_checks(function))
-    new_ret = func.ReturnOp(*ret.operands, *predicates)
-    Rewriter.replace_op(ret, new_ret)
+    Rewriter.replace_op(ret, func.ReturnOp(*ret.operands, *predicates))
     function.update_function_type()
-    recorded += [RuntimeCheck(c.message.data, c.error.data) for c in checks]
-    function.attributes[CHECKS_ATTR] = ArrayAttr(
-        [ArrayAttr([StringAttr(c.message), StringAttr(c.error)]) for c in recorded]
-    )
+    set_function_checks(function, recorded)
 
 
 @dataclass(frozen=True)

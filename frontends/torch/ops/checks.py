@@ -21,6 +21,7 @@ from ....runtime.dim_expr import free_symbols
 from ..context import ImportContext, dim_of_expression
 from ..registry import converter, target_name
 from .data_dependent import input_symbols
+from .index_checks import all_true
 
 _INT64 = np.dtype(np.int64)
 
@@ -179,8 +180,6 @@ CHECKED_INFO = {
 @converter("aten._linalg_check_errors.default")
 def linalg_check_errors(ctx: ImportContext, node, info, api_name, *, is_matrix):
     """What torch raises when a factorization fails (``info != 0`` for some matrix)."""
-    b = ctx.b
     producer = node.args[0].args[0]  # info is getitem(factorization, 1)
-    failed = ctx.cast(b.compare(info, ctx.scalar(0, info), "ne"), _INT64)
-    failures = b.reduce_sum(failed, list(range(ctx.rank(info)))) if ctx.rank(info) else failed
-    b.check(b.compare(failures, ctx.constant(np.int64(0)), "eq"), f"{api_name}: {CHECKED_INFO[target_name(producer.target)]}")
+    succeeded = all_true(ctx, ctx.b.compare(info, ctx.scalar(0, info), "eq"))
+    ctx.b.check(succeeded, f"{api_name}: {CHECKED_INFO[target_name(producer.target)]}")

@@ -15,21 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....dialects.graph.types import element_type_of, is_float_dtype, shape_of
+from ....dialects.graph.types import shape_of
 from ....runtime import dim_arith
 from ..context import ImportContext
 from ..registry import converter
+from .creation import filled
 from .data_dependent import new_data_symbol
 from .index_checks import all_true
 
 _INT64 = np.dtype(np.int64)
-
-
-def _zeros(ctx: ImportContext, size, dtype: np.dtype, like):
-    """A vector of ``size`` zeros (a data-dependent size takes its carrier)."""
-    if isinstance(size, int):
-        return ctx.constant(np.zeros(size, dtype))
-    return ctx.b.full((size,), 0, element_type_of(dtype), ctx.dim_sources((size,), [like]))
 
 
 def _length(ctx: ImportContext, node):
@@ -50,7 +44,7 @@ def bincount(ctx: ImportContext, node, x, weights=None, minlength=0):
         largest = b.add(b.reduce_max(x, [0]), ctx.constant(np.int64(1)))  # an empty x: the identity, below 0
         ctx.bind_data_symbol(length, b.max(largest, ctx.constant(np.int64(minlength))))
     dtype = ctx.dtype(node)
-    counts = _zeros(ctx, length, dtype, x)
+    counts = filled(ctx, (length,), 0, dtype, [x])
     added = ctx.cast(weights, dtype) if weights is not None else b.broadcast_to(ctx.constant(np.ones((), dtype)), shape_of(x.type))
     return b.scatter(counts, x, added, axis=0, mode="add")
 
@@ -71,7 +65,7 @@ def repeat_interleave(ctx: ImportContext, node, repeats, *, output_size=None):
     elif output_size is not None:
         b.check(b.compare(total, ctx.size_value(length), "eq"), "repeat_interleave: allocated size does not match required size")
     # a mark at each running total (those equal to the length go to one extra slot)
-    marks = b.scatter(_zeros(ctx, dim_arith.add(length, 1), _INT64, repeats), totals,
+    marks = b.scatter(filled(ctx, (dim_arith.add(length, 1),), 0, _INT64, [repeats]), totals,
                       b.broadcast_to(ctx.constant(np.int64(1)), (count,)), axis=0, mode="add")  # fmt: skip
     return b.slice(b.cumsum(marks, 0), [0], [length], [0])
 

@@ -20,9 +20,14 @@ from ..registry import converter
 
 
 def _full(ctx: ImportContext, node, value, candidates: Sequence[SSAValue] = ()):
-    shape, dtype = ctx.shape(node), ctx.dtype(node)
     if isinstance(value, SSAValue | str):
         raise NotImplementedError(f"a fill value computed in the model ({value}) is not supported")
+    return filled(ctx, ctx.shape(node), value, ctx.dtype(node), candidates)
+
+
+def filled(ctx: ImportContext, shape, value, dtype: np.dtype, candidates: Sequence[SSAValue] = ()) -> SSAValue:
+    """A tensor of ``shape`` holding ``value``: a constant when the shape is static, else a
+    ``graph.full`` whose sizes come from ``candidates`` or the inputs (or size carriers)."""
     if all(isinstance(d, int) for d in shape):
         return ctx.constant(np.full(shape, value, dtype=dtype))
     return ctx.b.full(shape, np.asarray(value).astype(dtype).item(), element_type_of(dtype), ctx.dim_sources(shape, candidates))

@@ -47,7 +47,7 @@ def check_indices(ctx: ImportContext, index: SSAValue, size: Dim, what: str, *, 
     index = ctx.cast(index, _INT64)
     length = ctx.size_value(size)
     lowest = b.neg(length) if from_end else ctx.scalar(0, index)
-    b.check(all_true(ctx, b.bitwise_and(b.compare(index, lowest, "ge"), b.compare(index, length, "lt"))), message, "IndexError")
+    b.check(all_true(ctx, ctx.within(index, lowest, length)), message, "IndexError")
 
 
 def all_true(ctx: ImportContext, flags: SSAValue) -> SSAValue:

@@ -225,7 +225,7 @@ def _check_weights(ctx: ImportContext, weights: SSAValue) -> None:
     sum per row (without replacement, zero weights are drawn last, as torch's)."""
     b = ctx.b
     zero = ctx.scalar(0, weights)
-    valid = b.bitwise_and(b.compare(weights, zero, "ge"), b.compare(weights, ctx.scalar(np.inf, weights), "lt"))  # NaN: neither
+    valid = ctx.within(weights, zero, ctx.scalar(np.inf, weights))  # NaN: neither
     b.check(all_true(ctx, valid), "multinomial: probability tensor contains either `inf`, `nan` or element < 0")
     b.check(all_true(ctx, b.compare(b.reduce_sum(weights, [ctx.rank(weights) - 1]), zero, "gt")),
             "multinomial: invalid multinomial distribution (sum of probabilities <= 0)")  # fmt: skip
