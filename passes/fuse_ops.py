@@ -40,6 +40,14 @@ computing the broadcast ops apart, whatever the broadcast), or ``max_recomputed_
 (64) where that is more. So a long elementwise DAG -- a special function's rule is
 hundreds of such ops -- stays one kernel, with its few broadcast operands.
 
+A concatenation computes each of its inputs for every element of its result (and
+selects one): an op read through concatenations of ``k`` inputs is computed ``k`` times
+per element (nested ones multiply). A group takes such ops while the repeated work --
+the sum over its computing members of (times computed - 1) -- stays within
+``max_copied_work`` (16); ops that only move elements (slices, transposes, gathers) are
+free. So ``cat([-x2, x1])`` (rotary embeddings) stays one kernel, and a long chain of
+arithmetic before a concatenation is computed once, in a kernel of its own.
+
 Example: ``relu(add(conv2d(x, w), r))`` becomes one ``graph.fused "conv2d_add_relu"``;
 layer norm (mean, x - mean, its square's mean, rsqrt, scale, shift) becomes one
 ``graph.fused "reduce_mean_sub_mul_reduce_mean_add_rsqrt_mul_mul_add"``.
@@ -58,7 +66,7 @@ from xdsl.passes import ModulePass
 
 from ..dialects.graph import ConstantOp, FusedOp, GraphOp, OpPatternKind, YieldOp
 from ..dialects.graph.fusion import fused_body
-from ..dialects.graph.shape import BroadcastToOp, ReshapeOp, SliceOp, TransposeOp
+from ..dialects.graph.shape import BroadcastToOp, ConcatOp, ReshapeOp, SliceOp, TransposeOp
 from ..dialects.graph.types import row_depths, shape_of
 
 _CHEAP = (OpPatternKind.ELEMWISE, OpPatternKind.BROADCAST, OpPatternKind.INJECTIVE)
@@ -80,6 +88,11 @@ class _Group:
     per_element: set[GraphOp] = field(default_factory=set)
     #: how many members are not (see the module docstring)
     recomputed: int = 0
+    #: per member, how many times the kernel evaluates each of its elements because
+    #: concatenations compute every input for each element (the root: once)
+    copies: dict[GraphOp, int] = field(default_factory=dict)
+    #: the work of computing ops again for concatenations: sum of (copies - 1)
+    copied_work: int = 0
 
 
 def _reads_each_element_once(consumer: GraphOp, producer_value: SSAValue) -> bool:
@@ -147,11 +160,17 @@ def _computed_per_element(op: GraphOp, group: _Group, users: set[Operation]) -> 
     return all(u in group.per_element and _reads_in_step(u, op.results[0]) for u in users)
 
 
+def _computes(op: GraphOp) -> bool:
+    """Does ``op`` do arithmetic (not only move or pick elements)?"""
+    return op.PATTERN_KIND != OpPatternKind.INJECTIVE and not isinstance(op, BroadcastToOp)
+
+
 class _Fuser:
-    def __init__(self, block_ops: list[Operation], max_group_size: int, max_recomputed_ops: int):
+    def __init__(self, block_ops: list[Operation], max_group_size: int, max_recomputed_ops: int, max_copied_work: int):
         self.ops = block_ops
         self.max_group_size = max_group_size
         self.max_recomputed_ops = max_recomputed_ops
+        self.max_copied_work = max_copied_work
         self.group_of: dict[Operation, _Group] = {}
 
     def try_join(self, op: GraphOp) -> bool:
@@ -164,6 +183,10 @@ class _Fuser:
             return False
         kind = op.PATTERN_KIND
         if any(u.PATTERN_KIND in (OpPatternKind.OUT_ELEMWISE_FUSABLE, OpPatternKind.OPAQUE) for u in users):
+            return False
+        copies = max(group.copies.get(u, 1) * (len(u.operands) if isinstance(u, ConcatOp) else 1) for u in users)
+        copied_work = copies - 1 if _computes(op) else 0
+        if group.copied_work + copied_work > self.max_copied_work:
             return False
         once = len(list(op.results[0].uses)) == 1 and all(
             u in group.single_read and _reads_each_element_once(u, op.results[0]) for u in users
@@ -193,6 +216,8 @@ class _Fuser:
         else:
             return False
         group.members.append(op)
+        group.copies[op] = copies
+        group.copied_work += copied_work
         if per_element:
             group.per_element.add(op)
         else:
@@ -209,7 +234,7 @@ class _Fuser:
                 continue
             if op.PATTERN_KIND != OpPatternKind.OPAQUE and self.try_join(op):
                 continue
-            group = _Group(root=op, members=[op], single_read={op}, per_element={op})
+            group = _Group(root=op, members=[op], single_read={op}, per_element={op}, copies={op: 1})
             if op.PATTERN_KIND in _ANCHORS:
                 group.anchor = op
             self.group_of[op] = group
@@ -268,6 +293,9 @@ class FuseOpsPass(ModulePass):
     #: the recomputed ops a group takes however few its other ops (see the module
     #: docstring): bounds the work a kernel repeats
     max_recomputed_ops: int = 64
+    #: the most ops a group computes again for its concatenations, each counted as
+    #: many times as it is computed again (see the module docstring)
+    max_copied_work: int = 16
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
@@ -276,5 +304,5 @@ class FuseOpsPass(ModulePass):
             # positions taken once: per group, the block's walk made fusion quadratic in
             # the number of groups (the fused ops that replace groups need none)
             order = {o: k for k, o in enumerate(ops)}
-            for group in _Fuser(ops, self.max_group_size, self.max_recomputed_ops).groups():
+            for group in _Fuser(ops, self.max_group_size, self.max_recomputed_ops, self.max_copied_work).groups():
                 _materialize(group, order)

@@ -215,6 +215,29 @@ def test_broadcast_producers_are_recomputed_within_bounds(rng):
     assert sorted(len(_members(g)) for g in groups) == [2 + 64, 150 - 64]
 
 
+def test_concatenated_chains_are_computed_again_within_bounds(rng):
+    """A concatenation computes every input for each element: rotate_half's
+    ``cat([-x2, x1])`` with its consumers stays one kernel, while a 45-op chain read through
+    two nested 2-way concatenations (4 times) is cut where the repeated work would pass
+    ``max_copied_work`` (16): its start is a kernel of its own."""
+    b = tk.GraphBuilder()
+    q = b.input("q", (6, 8))
+    x1, x2 = b.slice(q, [0], [4], [1], [1]), b.slice(q, [4], [8], [1], [1])
+    rotated = b.concat([b.neg(x2), x1], axis=1)
+    rope = check_same_numbers(b.finish(b.add(b.mul(q, 0.5), b.mul(rotated, 0.25))), [rng.standard_normal((6, 8)).astype("f4")])
+    assert [len(_members(g)) for g in rope.walk() if isinstance(g, FusedOp)] == [7]
+
+    b = tk.GraphBuilder()
+    h = b.input("h", (6, 5))
+    for k in range(30):
+        h = b.tanh(b.add(h, 0.01 * k)) if k % 2 else b.mul(h, 0.9)
+    inner = b.concat([h, b.input("g", (6, 5))], axis=1)
+    module = b.finish(b.concat([inner, b.input("f", (6, 10))], axis=0))
+    after = check_same_numbers(module, [rng.standard_normal(s).astype("f4") for s in ((6, 5), (6, 5), (6, 10))])
+    # the chain's last 5 ops are computed 4 times each (3 extra: 15 <= 16); a sixth would pass 16
+    assert sorted(len(_members(g)) for g in after.walk() if isinstance(g, FusedOp)) == [2 + 5, 45 - 5]
+
+
 def test_torch_resnet_block_and_encoder_layer_kernel_counts(rng):
     """Batch norm folds into the convs and each conv fuses with its epilogue: a ResNet basic
     block is 2 kernels (4 with the transposes to NHWC and back of a lone block); a

@@ -68,6 +68,34 @@ def test_long_transforms_split_in_four_steps(rng, dtype, tolerance):
     check(Fn(_long_transforms), [(3, 256), (2, 4, 1024), (4, 1024)], rng, dtype, tolerance, tolerance)
 
 
+def _real_transforms_by_halves(x, re, im):
+    """Even lengths whose half is split (``_rfft_by_halves``/``_irfft_by_halves``): along
+    a middle axis, both-sided, normalized, an irfft of a spectrum that is not Hermitian
+    (torch ignores the imaginary parts of its first and last bins), a spectrogram."""
+    fft, real = torch.fft, torch.view_as_real
+    spectrum = torch.complex(re, im)
+    frames = torch.stft(x[0, :, 0], 400, 160, window=torch.hann_window(400, dtype=x.dtype), return_complex=True)
+    return (
+        real(fft.rfft(x, dim=1)), real(fft.fft(x, dim=1, norm="ortho")), fft.irfft(spectrum, n=512, norm="forward"),
+        fft.irfft(spectrum, n=300), real(fft.rfft2(x[..., :3], s=(512, 2))), frames.abs() ** 2,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype, tolerance", [(np.float32, 2e-6), (np.float64, 1e-13)], ids=["float32", "float64"])
+def test_real_transforms_as_complex_ones_of_half_length(rng, dtype, tolerance):
+    check(Fn(_real_transforms_by_halves), [(2, 512, 5), (3, 257), (3, 257)], rng, dtype, tolerance, tolerance)
+
+
+def test_a_real_transform_is_half_a_complex_one_and_a_gemm_per_stage():
+    """rfft of 1024 points: a complex transform of 512 = 16 x 32, each stage one GEMM of
+    both parts (weights 2n x 2n), not four."""
+    from tensorkiln.dialects.graph import DenseOp
+
+    module = from_exported_program(torch.export.export(Fn(lambda x: torch.view_as_real(torch.fft.rfft(x))), (torch.randn(3, 1024),)))
+    weights = sorted(tuple(op.weight.type.get_shape()) for op in module.walk() if isinstance(op, DenseOp))
+    assert weights == [(32, 32), (64, 64)]
+
+
 class FNet(nn.Module):
     """FNet's token mixing: the real part of a 2-d FFT over (sequence, hidden)."""
 

@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     decompositions,
     dense_linalg,
     elementwise,
+    fft,
     grid_sample,
     grouped,
     matrix_exp,

@@ -1,24 +1,13 @@
 """ATen ops on complex values (``frontends/torch/complex.py``: a complex tensor is a pair of
-real ones): FFTs, complex arithmetic and products, and the conversions between complex
-and real tensors.
-
-An FFT along an axis of length ``n`` is a discrete Fourier transform: a product with the
-constant matrices of ``cos`` and ``sin`` of ``2 pi j k / n`` (a GEMM per part). From
-``SPLIT_FROM`` points a composite length ``n1 * n2`` is split four-step (Cooley-Tukey:
-transforms of ``n2`` and ``n1`` points with twiddles between, recursively), so a line
-costs ``O(n (n1 + n2))`` instead of ``O(n^2)``; prime lengths stay one GEMM.
-Multi-dimensional transforms go one axis after the other; ``rfft`` keeps the ``n // 2 + 1`` non-negative frequencies, ``irfft`` rebuilds
-the others by Hermitian symmetry (its bins' imaginary parts at 0 and ``n / 2`` ignored,
-as torch). ``norm`` as torch: none, ``1/sqrt(n)`` (ortho) or ``1/n`` over the signal size.
+real ones): complex arithmetic and products, and the conversions between complex and
+real tensors. FFTs are in ``fft.py``.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ....dialects.graph.types import numpy_dtype, shape_of
+from ....dialects.graph.types import shape_of
 from ..complex import PART_DTYPES, Complex, complex_converter
 from ..context import ImportContext
 from ..registry import converter
@@ -29,179 +18,19 @@ def _part_dtype(ctx: ImportContext, node) -> np.dtype:
     return PART_DTYPES[dtype] if dtype in PART_DTYPES else ctx.dtype(node)
 
 
-def _dft_matrices(n: int, rows: int, dtype: np.dtype, weights: np.ndarray | None = None, columns: int | None = None):
-    """(cos, sin) of ``2 pi j k / n`` as dense weights ``(rows, columns)`` (row j, column
-    k; ``columns`` defaults to ``n``), each column scaled by ``weights``."""
-    columns = n if columns is None else columns
-    turns = np.outer(np.arange(rows), np.arange(columns)) % n  # j k mod n: exact, and small angles
-    angle = 2 * np.pi * turns / n
-    cos, sin = np.cos(angle), np.sin(angle)
-    quarter = (4 * turns) % n == 0  # multiples of pi / 2: exactly 0 and +-1 (sin(pi) is 1.2e-16)
-    q = (4 * turns // n)[quarter]
-    cos[quarter], sin[quarter] = np.array([1.0, 0.0, -1.0, 0.0])[q], np.array([0.0, 1.0, 0.0, -1.0])[q]
-    if weights is not None:
-        cos, sin = cos * weights[None, :], sin * weights[None, :]
-    return cos.astype(dtype), sin.astype(dtype)
-
-
-def _along(ctx: ImportContext, x, axis: int, weight: np.ndarray):
-    """``x`` with its axis ``axis`` (length ``weight.shape[1]``) replaced by ``weight @ x``."""
-    b = ctx.b
-    last = ctx.rank(x) - 1
-    perm = list(range(last + 1))
-    perm[axis], perm[last] = last, axis
-    moved = x if axis == last else b.transpose(x, perm)
-    y = b.dense(moved, ctx.constant(weight + 0.0))  # + 0.0: no negative zeros (they would sign zero sums)
-    return y if axis == last else b.transpose(y, perm)
-
-
-def _static(x, axis: int) -> int:
-    n = shape_of(x.type)[axis]
-    if not isinstance(n, int):
-        raise NotImplementedError(f"an FFT along the symbolic axis {axis} ({n}) is not supported")
-    return n
-
-
-#: lengths from which a transform is split in two (four-step): below, one GEMM is cheaper
-SPLIT_FROM = 128
-
-
-def _split(n: int) -> int | None:
-    """The factor ``n1`` of a four-step split ``n = n1 * n2`` (the largest divisor up to
-    ``sqrt(n)``), or None where ``n`` is short or has no factor of 8 or more."""
-    if n < SPLIT_FROM:
-        return None
-    n1 = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
-    return n1 if n1 >= 8 else None
-
-
-def _c2c_axis(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Complex:
-    """``sum_j z_j exp(-+ 2 pi i j k / n)`` along ``axis``: one DFT GEMM per part pair,
-    or for long composite lengths the four-step split (``O(n (n1 + n2))``, not ``O(n^2)``)."""
-    b = ctx.b
-    n = _static(z.real, axis)
-    n1 = _split(n)
-    if n1 is not None:
-        return _four_step(ctx, z, axis, n1, forward)
-    cos, sin = _dft_matrices(n, n, numpy_dtype(z.real.type.element_type))
-    sign = -1.0 if forward else 1.0
-    a_cos, b_cos = _along(ctx, z.real, axis, cos), _along(ctx, z.imag, axis, cos)
-    a_sin, b_sin = _along(ctx, z.real, axis, sign * sin), _along(ctx, z.imag, axis, sign * sin)
-    return Complex(b.sub(a_cos, b_sin), b.add(b_cos, a_sin))
-
-
-def _four_step(ctx: ImportContext, z: Complex, axis: int, n1: int, forward: bool) -> Complex:
-    """Cooley-Tukey with ``n = n1 * n2``: index ``j = j1 + n1 j2`` and ``k = k2 + n2 k1``;
-    a length-``n2`` transform over ``j2``, the twiddles ``w**(j1 k2)``, a length-``n1``
-    transform over ``j1``, the result read in ``(k1, k2)`` order."""
-    b = ctx.b
-    shape = list(shape_of(z.real.type))
-    n = shape[axis]
-    n2 = n // n1
-    split = [*shape[:axis], n2, n1, *shape[axis + 1 :]]  # (.., j2, j1, ..)
-    z = Complex(*(b.reshape(p, split) for p in (z.real, z.imag)))
-    z = _c2c_axis(ctx, z, axis, forward)  # over j2 -> k2: (.., k2, j1, ..)
-    angle = (-2.0 if forward else 2.0) * np.pi * np.outer(np.arange(n2), np.arange(n1)) / n
-    dtype = numpy_dtype(z.real.type.element_type)
-    spread = [1] * len(split)
-    spread[axis], spread[axis + 1] = n2, n1
-    twiddle = Complex(ctx.constant(np.cos(angle).astype(dtype).reshape(spread)),
-                      ctx.constant(np.sin(angle).astype(dtype).reshape(spread)))  # fmt: skip
-    z = _times(ctx, z, twiddle)
-    z = _c2c_axis(ctx, z, axis + 1, forward)  # over j1 -> k1: (.., k2, k1, ..)
-    order = list(range(len(split)))
-    order[axis], order[axis + 1] = axis + 1, axis
-    return Complex(*(b.reshape(b.transpose(p, order), shape) for p in (z.real, z.imag)))
-
-
-def _times(ctx: ImportContext, x: Complex, y: Complex) -> Complex:
-    b = ctx.b
-    real = b.sub(b.mul(x.real, y.real), b.mul(x.imag, y.imag))
-    return Complex(real, b.add(b.mul(x.real, y.imag), b.mul(x.imag, y.real)))
-
-
-def _normalised(ctx: ImportContext, value, normalization: int, signal: int):
-    """torch's fft_norm_mode: 0 none, 1 by 1/sqrt(n), 2 by 1/n."""
-    scale = {0: 1.0, 1: 1.0 / math.sqrt(signal), 2: 1.0 / signal}[normalization]
-    if scale == 1.0:
-        return value
-    if isinstance(value, Complex):
-        return Complex(*(ctx.b.mul(p, ctx.scalar(scale, p)) for p in (value.real, value.imag)))
-    return ctx.b.mul(value, ctx.scalar(scale, value))
-
-
-def _axes(ctx: ImportContext, x, dims) -> list[int]:
-    return [d % ctx.rank(x) for d in dims]
-
-
-@complex_converter("aten._fft_r2c.default")
-def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
-    """A real signal's transform: the last axis real-to-complex (its non-negative
-    frequencies when ``onesided``), then the other axes complex-to-complex."""
-    x = ctx.cast(x, _part_dtype(ctx, node))
-    axes = _axes(ctx, x, dim)
-    n, last = _static(x, axes[-1]), axes[-1]
-    bins = n // 2 + 1 if onesided else n
-    if _split(n) is not None:  # the complex transform of (x, 0), its first bins
-        z = _c2c_axis(ctx, _as_complex(ctx, x, numpy_dtype(x.type.element_type)), last, forward=True)
-        if bins < n:
-            z = Complex(*(ctx.b.slice(p, [0], [bins], [last], [1]) for p in (z.real, z.imag)))
-    else:
-        cos, sin = _dft_matrices(n, bins, numpy_dtype(x.type.element_type))
-        z = Complex(_along(ctx, x, last, cos), _along(ctx, x, last, -sin))
-    for axis in axes[:-1]:
-        z = _c2c_axis(ctx, z, axis, forward=True)
-    return _normalised(ctx, z, normalization, math.prod(_static(x, a) for a in axes))
-
-
-@complex_converter("aten._fft_c2c.default")
-def fft_c2c(ctx: ImportContext, node, z, dim, normalization, forward):
-    z = _as_complex(ctx, z, _part_dtype(ctx, node))
-    axes = _axes(ctx, z.real, dim)
-    for axis in axes:
-        z = _c2c_axis(ctx, z, axis, forward)
-    return _normalised(ctx, z, normalization, math.prod(_static(z.real, a) for a in axes))
-
-
-@complex_converter("aten._fft_c2r.default")
-def fft_c2r(ctx: ImportContext, node, z, dim, normalization, last_dim_size):
-    """A Hermitian signal back to real: the other axes inverse complex-to-complex, then
-    the last from its ``last_dim_size // 2 + 1`` bins, each but the first (and the middle
-    one of an even length) counted twice for its mirror."""
-    b = ctx.b
-    axes = _axes(ctx, z.real, dim)
-    for axis in axes[:-1]:
-        z = _c2c_axis(ctx, z, axis, forward=False)
-    axis, length = axes[-1], last_dim_size
-    bins = length // 2 + 1
-    have = _static(z.real, axis)
-    if have < bins:  # missing bins are zeros
-        high = [0] * ctx.rank(z.real)
-        high[axis] = bins - have
-        z = Complex(*(b.pad(p, [0] * len(high), high, 0.0) for p in (z.real, z.imag)))
-    elif have > bins:
-        z = Complex(*(b.slice(p, [0], [bins], [axis], [1]) for p in (z.real, z.imag)))
-    signal = math.prod([_static(z.real, a) for a in axes[:-1]] + [length])
-    if _split(length) is not None:  # the whole Hermitian spectrum, inverse complex transform, real part
-        mirror = [b.flip(b.slice(p, [1], [length - bins + 1], [axis], [1]), [axis]) for p in (z.real, z.imag)]
-        whole = Complex(b.concat([z.real, mirror[0]], axis=axis), b.concat([z.imag, b.neg(mirror[1])], axis=axis))
-        return _normalised(ctx, _c2c_axis(ctx, whole, axis, forward=False).real, normalization, signal)
-    twice = np.full(bins, 2.0)
-    twice[0] = 1.0
-    if length % 2 == 0:
-        twice[-1] = 1.0
-    # x_j = sum_k w_k (Re z_k cos(2 pi j k / L) - Im z_k sin(2 pi j k / L)): weights (L, bins)
-    cos, sin = _dft_matrices(length, length, numpy_dtype(z.real.type.element_type), twice, bins)
-    x = b.sub(_along(ctx, z.real, axis, cos), _along(ctx, z.imag, axis, sin))
-    return _normalised(ctx, x, normalization, signal)
-
-
 def _as_complex(ctx: ImportContext, x, dtype: np.dtype) -> Complex:
     """A complex value, or a real tensor with a zero imaginary part."""
     if isinstance(x, Complex):
         return x
     x = ctx.cast(x, dtype)
     return Complex(x, ctx.b.mul(x, ctx.scalar(0.0, x)))
+
+
+def times(ctx: ImportContext, x: Complex, y: Complex) -> Complex:
+    """The complex product ``x y``, part by part."""
+    b = ctx.b
+    real = b.sub(b.mul(x.real, y.real), b.mul(x.imag, y.imag))
+    return Complex(real, b.add(b.mul(x.real, y.imag), b.mul(x.imag, y.real)))
 
 
 def _operand(ctx: ImportContext, node, v):
@@ -224,7 +53,7 @@ def mul(ctx: ImportContext, node, x, y):
         x, y = y, x
     if not isinstance(y, Complex):  # complex times real
         return Complex(b.mul(x.real, y), b.mul(x.imag, y))
-    return _times(ctx, x, y)
+    return times(ctx, x, y)
 
 
 def _additive(method: str):

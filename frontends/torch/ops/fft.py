@@ -1,0 +1,292 @@
+"""FFTs (``aten._fft_r2c``, ``_fft_c2c``, ``_fft_c2r``) as real graph ops on the parts of
+complex values (``frontends/torch/complex.py``).
+
+An FFT along an axis of length ``n`` is a discrete Fourier transform: a product with the
+constant matrices of ``cos`` and ``sin`` of ``2 pi j k / n`` (a GEMM per part). From
+``SPLIT_FROM`` points a composite length ``n1 * n2`` is split four-step (Cooley-Tukey:
+transforms of ``n2`` and ``n1`` points with twiddles between, recursively), so a line
+costs ``O(n (n1 + n2))`` instead of ``O(n^2)``; prime lengths stay one GEMM.
+
+A real signal of even length ``n`` is transformed as a complex one of ``n / 2`` points
+(its even samples the real part, its odd ones the imaginary part) and one elementwise
+pass that separates the two (``_rfft_by_halves``); ``irfft`` runs the same backwards
+(``_irfft_by_halves``): half the work of a complex transform of ``n`` points with a
+zero imaginary part. They are used where the half length is itself split (shorter
+transforms are single GEMMs, as cheap directly).
+
+Multi-dimensional transforms go one axis after the other; ``rfft`` keeps the ``n // 2 + 1``
+non-negative frequencies, ``irfft`` rebuilds the others by Hermitian symmetry (its bins'
+imaginary parts at 0 and ``n / 2`` ignored, as torch). ``norm`` as torch: none,
+``1/sqrt(n)`` (ortho) or ``1/n`` over the signal size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ....dialects.graph.types import numpy_dtype, shape_of
+from ..complex import Complex, complex_converter
+from ..context import ImportContext
+from .complex_ops import _as_complex, _part_dtype, times
+
+
+def _unit_circle(turns: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``cos`` and ``sin`` of ``2 pi turns / n`` (float64), exact at multiples of a quarter
+    turn (``sin(pi)`` would be 1.2e-16, not 0)."""
+    turns = turns % n  # small angles: exact arguments
+    angle = 2 * np.pi * turns / n
+    cos, sin = np.cos(angle), np.sin(angle)
+    quarter = (4 * turns) % n == 0
+    q = (4 * turns // n)[quarter]
+    cos[quarter], sin[quarter] = np.array([1.0, 0.0, -1.0, 0.0])[q], np.array([0.0, 1.0, 0.0, -1.0])[q]
+    return cos, sin
+
+
+def _dft_matrices(n: int, rows: int, dtype: np.dtype, weights: np.ndarray | None = None, columns: int | None = None):
+    """(cos, sin) of ``2 pi j k / n`` as dense weights ``(rows, columns)`` (row j, column
+    k; ``columns`` defaults to ``n``), each column scaled by ``weights``."""
+    columns = n if columns is None else columns
+    cos, sin = _unit_circle(np.outer(np.arange(rows), np.arange(columns)), n)
+    if weights is not None:
+        cos, sin = cos * weights[None, :], sin * weights[None, :]
+    return cos.astype(dtype), sin.astype(dtype)
+
+
+def _contract(ctx: ImportContext, parts: list, axis: int, weight: np.ndarray, sizes: list[int]) -> list:
+    """``weight @ [parts]`` along ``axis``: the parts side by side (moved to the last axis
+    and joined: ``K`` each) times ``weight`` (``(sum(sizes), K * len(parts))``) in ONE
+    dense, the result cut into pieces of ``sizes``, each moved back to ``axis``. A complex
+    product is one GEMM of twice the size, not four, and needs no pass to add them."""
+    b = ctx.b
+    last = ctx.rank(parts[0]) - 1
+    perm = list(range(last + 1))
+    perm[axis], perm[last] = last, axis
+    moved = [p if axis == last else b.transpose(p, perm) for p in parts]
+    joined = moved[0] if len(moved) == 1 else b.concat(moved, axis=last)
+    y = b.dense(joined, ctx.constant(weight + 0.0))  # + 0.0: no negative zeros (they would sign zero sums)
+    starts = np.cumsum([0, *sizes])
+    pieces = [y if len(sizes) == 1 else b.slice(y, [int(lo)], [int(hi)], [last], [1]) for lo, hi in zip(starts, starts[1:])]
+    return [p if axis == last else b.transpose(p, perm) for p in pieces]
+
+
+def _static(x, axis: int) -> int:
+    n = shape_of(x.type)[axis]
+    if not isinstance(n, int):
+        raise NotImplementedError(f"an FFT along the symbolic axis {axis} ({n}) is not supported")
+    return n
+
+
+#: lengths from which a transform is split in two (four-step): below, one GEMM is cheaper
+SPLIT_FROM = 128
+
+
+def _split(n: int) -> int | None:
+    """The factor ``n1`` of a four-step split ``n = n1 * n2`` (the largest divisor up to
+    ``sqrt(n)``), or None where ``n`` is short or has no factor of 8 or more."""
+    if n < SPLIT_FROM:
+        return None
+    n1 = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
+    return n1 if n1 >= 8 else None
+
+
+def _by_halves(n: int) -> bool:
+    """Whether a real transform of ``n`` points goes as a complex one of ``n / 2``."""
+    return n % 2 == 0 and _split(n // 2) is not None
+
+
+def _c2c_axis(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Complex:
+    """``sum_j z_j exp(-+ 2 pi i j k / n)`` along ``axis``: one DFT GEMM of both parts,
+    or for long composite lengths the four-step split (``O(n (n1 + n2))``, not ``O(n^2)``)."""
+    n = _static(z.real, axis)
+    n1 = _split(n)
+    if n1 is not None:
+        return _four_step(ctx, z, axis, n1, forward)
+    cos, sin = _dft_matrices(n, n, numpy_dtype(z.real.type.element_type))
+    sin = -sin if forward else sin
+    return Complex(*_contract(ctx, [z.real, z.imag], axis, np.block([[cos, -sin], [sin, cos]]), [n, n]))
+
+
+def _four_step(ctx: ImportContext, z: Complex, axis: int, n1: int, forward: bool) -> Complex:
+    """Cooley-Tukey with ``n = n1 * n2``: index ``j = j1 + n1 j2`` and ``k = k2 + n2 k1``;
+    a length-``n2`` transform over ``j2``, the twiddles ``w**(j1 k2)``, a length-``n1``
+    transform over ``j1``, the result read in ``(k1, k2)`` order."""
+    b = ctx.b
+    shape = list(shape_of(z.real.type))
+    n = shape[axis]
+    n2 = n // n1
+    split = [*shape[:axis], n2, n1, *shape[axis + 1 :]]  # (.., j2, j1, ..)
+    z = Complex(*(b.reshape(p, split) for p in (z.real, z.imag)))
+    z = _c2c_axis(ctx, z, axis, forward)  # over j2 -> k2: (.., k2, j1, ..)
+    cos, sin = _unit_circle(np.outer(np.arange(n2), np.arange(n1)), n)
+    spread = [1] * len(split)
+    spread[axis], spread[axis + 1] = n2, n1
+    z = times(ctx, z, _constant_complex(ctx, z.real, cos, sin if not forward else -sin, spread))
+    z = _c2c_axis(ctx, z, axis + 1, forward)  # over j1 -> k1: (.., k2, k1, ..)
+    order = list(range(len(split)))
+    order[axis], order[axis + 1] = axis + 1, axis
+    return Complex(*(b.reshape(b.transpose(p, order), shape) for p in (z.real, z.imag)))
+
+
+def _constant_complex(ctx: ImportContext, like, real: np.ndarray, imag: np.ndarray, shape) -> Complex:
+    """Constants of ``like``'s element type, reshaped to ``shape`` (to broadcast)."""
+    dtype = numpy_dtype(like.type.element_type)
+    return Complex(ctx.constant(real.astype(dtype).reshape(shape)), ctx.constant(imag.astype(dtype).reshape(shape)))
+
+
+def _along_axis(ctx: ImportContext, like, axis: int, values: np.ndarray):
+    """``values`` (one per position of ``axis``) as a constant that broadcasts against ``like``."""
+    shape = [1] * ctx.rank(like)
+    shape[axis] = len(values)
+    return ctx.constant(values.astype(numpy_dtype(like.type.element_type)).reshape(shape))
+
+
+def _cut(ctx: ImportContext, z: Complex, axis: int, start: int, stop: int) -> Complex:
+    return Complex(*(ctx.b.slice(p, [start], [stop], [axis], [1]) for p in (z.real, z.imag)))
+
+
+def _join(ctx: ImportContext, pieces: list[Complex], axis: int) -> Complex:
+    return Complex(*(ctx.b.concat([z.part(k) for z in pieces], axis=axis) for k in (0, 1)))
+
+
+def _pick(ctx: ImportContext, z: Complex, axis: int, positions: np.ndarray) -> Complex:
+    """``z`` at ``positions`` along ``axis`` (a gather: one read per element, where a
+    concatenation of pieces would compute every piece for each element)."""
+    indices = ctx.constant(positions.astype(np.int64))
+    return Complex(*(ctx.b.take(p, indices, axis=axis) for p in (z.real, z.imag)))
+
+
+def _flip(ctx: ImportContext, z: Complex, axis: int) -> Complex:
+    return Complex(*(ctx.b.flip(p, [axis]) for p in (z.real, z.imag)))
+
+
+def _rfft_by_halves(ctx: ImportContext, x, axis: int) -> Complex:
+    """The ``n / 2 + 1`` non-negative frequencies of the real ``x`` (even length ``n``
+    along ``axis``) from one complex transform of ``h = n / 2`` points: ``Z`` of
+    ``z_j = x_2j + i x_2j+1``; with ``A_k = Z_(k mod h)`` and ``B_k = Z_(h - k mod h)``
+    the even samples' transform is ``E = (A + conj B) / 2``, the odd ones'
+    ``O = (A - conj B) / 2i``, and ``X_k = E_k + exp(-2 pi i k / n) O_k``."""
+    b = ctx.b
+    n = _static(x, axis)
+    h = n // 2
+    z = Complex(b.slice(x, [0], [n], [axis], [2]), b.slice(x, [1], [n], [axis], [2]))
+    z = _c2c_axis(ctx, z, axis, forward=True)
+    a = _pick(ctx, z, axis, np.arange(h + 1) % h)
+    m = _pick(ctx, z, axis, (h - np.arange(h + 1)) % h)
+    cos, sin = _unit_circle(np.arange(h + 1), n)
+    half_cos, half_sin = _along_axis(ctx, x, axis, cos / 2), _along_axis(ctx, x, axis, sin / 2)
+    half = _along_axis(ctx, x, axis, np.full(h + 1, 0.5))
+    # 2 E = (Ar + Br, Ai - Bi), 2 i O = (Ar - Br, Ai + Bi): X = E + (cos - i sin) O
+    re_sum, re_diff = b.add(a.real, m.real), b.sub(m.real, a.real)
+    im_sum, im_diff = b.add(a.imag, m.imag), b.sub(a.imag, m.imag)
+    real = b.add(b.add(b.mul(re_sum, half), b.mul(im_sum, half_cos)), b.mul(re_diff, half_sin))
+    imag = b.sub(b.add(b.mul(im_diff, half), b.mul(re_diff, half_cos)), b.mul(im_sum, half_sin))
+    return Complex(real, imag)
+
+
+def _irfft_by_halves(ctx: ImportContext, z: Complex, axis: int) -> object:
+    """The real signal of even length ``n`` whose non-negative frequencies are ``z``
+    (``h + 1`` bins along ``axis``, ``h = n / 2``; the imaginary parts of bins 0 and ``h``
+    ignored): with ``A_k = z_k`` and ``B_k = z_(h - k)``, ``k < h``, the even samples'
+    spectrum is ``A + conj B``, the odd ones' ``(A - conj B) exp(2 pi i k / n)``; one
+    inverse complex transform of ``h`` points of even + i odd gives ``x_2j + i x_2j+1``."""
+    b = ctx.b
+    h = _static(z.real, axis) - 1
+    n = 2 * h
+    edges = np.ones(h + 1)
+    edges[0] = edges[h] = 0.0
+    z = Complex(z.real, b.mul(z.imag, _along_axis(ctx, z.imag, axis, edges)))
+    a, m = _cut(ctx, z, axis, 0, h), _flip(ctx, _cut(ctx, z, axis, 1, h + 1), axis)
+    cos, sin = _unit_circle(np.arange(h), n)
+    cos, sin = _along_axis(ctx, z.real, axis, cos), _along_axis(ctx, z.real, axis, sin)
+    even = Complex(b.add(a.real, m.real), b.sub(a.imag, m.imag))
+    diff_re, diff_im = b.sub(a.real, m.real), b.add(a.imag, m.imag)
+    odd = Complex(b.sub(b.mul(diff_re, cos), b.mul(diff_im, sin)), b.add(b.mul(diff_im, cos), b.mul(diff_re, sin)))
+    signal = _c2c_axis(ctx, Complex(b.sub(even.real, odd.imag), b.add(even.imag, odd.real)), axis, forward=False)
+    shape = list(shape_of(signal.real.type))
+    pairs = [b.reshape(p, [*shape[: axis + 1], 1, *shape[axis + 1 :]]) for p in (signal.real, signal.imag)]
+    return b.reshape(b.concat(pairs, axis=axis + 1), [*shape[:axis], n, *shape[axis + 1 :]])
+
+
+def _normalised(ctx: ImportContext, value, normalization: int, signal: int):
+    """torch's fft_norm_mode: 0 none, 1 by 1/sqrt(n), 2 by 1/n."""
+    scale = {0: 1.0, 1: 1.0 / math.sqrt(signal), 2: 1.0 / signal}[normalization]
+    if scale == 1.0:
+        return value
+    if isinstance(value, Complex):
+        return Complex(*(ctx.b.mul(p, ctx.scalar(scale, p)) for p in (value.real, value.imag)))
+    return ctx.b.mul(value, ctx.scalar(scale, value))
+
+
+def _axes(ctx: ImportContext, x, dims) -> list[int]:
+    return [d % ctx.rank(x) for d in dims]
+
+
+@complex_converter("aten._fft_r2c.default")
+def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
+    """A real signal's transform: the last axis real-to-complex (its non-negative
+    frequencies when ``onesided``), then the other axes complex-to-complex."""
+    x = ctx.cast(x, _part_dtype(ctx, node))
+    axes = _axes(ctx, x, dim)
+    n, last = _static(x, axes[-1]), axes[-1]
+    bins = n // 2 + 1 if onesided else n
+    if _by_halves(n):
+        z = _rfft_by_halves(ctx, x, last)
+        if not onesided:  # the negative frequencies: X_(n-k) = conj X_k
+            mirror = _flip(ctx, _cut(ctx, z, last, 1, n // 2), last)
+            z = _join(ctx, [z, Complex(mirror.real, ctx.b.neg(mirror.imag))], last)
+    elif _split(n) is not None:  # the complex transform of (x, 0), its first bins
+        z = _c2c_axis(ctx, _as_complex(ctx, x, numpy_dtype(x.type.element_type)), last, forward=True)
+        if bins < n:
+            z = _cut(ctx, z, last, 0, bins)
+    else:
+        cos, sin = _dft_matrices(n, bins, numpy_dtype(x.type.element_type))
+        z = Complex(*_contract(ctx, [x], last, np.concatenate([cos, -sin]), [bins, bins]))
+    for axis in axes[:-1]:
+        z = _c2c_axis(ctx, z, axis, forward=True)
+    return _normalised(ctx, z, normalization, math.prod(_static(x, a) for a in axes))
+
+
+@complex_converter("aten._fft_c2c.default")
+def fft_c2c(ctx: ImportContext, node, z, dim, normalization, forward):
+    z = _as_complex(ctx, z, _part_dtype(ctx, node))
+    axes = _axes(ctx, z.real, dim)
+    for axis in axes:
+        z = _c2c_axis(ctx, z, axis, forward)
+    return _normalised(ctx, z, normalization, math.prod(_static(z.real, a) for a in axes))
+
+
+@complex_converter("aten._fft_c2r.default")
+def fft_c2r(ctx: ImportContext, node, z, dim, normalization, last_dim_size):
+    """A Hermitian signal back to real: the other axes inverse complex-to-complex, then
+    the last from its ``last_dim_size // 2 + 1`` bins, each but the first (and the middle
+    one of an even length) counted twice for its mirror."""
+    b = ctx.b
+    axes = _axes(ctx, z.real, dim)
+    for axis in axes[:-1]:
+        z = _c2c_axis(ctx, z, axis, forward=False)
+    axis, length = axes[-1], last_dim_size
+    bins = length // 2 + 1
+    have = _static(z.real, axis)
+    if have < bins:  # missing bins are zeros
+        high = [0] * ctx.rank(z.real)
+        high[axis] = bins - have
+        z = Complex(*(b.pad(p, [0] * len(high), high, 0.0) for p in (z.real, z.imag)))
+    elif have > bins:
+        z = _cut(ctx, z, axis, 0, bins)
+    signal = math.prod([_static(z.real, a) for a in axes[:-1]] + [length])
+    if _by_halves(length):
+        return _normalised(ctx, _irfft_by_halves(ctx, z, axis), normalization, signal)
+    if _split(length) is not None:  # the whole Hermitian spectrum, inverse complex transform, real part
+        mirror = _flip(ctx, _cut(ctx, z, axis, 1, length - bins + 1), axis)
+        whole = _join(ctx, [z, Complex(mirror.real, b.neg(mirror.imag))], axis)
+        return _normalised(ctx, _c2c_axis(ctx, whole, axis, forward=False).real, normalization, signal)
+    twice = np.full(bins, 2.0)
+    twice[0] = 1.0
+    if length % 2 == 0:
+        twice[-1] = 1.0
+    # x_j = sum_k w_k (Re z_k cos(2 pi j k / L) - Im z_k sin(2 pi j k / L)): weights (L, bins)
+    cos, sin = _dft_matrices(length, length, numpy_dtype(z.real.type.element_type), twice, bins)
+    (x,) = _contract(ctx, [z.real, z.imag], axis, np.concatenate([cos, -sin], axis=1), [length])
+    return _normalised(ctx, x, normalization, signal)
