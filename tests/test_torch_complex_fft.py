@@ -89,7 +89,7 @@ def test_real_transforms_as_complex_ones_of_half_length(rng, dtype, tolerance):
 def test_a_real_transform_is_half_a_complex_one_and_a_gemm_per_stage():
     """rfft of 1024 points: a complex transform of 512 = 16 x 32, each stage one GEMM of
     both parts (weights 2n x 2n), not four."""
-    from tensorkiln.dialects.graph import DenseOp
+    from tensorkiln.dialects.graph.linalg import DenseOp
 
     module = from_exported_program(torch.export.export(Fn(lambda x: torch.view_as_real(torch.fft.rfft(x))), (torch.randn(3, 1024),)))
     weights = sorted(tuple(op.weight.type.get_shape()) for op in module.walk() if isinstance(op, DenseOp))
