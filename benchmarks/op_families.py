@@ -161,6 +161,14 @@ def grid_sample_3d():
     )
 
 
+def spectrogram():
+    return (
+        "power spectrogram (Whisper's front end: stft 400/160, hann), 2 x 1 s at 16 kHz",
+        Fn(lambda x: torch.stft(x, 400, 160, window=torch.hann_window(400), return_complex=True).abs() ** 2),
+        (torch.randn(2, 16000),),
+    )
+
+
 def antialias_resize():
     return (
         "antialiased bilinear resize 3x512x512 -> 224x224",
@@ -171,7 +179,7 @@ def antialias_resize():
 
 CASES = [
     conv3d_layer, unet3d, scatter_add, index_put, instance_norm, cosine, rope, cumsum, inverse, solve, fnet_mixing,
-    fft_long_convolution, fno_layer, grid_sample_3d, antialias_resize,
+    fft_long_convolution, fno_layer, spectrogram, grid_sample_3d, antialias_resize,
 ]  # fmt: skip
 
 
