@@ -1,5 +1,5 @@
-"""Complex values inside models (frontends/torch/complex.py, ops/complex_ops.py) against
-torch eager: FFTs of every kind (rfft/irfft, fft/ifft, 2-d and n-d, the three norms, cut
+"""Complex values inside models (frontends/torch/complex.py, ops/complex_ops.py,
+ops/fft.py) against torch eager: FFTs of every kind (rfft/irfft, fft/ifft, 2-d and n-d, the three norms, cut
 and zero-padded lengths), complex products, parameters and slice assignment (a Fourier
 neural operator layer), abs/angle/view_as_real; and clear errors for complex inputs and
 outputs and for ops we do not convert on complex values."""

@@ -13,12 +13,13 @@ from ..context import ImportContext
 from ..registry import converter
 
 
-def _part_dtype(ctx: ImportContext, node) -> np.dtype:
+def part_dtype(ctx: ImportContext, node) -> np.dtype:
+    """The float type of the parts of the node's (complex) result."""
     dtype = str(node.meta["val"].dtype)
     return PART_DTYPES[dtype] if dtype in PART_DTYPES else ctx.dtype(node)
 
 
-def _as_complex(ctx: ImportContext, x, dtype: np.dtype) -> Complex:
+def as_complex(ctx: ImportContext, x, dtype: np.dtype) -> Complex:
     """A complex value, or a real tensor with a zero imaginary part."""
     if isinstance(x, Complex):
         return x
@@ -38,11 +39,11 @@ def _operand(ctx: ImportContext, node, v):
     if isinstance(v, Complex):
         return v
     if isinstance(v, complex):
-        dtype = _part_dtype(ctx, node)
+        dtype = part_dtype(ctx, node)
         return Complex(ctx.constant(np.asarray(v.real, dtype)), ctx.constant(np.asarray(v.imag, dtype)))
     if isinstance(v, bool | int | float):
-        return ctx.constant(np.asarray(v, _part_dtype(ctx, node)))
-    return ctx.cast(v, _part_dtype(ctx, node))
+        return ctx.constant(np.asarray(v, part_dtype(ctx, node)))
+    return ctx.cast(v, part_dtype(ctx, node))
 
 
 @complex_converter("aten.mul.Tensor", "aten.mul.Scalar")
@@ -58,8 +59,8 @@ def mul(ctx: ImportContext, node, x, y):
 
 def _additive(method: str):
     def convert(ctx: ImportContext, node, x, y, alpha=1):
-        dtype = _part_dtype(ctx, node)
-        x, y = _as_complex(ctx, _operand(ctx, node, x), dtype), _as_complex(ctx, _operand(ctx, node, y), dtype)
+        dtype = part_dtype(ctx, node)
+        x, y = as_complex(ctx, _operand(ctx, node, x), dtype), as_complex(ctx, _operand(ctx, node, y), dtype)
         if alpha != 1:
             y = Complex(ctx.b.mul(y.real, ctx.scalar(alpha, y.real)), ctx.b.mul(y.imag, ctx.scalar(alpha, y.imag)))
         return Complex(getattr(ctx.b, method)(x.real, y.real), getattr(ctx.b, method)(x.imag, y.imag))
@@ -75,7 +76,7 @@ complex_converter("aten.sub.Tensor", "aten.sub.Scalar")(_additive("sub"))
 def div(ctx: ImportContext, node, x, y):
     b = ctx.b
     x, y = _operand(ctx, node, x), _operand(ctx, node, y)
-    x = _as_complex(ctx, x, _part_dtype(ctx, node))
+    x = as_complex(ctx, x, part_dtype(ctx, node))
     if not isinstance(y, Complex):
         return Complex(b.div(x.real, y), b.div(x.imag, y))
     scale = b.add(b.mul(y.real, y.real), b.mul(y.imag, y.imag))
@@ -108,8 +109,8 @@ def resolve(ctx: ImportContext, node, z):
 
 def _product(method: str):
     def convert(ctx: ImportContext, node, x, y):
-        b, dtype = ctx.b, _part_dtype(ctx, node)
-        x, y = _as_complex(ctx, x, dtype), _as_complex(ctx, y, dtype)
+        b, dtype = ctx.b, part_dtype(ctx, node)
+        x, y = as_complex(ctx, x, dtype), as_complex(ctx, y, dtype)
         f = getattr(b, method)
         return Complex(b.sub(f(x.real, y.real), f(x.imag, y.imag)), b.add(f(x.real, y.imag), f(x.imag, y.real)))
 
@@ -156,7 +157,7 @@ def view_as_complex(ctx: ImportContext, node, x):
 
 @complex_converter("aten.complex.default")
 def complex_(ctx: ImportContext, node, re, im):
-    dtype = _part_dtype(ctx, node)
+    dtype = part_dtype(ctx, node)
     re, im = ctx.cast(re, dtype), ctx.cast(im, dtype)
     shape = ctx.shape(node)
     return Complex(ctx.b.broadcast_to(re, shape), ctx.b.broadcast_to(im, shape))
@@ -170,7 +171,7 @@ def polar(ctx: ImportContext, node, magnitude, phase):
 
 @complex_converter("aten.full.default", "aten.full_like.default")
 def full(ctx: ImportContext, node, size_or_like, fill_value, **kwargs):
-    dtype = _part_dtype(ctx, node)
+    dtype = part_dtype(ctx, node)
     value = complex(fill_value)
     parts = (ctx.constant(np.asarray(p, dtype)) for p in (value.real, value.imag))
     return Complex(*(ctx.b.broadcast_to(p, ctx.shape(node)) for p in parts))
@@ -192,8 +193,8 @@ def constant_pad_nd(ctx: ImportContext, node, z, pad, value=0):
 
 def _complex_like(ctx: ImportContext, node, value) -> Complex:
     """``value`` (complex or real) as the node's complex dtype and shape."""
-    dtype, shape = _part_dtype(ctx, node), ctx.shape(node)
-    z = _as_complex(ctx, value, dtype)
+    dtype, shape = part_dtype(ctx, node), ctx.shape(node)
+    z = as_complex(ctx, value, dtype)
     parts = (ctx.cast(z.real, dtype), ctx.cast(z.imag, dtype))
     return Complex(*(p if shape_of(p.type) == shape else ctx.b.broadcast_to(p, shape) for p in parts))
 

@@ -25,11 +25,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from xdsl.ir import SSAValue
 
 from ....dialects.graph.types import numpy_dtype, shape_of
 from ..complex import Complex, complex_converter
 from ..context import ImportContext
-from .complex_ops import _as_complex, _part_dtype, times
+from .complex_ops import as_complex, part_dtype, times
 
 
 def _unit_circle(turns: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -185,7 +186,7 @@ def _rfft_by_halves(ctx: ImportContext, x, axis: int) -> Complex:
     return Complex(real, imag)
 
 
-def _irfft_by_halves(ctx: ImportContext, z: Complex, axis: int) -> object:
+def _irfft_by_halves(ctx: ImportContext, z: Complex, axis: int) -> SSAValue:
     """The real signal of even length ``n`` whose non-negative frequencies are ``z``
     (``h + 1`` bins along ``axis``, ``h = n / 2``; the imaginary parts of bins 0 and ``h``
     ignored): with ``A_k = z_k`` and ``B_k = z_(h - k)``, ``k < h``, the even samples'
@@ -227,7 +228,7 @@ def _axes(ctx: ImportContext, x, dims) -> list[int]:
 def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
     """A real signal's transform: the last axis real-to-complex (its non-negative
     frequencies when ``onesided``), then the other axes complex-to-complex."""
-    x = ctx.cast(x, _part_dtype(ctx, node))
+    x = ctx.cast(x, part_dtype(ctx, node))
     axes = _axes(ctx, x, dim)
     n, last = _static(x, axes[-1]), axes[-1]
     bins = n // 2 + 1 if onesided else n
@@ -237,7 +238,7 @@ def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
             mirror = _flip(ctx, _cut(ctx, z, last, 1, n // 2), last)
             z = _join(ctx, [z, Complex(mirror.real, ctx.b.neg(mirror.imag))], last)
     elif _split(n) is not None:  # the complex transform of (x, 0), its first bins
-        z = _c2c_axis(ctx, _as_complex(ctx, x, numpy_dtype(x.type.element_type)), last, forward=True)
+        z = _c2c_axis(ctx, as_complex(ctx, x, numpy_dtype(x.type.element_type)), last, forward=True)
         if bins < n:
             z = _cut(ctx, z, last, 0, bins)
     else:
@@ -250,7 +251,7 @@ def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
 
 @complex_converter("aten._fft_c2c.default")
 def fft_c2c(ctx: ImportContext, node, z, dim, normalization, forward):
-    z = _as_complex(ctx, z, _part_dtype(ctx, node))
+    z = as_complex(ctx, z, part_dtype(ctx, node))
     axes = _axes(ctx, z.real, dim)
     for axis in axes:
         z = _c2c_axis(ctx, z, axis, forward)
