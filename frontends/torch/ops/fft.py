@@ -2,7 +2,8 @@
 complex values (``frontends/torch/complex.py``).
 
 An FFT along an axis of length ``n`` is a discrete Fourier transform: a product with the
-constant matrices of ``cos`` and ``sin`` of ``2 pi j k / n`` (a GEMM per part). From
+constant matrices of ``cos`` and ``sin`` of ``2 pi j k / n`` (one GEMM of both parts,
+``_contract``). From
 ``SPLIT_FROM`` points a composite length ``n1 * n2`` is split four-step (Cooley-Tukey:
 transforms of ``n2`` and ``n1`` points with twiddles between, recursively), so a line
 costs ``O(n (n1 + n2))`` instead of ``O(n^2)``; prime lengths stay one GEMM.
@@ -123,7 +124,7 @@ def _four_step(ctx: ImportContext, z: Complex, axis: int, n1: int, forward: bool
     cos, sin = _unit_circle(np.outer(np.arange(n2), np.arange(n1)), n)
     spread = [1] * len(split)
     spread[axis], spread[axis + 1] = n2, n1
-    z = times(ctx, z, _constant_complex(ctx, z.real, cos, sin if not forward else -sin, spread))
+    z = times(ctx, z, _constant_complex(ctx, z.real, cos, -sin if forward else sin, spread))
     z = _c2c_axis(ctx, z, axis + 1, forward)  # over j1 -> k1: (.., k2, k1, ..)
     order = list(range(len(split)))
     order[axis], order[axis + 1] = axis + 1, axis
@@ -162,6 +163,13 @@ def _flip(ctx: ImportContext, z: Complex, axis: int) -> Complex:
     return Complex(*(ctx.b.flip(p, [axis]) for p in (z.real, z.imag)))
 
 
+def _with_mirror(ctx: ImportContext, z: Complex, axis: int, stop: int) -> Complex:
+    """``z`` followed by the conjugates of its bins ``stop - 1`` down to 1 along ``axis``:
+    the negative frequencies of a real signal's spectrum (``X_(n-k) = conj X_k``)."""
+    mirror = _flip(ctx, _cut(ctx, z, axis, 1, stop), axis)
+    return _join(ctx, [z, Complex(mirror.real, ctx.b.neg(mirror.imag))], axis)
+
+
 def _rfft_by_halves(ctx: ImportContext, x, axis: int) -> Complex:
     """The ``n / 2 + 1`` non-negative frequencies of the real ``x`` (even length ``n``
     along ``axis``) from one complex transform of ``h = n / 2`` points: ``Z`` of
@@ -177,7 +185,7 @@ def _rfft_by_halves(ctx: ImportContext, x, axis: int) -> Complex:
     m = _pick(ctx, z, axis, (h - np.arange(h + 1)) % h)
     cos, sin = _unit_circle(np.arange(h + 1), n)
     half_cos, half_sin = _along_axis(ctx, x, axis, cos / 2), _along_axis(ctx, x, axis, sin / 2)
-    half = _along_axis(ctx, x, axis, np.full(h + 1, 0.5))
+    half = ctx.scalar(0.5, x)
     # 2 E = (Ar + Br, Ai - Bi), 2 i O = (Ar - Br, Ai + Bi): X = E + (cos - i sin) O
     re_sum, re_diff = b.add(a.real, m.real), b.sub(m.real, a.real)
     im_sum, im_diff = b.add(a.imag, m.imag), b.sub(a.imag, m.imag)
@@ -234,9 +242,8 @@ def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
     bins = n // 2 + 1 if onesided else n
     if _by_halves(n):
         z = _rfft_by_halves(ctx, x, last)
-        if not onesided:  # the negative frequencies: X_(n-k) = conj X_k
-            mirror = _flip(ctx, _cut(ctx, z, last, 1, n // 2), last)
-            z = _join(ctx, [z, Complex(mirror.real, ctx.b.neg(mirror.imag))], last)
+        if not onesided:
+            z = _with_mirror(ctx, z, last, n // 2)
     elif _split(n) is not None:  # the complex transform of (x, 0), its first bins
         z = _c2c_axis(ctx, as_complex(ctx, x, numpy_dtype(x.type.element_type)), last, forward=True)
         if bins < n:
@@ -280,8 +287,7 @@ def fft_c2r(ctx: ImportContext, node, z, dim, normalization, last_dim_size):
     if _by_halves(length):
         return _normalised(ctx, _irfft_by_halves(ctx, z, axis), normalization, signal)
     if _split(length) is not None:  # the whole Hermitian spectrum, inverse complex transform, real part
-        mirror = _flip(ctx, _cut(ctx, z, axis, 1, length - bins + 1), axis)
-        whole = _join(ctx, [z, Complex(mirror.real, b.neg(mirror.imag))], axis)
+        whole = _with_mirror(ctx, z, axis, length - bins + 1)
         return _normalised(ctx, _c2c_axis(ctx, whole, axis, forward=False).real, normalization, signal)
     twice = np.full(bins, 2.0)
     twice[0] = 1.0
