@@ -12,6 +12,7 @@ the GPU's ``one_thread_per_element`` binds them to threads), the line's work ins
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
@@ -46,12 +47,26 @@ class LineNest:
         return [position if d == self.axis else self.line[d] for d in range(len(self.bounds))]
 
 
-def line_nest(b: Builder, buffer: SSAValue, axis: int) -> LineNest:
-    """Emit at ``b`` the loops over the lines of ``buffer`` along ``axis`` (module docstring)."""
+def line_nest(b: Builder, buffer: SSAValue, axis: int, within: Sequence[SSAValue] = ()) -> LineNest:
+    """Emit at ``b`` the loops over the lines of ``buffer`` along ``axis`` (module
+    docstring); with ``within`` (the extents of another buffer, e.g. a scatter's
+    indices), only the lines inside those too. The bounds are computed before the nest,
+    so the lines form a rectangular band that schedules may split and reorder."""
     bounds = _bounds(b, buffer)
+    if within:
+        for d, other in enumerate(within):
+            if d != axis and other is not bounds[d]:
+                bounds[d] = _smaller(b, bounds[d], other)
     lines = [d for d in range(len(bounds)) if d != axis]
     ivs, inner = emit_loop_nest(b, [bounds[d] for d in lines], "i")
     return LineNest(axis, bounds, dict(zip(lines, ivs)), inner)
+
+
+def _smaller(b: Builder, x: SSAValue, y: SSAValue) -> SSAValue:
+    """``min(x, y)`` of two index values, folded when both are constants."""
+    if isinstance(x.owner, arith.ConstantOp) and isinstance(y.owner, arith.ConstantOp):
+        return x if x.owner.value.value.data <= y.owner.value.value.data else y
+    return b.insert(arith.MinSIOp(x, y)).result
 
 
 def scalar_literal(value: float | int | bool, t: Attribute) -> FloatAttr | IntegerAttr:

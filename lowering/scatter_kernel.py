@@ -2,8 +2,8 @@
 buffer (a plain copy kernel, row-major), then this kernel applies the updates in place,
 one line of the result (every axis but the scatter axis) at a time::
 
-    loop.for %i0 ... {                                   // lines: no two write one element
-      %n = covered ? indices.dim(axis) : 0               // lines past the indices' extent
+    %n = indices.dim(axis)
+    loop.for %i0 = 0 to min(out, indices).dim(0) {      // lines: no two write one element
       loop.for %j = 0 to %n name("update0") {
         %t = clamp(wrap(indices[.., j, ..]))             // never out of bounds
         out[.., t, ..] = combine(out[.., t, ..], updates[.., j, ..])
@@ -28,7 +28,7 @@ from ..dialects import loop, te
 from ..dialects.graph.types import is_float
 from .line_nest import index_const, line_nest, scalar_literal
 from .te_builder import highest_value, lowest_value
-from .te_to_loop import _COMBINE, buffer_type, emit_loop_nest
+from .te_to_loop import _COMBINE, _bounds, buffer_type, emit_loop_nest
 
 #: the ``tk.kernel`` tag of scatter kernels
 TAG = "scatter"
@@ -43,17 +43,11 @@ def scatter_kernel(op: te.ScatterOp, name: str) -> func.FuncOp:
     entry = Block(arg_types=arg_types)
     indices, updates, out = entry.args
     b = Builder(InsertPoint.at_end(entry))
-    nest = line_nest(b, out, axis)
-    line, inner, at = nest.line, nest.inner, nest.at
-
-    # lines past the indices' extent on some axis get no update
-    count = inner.insert(loop.DimOp(indices, axis)).result
-    covered = None
-    for d in line:
-        inside = inner.insert(arith.CmpiOp(line[d], inner.insert(loop.DimOp(indices, d)).result, "slt")).result
-        covered = inside if covered is None else inner.insert(arith.AndIOp(covered, inside)).result
-    if covered is not None:
-        count = inner.insert(arith.SelectOp(covered, count, index_const(inner, 0))).result
+    covered = _bounds(b, indices)
+    count = covered[axis]
+    # the lines the indices cover (lines past their extent on some axis get no update)
+    nest = line_nest(b, out, axis, within=covered)
+    inner, at = nest.inner, nest.at
 
     def target(builder: Builder, j: SSAValue) -> SSAValue:
         """The (wrapped, clamped) position along the axis that update ``j`` goes to."""

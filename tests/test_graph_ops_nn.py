@@ -383,9 +383,9 @@ def test_pool_reference_asymmetric_padding():
     )
 
 
-def test_avg_pool_divisor_override_must_be_positive():
+def test_avg_pool_divisor_override_must_be_non_zero():
     (x,) = args(t((1, 2, 6, 6)))
-    with pytest.raises(VerifyException, match="divisor_override must be positive"):
+    with pytest.raises(VerifyException, match="divisor_override must be non-zero"):
         AvgPool2dOp(x, 2, divisor_override=0)
 
 

@@ -107,24 +107,43 @@ def test_every_executor_runs_the_in_place_update_kernel(rng, kind):
 def test_scatter_lines_run_in_parallel_but_never_the_updates(rng):
     """The CPU schedule runs the lines in parallel (their stores follow the line index);
     the update loop, whose store position is loaded data, is refused by the parallel
-    primitive (it used to count a loaded index as following the loop)."""
+    primitive (it used to count a loaded index as following the loop). Along a leading
+    axis, blocks of 16 neighbouring lines (contiguous in memory) apply each update
+    together: the block loop parallel, the update loop inside it, the block's lines
+    inside that (333 lines: a partial last block)."""
     from tensorkiln.build import lower_to_loops
+    from tensorkiln.dialects import loop
+    from tensorkiln.passes.pipeline import PassContext, run_pipeline
     from tensorkiln.schedule import Schedule, ScheduleError, kernels
 
-    module = _scatter_module((40, 33), (300, 33), (300, 33), 0, "add", True)
+    module = _scatter_module((40, 333), (300, 333), (300, 333), 0, "add", True)
     (kernel,) = [k for k in kernels(lower_to_loops(module)) if k.attributes["tk.kernel"].data == "scatter"]
     with pytest.raises(ScheduleError, match="loop-carried"):
         Schedule(kernel.clone()).parallel("update0")
-    from tensorkiln.passes.pipeline import PassContext, run_pipeline
 
     loops = lower_to_loops(module)
     run_pipeline(loops, ("default-schedule",), PassContext())
     (chosen,) = [k for k in kernels(loops) if k.attributes["tk.kernel"].data == "scatter"]
-    assert chosen.attributes["tk.strategy"].data == "parallel_outer"
+    assert chosen.attributes["tk.strategy"].data == "scatter_line_blocks"
+    nest = [f for f in chosen.walk() if isinstance(f, loop.ForOp)]
+    assert [(f.loop_name.data, f.kind.data) for f in nest] == [
+        ("i0.outer", "parallel"), ("update0", "serial"), ("i0.inner", "serial")
+    ]
     lowered = tk.build(module)
-    x, u = rng.standard_normal((40, 33)).astype(np.float32), rng.standard_normal((300, 33)).astype(np.float32)
-    i = rng.integers(-40, 40, (300, 33))
+    x, u = rng.standard_normal((40, 333)).astype(np.float32), rng.standard_normal((300, 333)).astype(np.float32)
+    i = rng.integers(-40, 40, (300, 333))
     np.testing.assert_allclose(lowered(x, i, u), scatter_loop(x, i, u, 0, "add"), rtol=1e-5, atol=1e-5)
+
+
+def test_scatter_along_a_middle_axis_in_line_blocks(rng):
+    """A 3-d scatter along axis 1 with indices covering part of the other axes: the last
+    axis' lines in blocks (20 of them: one full block, one partial), the first axis'
+    lines beyond the indices' extent untouched; ``update`` keeps the last write."""
+    module = _scatter_module((5, 11, 20), (4, 17, 20), (4, 17, 20), 1, "update", True)
+    lib = tk.build(module)
+    x, u = rng.standard_normal((5, 11, 20)).astype(np.float32), rng.standard_normal((4, 17, 20)).astype(np.float32)
+    i = rng.integers(-11, 11, (4, 17, 20))
+    np.testing.assert_array_equal(lib(x, i, u), scatter_loop(x, i, u, 1, "update"))
 
 
 @pytest.mark.parametrize(

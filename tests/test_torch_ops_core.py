@@ -792,6 +792,7 @@ def _divisors(x):
     return (
         F.avg_pool2d(x, 2, divisor_override=3), F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, divisor_override=2),
         F.avg_pool2d(x[0], 3, 1, 1, count_include_pad=False, divisor_override=7),
+        F.avg_pool2d(x, 2, divisor_override=-2),  # (torch allows any non-zero divisor)
     )  # fmt: skip
 
 

@@ -515,8 +515,8 @@ class AvgPool2dOp(_Pool2dOp):
 
     def infer_result_type(self) -> TensorType:
         divisor = self.divisor()
-        if divisor is not None and divisor <= 0:
-            raise VerifyException(f"divisor_override must be positive, got {divisor}")
+        if divisor == 0:  # (torch's rule: a negative divisor negates the averages)
+            raise VerifyException("divisor_override must be non-zero")
         return super().infer_result_type()
 
     def _nchw_reference(self, x: np.ndarray) -> np.ndarray:

@@ -24,6 +24,8 @@ Registered here (plevel in brackets):
   the element loop vectorized (``rows.py``);
 * ``injective_vectorized`` [10]: elementwise/injective groups, transposes in blocks
   (``elementwise.py``);
+* ``scatter_line_blocks`` [10]: scatter kernels along a leading axis: blocks of
+  neighbouring lines apply each update together (``scatter.py``);
 * ``parallel_outer`` [0]: any other kernel: its outer loops in parallel.
 
 Parallel loops run on ``TK_NUM_THREADS`` threads (default: every core) with dynamic
@@ -50,7 +52,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from ..schedule import ScheduleError, kernels, schedule_on_clone
-from . import conv, elementwise, gemm, reduce, rows  # noqa: F401  (registers the strategies)
+from . import conv, elementwise, gemm, reduce, rows, scatter  # noqa: F401  (registers the strategies)
 from .analysis import KernelInfo, constant_arguments, kernel_info, op_names
 from .packing import pack_constant_arguments
 from .registry import STRATEGIES, Strategy, register_strategy, strategies_for

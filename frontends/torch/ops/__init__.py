@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     dense_linalg,
     elementwise,
     fft,
+    fractional_pool,
     grid_sample,
     grouped,
     matrix_exp,

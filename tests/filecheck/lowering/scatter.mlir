@@ -4,7 +4,7 @@
 
 // graph.scatter becomes te.scatter; te-to-loop copies the input into the result (a copy
 // kernel), then a scatter kernel applies the updates in place, one line (here: one row,
-// the scatter axis is 1) at a time: with include_self = false the hit elements are first
+// the scatter axis is 1) at a time, over the rows both the input and the indices have: with include_self = false the hit elements are first
 // set to the identity, then combined in order; every target index is wrapped and clamped.
 
 func.func @main(%x: tensor<?x6xf32, #graph.dims<n, _>>, %i: tensor<?x4xi64, #graph.dims<n, _>>, %u: tensor<?x4xf32, #graph.dims<n, _>>) -> tensor<?x6xf32, #graph.dims<n, _>> {
@@ -18,9 +18,11 @@ func.func @main(%x: tensor<?x6xf32, #graph.dims<n, _>>, %i: tensor<?x4xi64, #gra
 // CHECK:         func.call @copy_0(%x, %out0)
 // CHECK-NEXT:    func.call @scatter_0(%i, %u, %out0)
 // CHECK-LABEL: func.func @scatter_0(%0: memref<?x4xi64>, %1: memref<?x4xf32>, %2: memref<?x6xf32>) attributes {tk.kernel = "scatter"}
-// CHECK:         loop.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("i0") {
-// CHECK:           %[[COVERED:.*]] = arith.cmpi slt, %[[ROW]], %{{.*}} : index
-// CHECK:           %[[COUNT:.*]] = arith.select %[[COVERED]], %{{.*}}, %{{.*}} : index
+// CHECK-NEXT:    %[[ROWS_I:.*]] = loop.dim %0, 0 : memref<?x4xi64>
+// CHECK-NEXT:    %[[COUNT:.*]] = arith.constant 4 : index
+// CHECK-NEXT:    %[[ROWS_X:.*]] = loop.dim %2, 0 : memref<?x6xf32>
+// CHECK:         %[[ROWS:.*]] = arith.minsi %[[ROWS_X]], %[[ROWS_I]] : index
+// CHECK:         loop.for %[[ROW:.*]] = %{{.*}} to %[[ROWS]] step %{{.*}} name("i0") {
 // CHECK:           loop.for %[[J:.*]] = %{{.*}} to %[[COUNT]] step %{{.*}} name("clear0") {
 // CHECK-NEXT:        %[[LOWEST:.*]] = arith.constant 0xff800000 : f32
 // CHECK:             loop.store %[[LOWEST]], %2[%[[ROW]], %{{.*}}] : memref<?x6xf32>
