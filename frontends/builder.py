@@ -104,7 +104,10 @@ class GraphBuilder:
 
     def check(self, pred: SSAValue, message: str, error: str = "RuntimeError") -> None:
         """A run-time assertion: calling the model raises ``error`` (``RuntimeError`` or
-        ``IndexError``) with ``message`` when ``pred`` is false."""
+        ``IndexError``) with ``message`` when ``pred`` is false. A predicate that is a
+        constant true (a check of no elements) adds nothing."""
+        if isinstance(pred.owner, ConstantOp) and pred.owner.array().all():
+            return
         self._builder.insert(CheckOp(pred, message, error))
 
     # -- ops --------------------------------------------------------------------

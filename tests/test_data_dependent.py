@@ -366,3 +366,24 @@ def test_a_failed_cholesky_raises_as_torch_does(rng):
         a[1] = -a[1]
         with pytest.raises(RuntimeCheckError, match="linalg.cholesky: .* not positive-definite"):
             run(a.numpy(), b.numpy())
+
+
+def test_results_empty_at_compile_time_are_constants(rng):
+    """Ops whose every result has no elements in torch.export's graph (nonzero of an
+    empty tensor, cholesky of a batch of no matrices and its info check, a sort along an
+    empty axis) become empty constants of torch's shapes and dtypes: no kernel, no data-
+    dependent size; the model's other results are computed as usual."""
+
+    def fn(x, a, y):
+        return torch.argwhere(x), torch.linalg.cholesky(a, upper=True), x.sum(1) + 1, torch.nonzero(y), y.sort(0)[1]
+
+    args = (randn(rng, 5, 0), randn(rng, 0, 5, 5), randn(rng, 0, 3))
+    module = from_exported_program(torch.export.export(Fn(fn), args))
+    assert not [op for op in module.walk() if isinstance(op, CheckOp | DataSizeOp)]
+    for run in executors(module):
+        got = run(*(t.numpy() for t in args))
+        expected = flat(fn(*args))
+        assert len(got) == len(expected) == 5
+        for g, e in zip(got, expected):
+            assert g.shape == tuple(e.shape) and g.dtype == e.numpy().dtype
+            np.testing.assert_array_equal(g, e.numpy())

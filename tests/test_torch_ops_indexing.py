@@ -338,6 +338,7 @@ def test_like_and_new(rng):
         return (
             torch.full_like(x, 3.0), torch.zeros_like(x), torch.ones_like(x, dtype=torch.bool),
             x.new_zeros(3), x.new_ones((2, 2)), x.new_full((4,), -1.0), torch.zeros_like(x, dtype=torch.int64),
+            x.new_empty_strided((2, 3), (1, 2)).fill_(5.0) * x[:2, :3],
         )  # fmt: skip
 
     check(fn, lambda r: (randn(r, 3, 5),), rng)

@@ -279,8 +279,12 @@ class _Importer:
             return
         block = self.builder._block
         before = block.last_op
+        empty = _statically_empty(node)
         try:
-            if has_complex((args, kwargs)) or is_complex_node(node):
+            if empty is not None and not is_complex_node(node):
+                result = [self.ctx.constant(array) for array in empty]
+                result = result[0] if hasattr(node.meta["val"], "shape") else result
+            elif has_complex((args, kwargs)) or is_complex_node(node):
                 result = convert_complex(self.ctx, node, name, args, kwargs)
             else:
                 result = convert_node(self.ctx, node, CONVERTERS[name], args, kwargs)
@@ -371,6 +375,23 @@ def _input_ranges(ranges: dict[str, tuple[int | None, int | None]], function: fu
     checked at every call)."""
     used = {s for arg in function.body.block.args for d in shape_of(arg.type) if isinstance(d, str) for s in free_symbols(d)}
     return {name: (max(lowest or 0, 0), highest) for name, (lowest, highest) in ranges.items() if name in used}
+
+
+def _statically_empty(node: Any) -> list[np.ndarray] | None:
+    """Empty arrays of the shapes and dtypes of the node's results when every one is a
+    tensor of no elements at compile time (nonzero of an empty input, a batch of no
+    matrices): nothing to compute, and no op need handle it."""
+    metas = node.meta.get("val")
+    metas = metas if isinstance(metas, list | tuple) else [metas]
+    if not metas or not all(hasattr(m, "shape") and hasattr(m, "dtype") for m in metas):
+        return None
+    shapes = [tuple(symbol_name(d) for d in m.shape) for m in metas]
+    if not all(all(isinstance(d, int) for d in shape) and 0 in shape for shape in shapes):
+        return None
+    try:
+        return [np.zeros(shape, numpy_dtype_of_torch(m.dtype)) for shape, m in zip(shapes, metas)]
+    except UnsupportedDtypeError:
+        return None
 
 
 def _check_shapes(node: Any, name: str, result: Any) -> None:

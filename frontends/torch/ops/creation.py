@@ -71,8 +71,8 @@ def new_full(ctx: ImportContext, node, x, size, fill_value, **kwargs):
     return _full(ctx, node, fill_value, [x])
 
 
-@converter("aten.new_zeros.default", "aten.new_empty.default")
-def new_zeros(ctx: ImportContext, node, x, size, **kwargs):
+@converter("aten.new_zeros.default", "aten.new_empty.default", "aten.new_empty_strided.default")
+def new_zeros(ctx: ImportContext, node, x, size, *args, **kwargs):
     return _full(ctx, node, 0, [x])
 
 

@@ -55,6 +55,8 @@ def all_true(ctx: ImportContext, flags: SSAValue) -> SSAValue:
     check's predicate; true for no elements)."""
     if not ctx.rank(flags):
         return flags
+    if 0 in shape_of(flags.type):  # (a reduction over no elements is refused)
+        return ctx.constant(np.bool_(True))
     smallest = ctx.b.reduce_min(ctx.cast(flags, np.int8), list(range(ctx.rank(flags))))
     return ctx.b.compare(smallest, ctx.constant(np.int8(0)), "ne")
 
