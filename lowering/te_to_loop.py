@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
+from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import PassFailedException
 
 from ..byoc.dialect import CallOp as ExternalCallOp
@@ -249,6 +250,11 @@ class _BodyEmitter:
         #: value read twice is computed once (re-emitting it per read grows exponentially
         #: along a chain of such reads)
         self.computed: dict[tuple[te.ComputeOp, Block, tuple[SSAValue, ...]], SSAValue] = {}
+        #: pure ops emitted so far, by block and what they compute: one emitted again (an
+        #: index expression of a second read of a producer) is the first one, so reads at
+        #: equal indices share one element in ``computed`` (as the silu chain shares reads
+        #: at the same index variables)
+        self.numbered: dict[tuple, Operation] = {}
         #: the producer stored in the output row once the stages that read it start (see
         #: :func:`stashed_producer`), and the output buffer
         self.stashed: te.ComputeOp | None = None
@@ -311,6 +317,12 @@ class _BodyEmitter:
                 return
             case _:
                 new = op.clone(value_mapper=self.values)
+                key = _value_number(new, b.insertion_point.block)
+                if key is not None:
+                    new = self.numbered.setdefault(key, new)
+                    if new.parent is not None:  # emitted before in this block
+                        self.values.update(zip(op.results, new.results))
+                        return
         b.insert(new)
         for old, result in zip(op.results, new.results):
             self.values[old] = result
@@ -345,6 +357,16 @@ class _BodyEmitter:
         combined = inner.insert(_COMBINE[op.combiner.data, is_float(t)](current, term)).results[0]
         inner.insert(loop.StoreOp(combined, acc, []))
         return b.insert(loop.LoadOp(acc, [])).result
+
+
+def _value_number(op: Operation, block: Block) -> tuple | None:
+    """What a side-effect-free op without regions computes in ``block`` (its name,
+    operands, properties, attributes and result types), or None for other ops."""
+    if op.regions or not is_side_effect_free(op):
+        return None
+    properties = tuple(sorted(op.properties.items()))
+    attributes = tuple(sorted(op.attributes.items()))
+    return (block, op.name, tuple(op.operands), properties, attributes, tuple(r.type for r in op.results))
 
 
 def stashed_producer(root: te.ComputeOp, rows: RowStages | None, inlined: Sequence[te.ComputeOp]) -> te.ComputeOp | None:

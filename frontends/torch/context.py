@@ -215,10 +215,16 @@ class ImportContext:
 
     # -- sizes read from data ---------------------------------------------------------
 
-    def bind_data_symbol(self, symbol: str, value: SSAValue) -> None:
+    def bind_data_symbol(self, symbol: str, value: SSAValue, at_most: Dim | None = None) -> None:
         """Record that the data-dependent ``symbol`` (``u0``) is the value of the 0-d
-        integer tensor ``value``; ops whose shapes use it get a size carrier of it."""
+        integer tensor ``value``; ops whose shapes use it get a size carrier of it.
+        ``at_most``: a static bound we know (a count of elements): it widens torch's
+        range where torch's is too narrow (torch bounds ``masked_select`` of a broadcast
+        mask by the input's own size)."""
         self.symbol_values[symbol] = self.cast(value, np.dtype(np.int64))
+        lowest, highest = self.symbol_ranges.get(symbol, (0, None))
+        if isinstance(at_most, int) and highest is not None and at_most > highest:
+            self.symbol_ranges[symbol] = (lowest, at_most)
 
     def carrier(self, symbol: str) -> SSAValue:
         """The size carrier of a data-dependent symbol (a ``graph.data_size`` of its value,

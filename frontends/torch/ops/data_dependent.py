@@ -51,7 +51,7 @@ def true_positions(ctx: ImportContext, flags: SSAValue, symbol: str) -> SSAValue
     (length,) = shape_of(flags.type)
     ones = ctx.cast(flags, _INT64)
     if symbol not in ctx.symbol_values:
-        ctx.bind_data_symbol(symbol, b.reduce_sum(ones, [0]))
+        ctx.bind_data_symbol(symbol, b.reduce_sum(ones, [0]), at_most=length)
     order = b.sub(b.cumsum(ones, 0), ctx.constant(np.int64(1)))
     rows = b.where(flags, order, ctx.size_value(symbol))  # the others to one spare row, cut off
     slots = b.full((dim_arith.add(symbol, 1),), 0, element_type_of(_INT64), [ctx.carrier(symbol)])
