@@ -64,3 +64,32 @@ def test_fractional_max_pool_drawing_its_samples_pools_windows_of_the_input(rng)
     # whatever the samples, the first window starts at 0 and the last ends at the edge
     np.testing.assert_array_equal(values[:, :, 0, 0], x[:, :, :3, :3].max(axis=(2, 3)))
     np.testing.assert_array_equal(values[:, :, -1, -1], x[:, :, -3:, -3:].max(axis=(2, 3)))
+
+
+def test_the_taps_share_their_window_starts():
+    """The pooling is one fused kernel reading the samples once per axis and the input
+    once per tap: te-to-loop numbers the index arithmetic it emits, so the nine taps'
+    reads of the window starts (at equal, separately computed indices) are one element.
+    Without that, each tap recomputed the starts' chain and a 3 x 3 pooling took minutes
+    to build (a kernel of 12k ops)."""
+    from collections import Counter
+
+    from tensorkiln.build import TO_LOOPS, compilable_copy
+    from tensorkiln.dialects import loop
+    from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
+    from tensorkiln.schedule import kernels
+
+    class Pool(torch.nn.Module):
+        def forward(self, x, s):
+            return F.fractional_max_pool2d(x, 3, output_size=(4, 4), _random_samples=s)
+
+    module = from_exported_program(torch.export.export(Pool(), (torch.randn(1, 3, 9, 9), torch.rand(1, 3, 2))))
+    work = compilable_copy(module)
+    optimize_graph(work, PassContext(), layout="NHWC")
+    run_pipeline(work, TO_LOOPS, PassContext())
+    (kernel,) = kernels(work)
+    arguments = list(kernel.body.block.args)
+    loads = Counter(arguments.index(op.buffer) for op in kernel.walk() if isinstance(op, loop.LoadOp) and op.buffer in arguments)
+    shapes = {k: tuple(a.type.get_shape()) for k, a in enumerate(arguments)}
+    assert {shapes[k]: n for k, n in loads.items() if shapes[k] in ((1, 3, 2), (1, 3, 9, 9))} == {(1, 3, 2): 2, (1, 3, 9, 9): 9}
+    assert sum(1 for _ in kernel.walk()) < 400
