@@ -183,3 +183,23 @@ def test_histogram_with_edges_counts_weights_and_densities(rng):
 
     check(fn, (steps(5, 9), lambda r: torch.from_numpy(r.random((5, 9)).astype(np.float32))), rng,
           ("histogram.bin_ct", "histogram.bins_tensor"))  # fmt: skip
+
+
+def test_histogramdd_counts_weights_and_densities(rng):
+    """torch.histogramdd of points (..., D): equal bins over each axis' data range or a
+    given range (points outside in no bin), given edges per axis (values exactly on
+    them), weights, densities (divided by the total and every axis' bin widths), a
+    single-valued axis widened by 0.5; the edges returned too."""
+    edges = [torch.tensor([-2.0, -0.5, 0.0, 0.5, 3.0]), torch.tensor([-1.0, 0.0, 1.0])]
+
+    def fn(x, w):
+        counted = torch.histogramdd(x, bins=[3, 4, 5])
+        weighted = torch.histogramdd(x[..., :2], bins=[4, 6], range=[-1.0, 1.0, -2.0, 0.5], weight=w, density=True)
+        flat = torch.histogramdd(torch.stack([x[..., 0], x[..., 1] * 0 + 1.5], -1), bins=[2, 3])
+        return (
+            counted.hist, *counted.bin_edges, weighted.hist, *weighted.bin_edges,
+            torch.histogramdd(x[..., :2], bins=edges, weight=w).hist, flat.hist, *flat.bin_edges,
+        )  # fmt: skip
+
+    check(fn, (steps(6, 7, 3), lambda r: torch.from_numpy(r.random((6, 7)).astype(np.float32))), rng,
+          ("_histogramdd_bin_edges.default", "_histogramdd_from_bin_cts.default", "_histogramdd_from_bin_tensors.default"))  # fmt: skip

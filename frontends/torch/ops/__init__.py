@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     fractional_pool,
     grid_sample,
     grouped,
+    histograms,
     matrix_exp,
     indexing,
     iterative,

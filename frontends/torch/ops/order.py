@@ -1,5 +1,6 @@
 """Order statistics, binary search and counting: ``kthvalue``, ``median`` and
-``nanmedian`` (lower median, as torch), ``mode``, ``bucketize``, ``searchsorted`` and ``histc``.
+``nanmedian`` (lower median, as torch), ``mode``, ``bucketize`` and ``searchsorted``
+(histograms: ``histograms.py``).
 
 An order statistic is argsort's first k indices (a partial sort), of which the last is
 the k-th smallest; its value is gathered. A search counts the boundaries below each
@@ -13,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import SSAValue
 
-from ....dialects.graph.types import numpy_dtype, shape_of
+from ....dialects.graph.types import shape_of
 from ..context import ImportContext
 from ..registry import converter
 
@@ -127,95 +128,6 @@ def searchsorted(ctx: ImportContext, node, sorted_sequence, x, *, out_int32=Fals
             f"values {shape_of(x.type)} must match"
         )
     return _count_below(ctx, sorted_sequence, x, right or side == "right", out_int32)
-
-
-@converter("aten.histc.default")
-def histc(ctx: ImportContext, node, x, bins=100, min=0, max=0):
-    """Counts of ``x``'s elements in ``bins`` equal bins over ``[min, max]`` (elements
-    outside and NaN are not counted), in ``x``'s dtype. The bin is torch's arithmetic in
-    ``x``'s dtype, ``trunc((x - min) * bins / (max - min))`` (``max`` itself in the last
-    bin), not a comparison with the edges: an element just below an edge can round
-    into the bin above, as in torch. ``min == max`` takes the data's own range (widened
-    by one each way where that is a single value), as torch does."""
-    b = ctx.b
-    flat = b.reshape(x, (int(np.prod(shape_of(x.type))),)) if ctx.rank(x) != 1 else x
-    low, high = ctx.scalar(min, flat), ctx.scalar(max, flat)
-    if min == max:
-        low, high = b.reduce_min(flat, [0], keepdims=False), b.reduce_max(flat, [0], keepdims=False)
-        single = b.compare(low, high, "eq")
-        one = ctx.scalar(1, flat)
-        low, high = b.where(single, b.sub(low, one), low), b.where(single, b.add(high, one), high)
-    scaled = b.div(b.mul(b.sub(flat, low), ctx.scalar(bins, flat)), b.sub(high, low))
-    position = b.min(ctx.cast(b.trunc(scaled), np.dtype(np.int64)), ctx.constant(np.int64(bins - 1)))
-    inside = b.bitwise_and(b.compare(flat, low, "ge"), b.compare(flat, high, "le"))  # (NaN: neither)
-    position = b.where(inside, position, ctx.constant(np.int64(-1)))
-    return ctx.cast(_bin_sums(ctx, position, bins, np.dtype(np.int64)), ctx.dtype(node))
-
-
-def _bin_sums(ctx: ImportContext, position, bins: int, dtype: np.dtype, weight=None):
-    """How many of the 1-d int64 ``position`` fall in each of ``bins`` bins (-1: none), or
-    the sum of their ``weight``, in ``dtype``."""
-    b = ctx.b
-    (count,) = shape_of(position.type)
-    hits = b.compare(b.reshape(position, (count, 1)), ctx.constant(np.arange(bins, dtype=np.int64)), "eq")
-    hits = ctx.cast(hits, dtype)
-    if weight is not None:
-        hits = b.mul(hits, b.reshape(weight, (count, 1)))
-    return b.reduce_sum(hits, [0], keepdims=False)
-
-
-def _histogram(ctx: ImportContext, x, edges, weight, density: bool):
-    """``(hist, edges)``: each element of ``x`` in the bin whose edges hold it (the last bin
-    closed: ``edges[-1]`` in it; outside and NaN: none), counted or summing ``weight``;
-    ``density`` divides by the total and the bin widths, as torch.histogram."""
-    b = ctx.b
-    count = int(np.prod(shape_of(x.type)))
-    flat = b.reshape(x, (count,))
-    bins = shape_of(edges.type)[0] - 1
-    below = b.reduce_sum(ctx.cast(b.compare(b.reshape(flat, (count, 1)), edges, "ge"), np.dtype(np.int64)), [1])
-    position = b.min(b.sub(below, ctx.constant(np.int64(1))), ctx.constant(np.int64(bins - 1)))
-    last = b.reshape(b.slice(edges, [bins], [bins + 1], [0], [1]), ())
-    first = b.reshape(b.slice(edges, [0], [1], [0], [1]), ())
-    inside = b.bitwise_and(b.compare(flat, first, "ge"), b.compare(flat, last, "le"))  # (NaN: neither)
-    position = b.where(inside, position, ctx.constant(np.int64(-1)))
-    hist = _bin_sums(ctx, position, bins, numpy_dtype(x.type.element_type), weight)
-    if density:
-        widths = b.sub(b.slice(edges, [1], [bins + 1], [0], [1]), b.slice(edges, [0], [bins], [0], [1]))
-        hist = b.div(hist, b.mul(b.reduce_sum(hist, [0]), widths))
-    return hist, edges
-
-
-def _linear_edges(ctx: ImportContext, low, high, bins: int, like):
-    """``bins + 1`` edges from ``low`` to ``high`` (0-d), torch.linspace's arithmetic: the
-    first half counted up from ``low``, the second down from ``high`` (both ends exact)."""
-    b = ctx.b
-    dtype = numpy_dtype(like.type.element_type)
-    k = ctx.constant(np.arange(bins + 1, dtype=dtype))
-    step = b.div(b.sub(high, low), ctx.scalar(bins, like))
-    up = b.add(low, b.mul(step, k))
-    down = b.sub(high, b.mul(step, ctx.constant(np.arange(bins, -1, -1).astype(dtype))))
-    return b.where(ctx.constant(np.arange(bins + 1) < (bins + 1) / 2), up, down)
-
-
-@converter("aten.histogram.bin_ct")
-def histogram(ctx: ImportContext, node, x, bins=100, *, range=None, weight=None, density=False):
-    """``bins`` equal bins over ``range`` (default: the data's own, widened by 0.5 each way
-    where that is a single value, as torch)."""
-    b = ctx.b
-    if range is not None:
-        low, high = ctx.scalar(range[0], x), ctx.scalar(range[1], x)
-    else:
-        flat = b.reshape(x, (int(np.prod(shape_of(x.type))),))
-        low, high = b.reduce_min(flat, [0]), b.reduce_max(flat, [0])
-        single, half = b.compare(low, high, "eq"), ctx.scalar(0.5, x)
-        low, high = b.where(single, b.sub(low, half), low), b.where(single, b.add(high, half), high)
-    return _histogram(ctx, x, _linear_edges(ctx, low, high, bins, x), weight, density)
-
-
-@converter("aten.histogram.bins_tensor")
-def histogram_with_edges(ctx: ImportContext, node, x, bins, *, weight=None, density=False):
-    """Bins between the given (increasing) edges."""
-    return _histogram(ctx, x, bins, weight, density)
 
 
 @converter("aten.mode.default", scalars_as_vectors=True)
