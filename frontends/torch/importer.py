@@ -27,6 +27,7 @@ from .complex import COMPLEX_CONVERTERS, Complex, convert_complex, has_complex, 
 from .context import ImportContext, UnsupportedDtypeError, numpy_dtype_of_torch, symbol_name, tensor_to_numpy
 from .opmath import CONVERSION_ERRORS, convert_node, ops_after
 from .ops.checks import CHECKED_INFO
+from .python_decompositions import python_decompositions
 from .registry import CONVERTERS, target_name
 
 #: ATen ops kept whole instead of decomposed: each maps onto one graph op, or a short pattern
@@ -102,6 +103,7 @@ def _decompose(ep: Any) -> Any:
         op = getattr(getattr(torch.ops.aten, packet), overload)
         if op in table:
             del table[op]
+    table.update(python_decompositions())
     return _without_error_checks(ep.run_decompositions(table))
 
 
