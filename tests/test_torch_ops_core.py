@@ -744,6 +744,23 @@ def test_norm_in_training_mode_normalises_by_the_batch_and_moves_the_running_sta
 COVERED.add("_native_batch_norm_legit_functional.default")
 
 
+def test_batch_norm_with_update_called_directly(rng):
+    """``torch.ops.aten._batch_norm_with_update`` (what torch.compile's training graphs
+    call): the normalised output, the batch's mean and inverse std, an empty reserve and
+    the new running statistics, all six as torch computes them."""
+
+    def fn(x, weight, bias, mean, var):
+        return torch.ops.aten._batch_norm_with_update(x, weight, bias, mean.clone(), var.clone(), 0.2, 1e-4)
+
+    def positive(*shape):
+        return lambda r: torch.from_numpy(r.random(shape).astype(np.float32) + 0.5)
+
+    check(fn, (f32(4, 3, 5, 2), f32(3), f32(3), f32(3), positive(3)), rng, ("_batch_norm_with_update_functional.default",))
+
+
+COVERED.add("_batch_norm_with_update_functional.default")
+
+
 def _max_pools(x):
     return (
         F.max_pool2d(x, 2), F.max_pool2d(x, 3, 2, 1), F.max_pool2d(x, 3, 2, 1, ceil_mode=True),

@@ -203,6 +203,15 @@ def batch_norm_functional(ctx: ImportContext, node, x, weight, bias, mean, var, 
     return (*batch_norm_inference(ctx, node, x, weight, bias, mean, var, momentum, eps), mean, var)
 
 
+@converter("aten._batch_norm_with_update_functional.default")
+def batch_norm_with_update(ctx: ImportContext, node, x, weight, bias, mean, var, momentum, eps):
+    """Training-mode batch norm as ``torch.ops.aten._batch_norm_with_update`` computes it:
+    ``(y, save_mean, save_rstd, reserve, new running mean, new running var)``, ``reserve``
+    empty (cuDNN's workspace; torch's CPU kernel returns none either)."""
+    y, save_mean, save_rstd, new_mean, new_var = _batch_norm_training(ctx, x, weight, bias, mean, var, momentum, eps)
+    return y, save_mean, save_rstd, ctx.constant(np.zeros((0,), np.uint8)), new_mean, new_var
+
+
 @converter("aten.native_layer_norm.default")
 def layer_norm(ctx: ImportContext, node, x, normalized_shape, weight, bias, eps):
     b = ctx.b
