@@ -761,6 +761,24 @@ def test_batch_norm_with_update_called_directly(rng):
 COVERED.add("_batch_norm_with_update_functional.default")
 
 
+def test_max_pool_backward_adds_the_gradients_of_shared_maxima(rng):
+    """max_pool2d/3d_with_indices_backward (in exported training graphs): overlapping
+    windows (stride below the kernel) share maxima, whose gradients add up; ceil mode
+    and padding in 2-d."""
+    aten = torch.ops.aten
+
+    def fn(x, g, v, h):
+        _, i = F.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True)
+        _, j = F.max_pool3d(v, 2, 1, return_indices=True)
+        return (
+            aten.max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [1, 1], [1, 1], True, i),
+            aten.max_pool3d_with_indices_backward(h, v, [2, 2, 2], [1, 1, 1], [0, 0, 0], [1, 1, 1], False, j),
+        )
+
+    check(fn, (f32(2, 3, 9, 11), f32(2, 3, 5, 6), f32(1, 2, 5, 6, 7), f32(1, 2, 4, 5, 6)), rng,
+          ("max_pool2d_with_indices_backward.default", "max_pool3d_with_indices_backward.default"))  # fmt: skip
+
+
 def _max_pools(x):
     return (
         F.max_pool2d(x, 2), F.max_pool2d(x, 3, 2, 1), F.max_pool2d(x, 3, 2, 1, ceil_mode=True),

@@ -2,6 +2,9 @@
 for each output, the flat index (``h * W + w``, or ``d * H * W + h * W + w``) of its
 window's first maximum in scan order.
 
+The gradient of max pooling (``max_pool2d/3d_with_indices_backward``) scatters each
+output's gradient to the input element its index names.
+
 Every window is described per spatial axis by its *taps*: for the k-th position of a
 window, the input coordinate each output reads (-1 where the window has no k-th position
 there: padding, ceil mode, a short adaptive bin). The index is the smallest flat
@@ -18,8 +21,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ....dialects.graph.types import format_shape, shape_of
+from ....dialects.graph.types import format_shape, numpy_dtype, shape_of
+from ....runtime import dim_arith
 from ..context import ImportContext
+from ..registry import converter
+from .creation import filled
 
 #: a per-axis list of taps: for each window position, the input coordinate of every output
 Taps = list[np.ndarray]
@@ -69,3 +75,26 @@ def first_max_indices(ctx: ImportContext, x, values, rank: int, axis_taps: Calla
         candidate = b.where(matches, ctx.constant(flat), ctx.constant(np.int64(outside)))
         first = candidate if first is None else b.min(first, candidate)
     return first
+
+
+def _max_pool_backward(ctx: ImportContext, grad, x, indices, rank: int):
+    """The gradient of a ``rank``-d max pooling with respect to its input ``x``: each
+    output's ``grad`` added at its index in its plane (outputs sharing an input are
+    summed in output order, as torch's kernel adds them)."""
+    b = ctx.b
+    shape, out_shape = shape_of(x.type), shape_of(grad.type)
+    lead = shape[:-rank]
+    plane, outputs = dim_arith.product(shape[-rank:]), dim_arith.product(out_shape[-rank:])
+    zeros = filled(ctx, (*lead, plane), 0, numpy_dtype(x.type.element_type), [x])
+    flat_grad, flat_indices = b.reshape(grad, (*lead, outputs)), b.reshape(indices, (*lead, outputs))
+    return b.reshape(b.scatter(zeros, flat_indices, flat_grad, axis=len(lead), mode="add"), shape)
+
+
+@converter("aten.max_pool2d_with_indices_backward.default")
+def max_pool2d_backward(ctx: ImportContext, node, grad, x, kernel, stride, padding, dilation, ceil_mode, indices):
+    return _max_pool_backward(ctx, grad, x, indices, 2)
+
+
+@converter("aten.max_pool3d_with_indices_backward.default")
+def max_pool3d_backward(ctx: ImportContext, node, grad, x, kernel, stride, padding, dilation, ceil_mode, indices):
+    return _max_pool_backward(ctx, grad, x, indices, 3)
