@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.utils.exceptions import VerifyException
 
-from ....dialects.graph.types import element_type_of, shape_of
+from ....dialects.graph.types import element_type_of, format_shape, numpy_dtype, shape_of
 from ....runtime import dim_arith
 from ..context import ImportContext
 from ..registry import converter
@@ -16,6 +16,24 @@ from ..registry import converter
 def view(ctx: ImportContext, node, x, shape):
     # the result shape recorded by export is already resolved (-1, symbols)
     return ctx.b.reshape(x, ctx.shape(node))
+
+
+@converter("aten.resize.default")
+def resize(ctx: ImportContext, node, x, size, memory_format=None):
+    """``x.resize_as_(y)`` / ``x.resize_(size)`` as export records them: the first elements
+    of ``x`` in row-major order in the new shape; elements beyond ``x``'s (torch leaves
+    them uninitialised) are 0."""
+    b = ctx.b
+    shape = ctx.shape(node)
+    have, want = (dim_arith.product(s) for s in (shape_of(x.type), shape))
+    if not all(isinstance(n, int) for n in (have, want)):
+        raise NotImplementedError(f"resize between symbolic shapes ({format_shape(shape_of(x.type))} -> {format_shape(shape)})")
+    flat = b.reshape(x, (have,))
+    if want <= have:
+        flat = b.slice(flat, [0], [want], [0], [1])
+    else:
+        flat = b.concat([flat, ctx.constant(np.zeros(want - have, numpy_dtype(x.type.element_type)))], axis=0)
+    return b.reshape(flat, shape)
 
 
 @converter(
