@@ -201,18 +201,16 @@ class UsesUnsupportedOps(nn.Module):
 
     def forward(self, x):
         h = torch.relu(self.fc(x))
-        eigenvalues = torch.linalg.eigvals(h).real  # aten.linalg_eig
-        pooled = [  # aten.fractional_max_pool2d x2
-            F.fractional_max_pool2d(h[None], 2, output_size=(2, 2), _random_samples=torch.rand(1, 3, 2)) for _ in range(2)
-        ]
-        ldl = torch.linalg.ldl_factor(h @ h.mT)[0]  # aten.linalg_ldl_factor_ex
-        return eigenvalues, pooled[0] + pooled[1], ldl
+        eigenvalues = [torch.linalg.eigvals(h * k).real for k in (1, 2)]  # aten.linalg_eig x2
+        factors, pivots = torch.linalg.ldl_factor(h @ h.mT)  # aten.linalg_ldl_factor_ex
+        solved = torch.linalg.ldl_solve(factors, pivots, h)  # aten.linalg_ldl_solve
+        return eigenvalues[0] + eigenvalues[1], solved
 
 
 UNSUPPORTED = {
-    "aten.linalg_eig.default": ["linalg_eig"],
-    "aten.fractional_max_pool2d.default": ["fractional_max_pool2d", "fractional_max_pool2d_1"],
+    "aten.linalg_eig.default": ["linalg_eig", "linalg_eig_1"],
     "aten.linalg_ldl_factor_ex.default": ["linalg_ldl_factor_ex"],
+    "aten.linalg_ldl_solve.default": ["linalg_ldl_solve"],
 }
 
 
