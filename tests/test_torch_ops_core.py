@@ -761,6 +761,30 @@ def test_batch_norm_with_update_called_directly(rng):
 COVERED.add("_batch_norm_with_update_functional.default")
 
 
+def test_resize_keeps_the_leading_elements(rng):
+    """``resize_`` / ``resize_as_`` (aten.resize): a smaller shape holds the first elements
+    in row-major order; a larger one those, then what torch leaves uninitialised (not
+    compared: we give zeros)."""
+
+    class Resize(torch.nn.Module):
+        def forward(self, x, y):
+            return x.clone().resize_(3, 4) * 2, y.clone().resize_as_(x[:2]) + 1
+
+    x, y = f32(4, 5)(rng), f32(2, 3)(rng)
+    program = torch.export.export(Resize(), (x, y))
+    lib = tk.build(from_exported_program(program))
+    x, y = f32(4, 5)(rng), f32(2, 3)(rng)
+    smaller, larger = lib(x.numpy(), y.numpy())
+    want_smaller, want_larger = Resize()(x, y)
+    assert smaller.shape == (3, 4) and larger.shape == (2, 5)
+    np.testing.assert_array_equal(smaller, want_smaller.numpy())
+    np.testing.assert_array_equal(larger.ravel()[:6], want_larger.numpy().ravel()[:6])
+    np.testing.assert_array_equal(larger.ravel()[6:], np.ones(4, np.float32))
+
+
+COVERED.add("resize.default")
+
+
 def test_max_pool_backward_adds_the_gradients_of_shared_maxima(rng):
     """max_pool2d/3d_with_indices_backward (in exported training graphs): overlapping
     windows (stride below the kernel) share maxima, whose gradients add up; ceil mode

@@ -344,27 +344,6 @@ def test_like_and_new(rng):
     check(fn, lambda r: (randn(r, 3, 5),), rng)
 
 
-def test_resize_keeps_the_leading_elements(rng):
-    """``resize_`` / ``resize_as_`` (aten.resize): a smaller shape holds the first elements
-    in row-major order; a larger one those, then what torch leaves uninitialised (not
-    compared: we give zeros)."""
-
-    class Resize(torch.nn.Module):
-        def forward(self, x, y):
-            return x.clone().resize_(3, 4) * 2, y.clone().resize_as_(x[:2]) + 1
-
-    x, y = randn(rng, 4, 5), randn(rng, 2, 3)
-    program = torch.export.export(Resize(), (x, y))
-    lib = tk.build(from_exported_program(program))
-    x, y = randn(rng, 4, 5), randn(rng, 2, 3)
-    smaller, larger = lib(x.numpy(), y.numpy())
-    want_smaller, want_larger = Resize()(x, y)
-    assert smaller.shape == (3, 4) and larger.shape == (2, 5)
-    np.testing.assert_array_equal(smaller, want_smaller.numpy())
-    np.testing.assert_array_equal(larger.ravel()[:6], want_larger.numpy().ravel()[:6])
-    np.testing.assert_array_equal(larger.ravel()[6:], np.ones(4, np.float32))
-
-
 def test_eye_and_triangle_indices(rng):
     def fn(x):
         rows, columns = torch.tril_indices(5, 4, -1), torch.triu_indices(3, 6, 2)

@@ -23,8 +23,9 @@ LINE_BLOCK = 16
 
 
 def _lines_along_rows(info: KernelInfo) -> bool:
-    """One update loop inside the lines, and the innermost line loop reads along rows."""
-    if info.scan_loops != ["update0"] or not info.output_loops:
+    """One update loop inside the lines (no loop clearing the targets first: scatter
+    reductions without ``include_self``), and the innermost line loop reads along rows."""
+    if info.scan_loops != ["update0"] or not info.output_loops or any(n.startswith("clear") for n in info.extents):
         return False
     last = info.output_loops[-1]
     return (info.extents.get(last) or LINE_BLOCK) > 1 and reads_contiguously(info, last)
