@@ -387,3 +387,28 @@ def test_results_empty_at_compile_time_are_constants(rng):
         for g, e in zip(got, expected):
             assert g.shape == tuple(e.shape) and g.dtype == e.numpy().dtype
             np.testing.assert_array_equal(g, e.numpy())
+
+
+def test_slices_at_positions_read_from_data(rng):
+    """``x[:, a:b]``, ``x[a:]``, ``x[:, a:b:2]`` with ``a``, ``b`` from ``item()`` and no
+    ``torch._check`` relating them: torch.export names the lengths and the storage
+    offsets it asserts non-negative (``sym_storage_offset``); both are computed here as
+    torch's slice takes its bounds (negative ones from the end, clamped into the axis,
+    an end before the start: empty); ``tensor_split`` at a tensor of indices too."""
+
+    def fn(x, i):
+        a, b = i[0].item(), i[1].item()
+        return x[:, a:b] * 2, x[a:] + 1, x[:, a:b:2] - 1, *torch.tensor_split(x, i[2:], 1)
+
+    program = torch.export.export(Fn(fn), (randn(rng, 4, 9), torch.tensor([2, 5, 3, 7])))
+    assert "sym_storage_offset" in str(program.run_decompositions().graph)
+    compiled = executors(from_exported_program(program))
+    for a, b in ([0, 9], [-3, 8], [5, 2], [-20, 100], [1, -2], [3, 3]):
+        x, i = randn(rng, 4, 9), torch.tensor([a, b, 3, 7])
+        expected = flat(fn(x, i))
+        for run in compiled:
+            got = run(x.numpy(), i.numpy())
+            assert len(got) == len(expected)
+            for g, e in zip(got, expected):
+                assert g.shape == tuple(e.shape)
+                np.testing.assert_array_equal(g, e.numpy())

@@ -178,6 +178,15 @@ class ImportContext:
             return self.constant(np.arange(length, dtype=np.int64))
         return self.b.arange(length, 0, 1, element_type_of(np.int64), self.dim_sources((length,), candidates))
 
+    def slice_bound(self, bound: Dim | None, size: Dim, default: Dim) -> SSAValue:
+        """A slice's start or end as torch takes it (0-d int64): ``default`` for None,
+        counted from the end where negative, then clamped into ``[0, size]``."""
+        b = self.b
+        value, size = self.size_value(default if bound is None else bound), self.size_value(size)
+        zero = self.constant(np.int64(0))
+        value = b.where(b.compare(value, zero, "lt"), b.add(value, size), value)
+        return b.min(b.max(value, zero), size)
+
     def within(self, positions: SSAValue, low: SSAValue, high: SSAValue) -> SSAValue:
         """Booleans: ``low <= positions < high``."""
         b = self.b

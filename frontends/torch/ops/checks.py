@@ -17,8 +17,9 @@ from xdsl.dialects.builtin import i1
 from xdsl.ir import SSAValue
 
 from ....dialects.graph.types import numpy_dtype, shape_of
+from ....runtime import dim_arith
 from ....runtime.dim_expr import free_symbols
-from ..context import ImportContext, dim_of_expression
+from ..context import ImportContext, dim_of_expression, symbol_name
 from ..registry import converter, target_name
 from .data_dependent import input_symbols
 from .index_checks import all_true
@@ -55,6 +56,39 @@ def local_scalar_dense(ctx: ImportContext, node, x):
     ctx.bind_data_symbol(dim, ctx.b.reshape(x, ()))
     _check_range(ctx, dim)
     return dim
+
+
+#: views whose storage offset :func:`storage_offset` knows: (dim, start) of their arguments
+_SLICES = {"aten.slice.Tensor": (1, 2), "aten.narrow.default": (1, 2)}
+
+
+@converter("aten.sym_storage_offset.default")
+def storage_offset(ctx: ImportContext, node, x):
+    """The storage offset of a slice at a position read from data (``x[a:]``, ``a`` an
+    ``item()``), which torch.export names and asserts non-negative: the start (from the
+    end where negative, clamped into the axis, as torch's slice) times the axis' stride,
+    for a slice of a tensor that is not itself a view (our values own their storage)."""
+    view = node.args[0]
+    name = target_name(view.target) if view.op == "call_function" else view.op
+    base = view.args[0] if name in _SLICES else None
+    if base is None or _is_view(base):
+        raise NotImplementedError(f"the storage offset of '{view.name}' ({name}): only that of a slice of a non-view is known")
+    dim_at, start_at = _SLICES[name]
+    shape = ctx.shape(base)
+    dim = (view.args[dim_at] if len(view.args) > dim_at else 0) % len(shape)
+    start = view.args[start_at] if len(view.args) > start_at else None
+    start = symbol_name(start.meta["val"]) if hasattr(start, "meta") else start
+    offset = ctx.b.mul(ctx.slice_bound(start, shape[dim], 0), ctx.size_value(dim_arith.product(shape[dim + 1 :])))
+    symbol = dim_of_expression(node.meta["val"].node.expr)
+    if isinstance(symbol, str) and free_symbols(symbol) == {symbol} and symbol not in ctx.symbol_values:
+        ctx.bind_data_symbol(symbol, offset)
+    return symbol
+
+
+def _is_view(node: Any) -> bool:
+    """Whether an fx node's result aliases its input (a view op: its schema says so)."""
+    schema = getattr(getattr(node, "target", None), "_schema", None)
+    return node.op == "call_function" and schema is not None and any(r.alias_info is not None for r in schema.returns)
 
 
 def _check_range(ctx: ImportContext, symbol: str, always: tuple[int, int] | None = None) -> None:

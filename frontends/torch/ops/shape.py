@@ -4,12 +4,14 @@ as_strided."""
 from __future__ import annotations
 
 import numpy as np
+from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ....dialects.graph.types import element_type_of, format_shape, numpy_dtype, shape_of
 from ....runtime import dim_arith
 from ..context import ImportContext
 from ..registry import converter
+from .data_dependent import input_symbols
 
 
 @converter("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.view_copy.default")
@@ -82,6 +84,8 @@ def slice_(ctx: ImportContext, node, x, dim=0, start=None, end=None, step=1):
     if step == 1 and ctx.shape(node)[dim] == shape_of(x.type)[dim]:
         return x  # torch proved the slice whole (x[-512:] of a sequence of at most 512)
     if isinstance(start, str) or isinstance(end, str):
+        if _binds_new_length(ctx, node, x, dim, start, end, step):
+            return _slice_by_positions(ctx, node, x, dim, ctx.slice_bound(start, shape_of(x.type)[dim], 0), step)
         if isinstance(shape_of(x.type)[dim], int):
             return _slice_by_positions(ctx, node, x, dim, start, step)
         try:
@@ -89,6 +93,21 @@ def slice_(ctx: ImportContext, node, x, dim=0, start=None, end=None, step=1):
         except VerifyException:  # bounds graph.slice cannot express on this axis
             return _slice_by_positions(ctx, node, x, dim, start, step)
     return ctx.b.slice(x, [start], [end], [dim], [step])
+
+
+def _binds_new_length(ctx: ImportContext, node, x, dim: int, start, end, step: int) -> bool:
+    """Whether the slice's length is a symbol torch.export made up for it (bounds read from
+    data, ``x[a:b]`` of ``item()``s torch could not relate): then bound here to the length
+    torch's slice has, ``ceil((end - start) / step)`` of the clamped bounds, at least 0."""
+    length = ctx.shape(node)[dim]
+    if not isinstance(length, str) or length in ctx.symbol_values or length in input_symbols(ctx):
+        return False
+    b, size = ctx.b, shape_of(x.type)[dim]
+    span = b.sub(ctx.slice_bound(end, size, size), ctx.slice_bound(start, size, 0))
+    if step != 1:
+        span = b.div(b.add(span, ctx.constant(np.int64(step - 1))), ctx.constant(np.int64(step)))
+    ctx.bind_data_symbol(length, b.max(span, ctx.constant(np.int64(0))))
+    return True
 
 
 def _slice_by_positions(ctx: ImportContext, node, x, dim: int, start, step: int):
@@ -101,7 +120,9 @@ def _slice_by_positions(ctx: ImportContext, node, x, dim: int, start, step: int)
         positions = ctx.b.mul(positions, ctx.scalar(step, positions))
     if isinstance(start, int) and start < 0:  # from the end
         start = dim_arith.add(shape_of(x.type)[dim], start)
-    if start:
+    if isinstance(start, SSAValue):  # (a bound computed here)
+        positions = ctx.b.add(positions, start)
+    elif start:
         positions = ctx.b.add(positions, ctx.size_value(start))
     return ctx.b.take(x, positions, dim)
 
