@@ -344,6 +344,20 @@ def test_like_and_new(rng):
     check(fn, lambda r: (randn(r, 3, 5),), rng)
 
 
+def test_take_of_any_rank(rng):
+    """``torch.take`` (kept whole in the import: torch's decomposition fails on a 0-d
+    input): the input flattened, indexed by a 0-d, 1-d or 2-d index with negative
+    positions counted from the end."""
+
+    def fn(x, s, i):
+        return torch.take(x, i), torch.take(s, i[0, :1] * 0), torch.take(s, torch.tensor(-1)), torch.take(x, i[1])
+
+    def inputs(r):
+        return randn(r, 3, 5), randn(r), torch.from_numpy(r.integers(-15, 15, (2, 4)))
+
+    check(fn, inputs, rng)
+
+
 def test_eye_and_triangle_indices(rng):
     def fn(x):
         rows, columns = torch.tril_indices(5, 4, -1), torch.triu_indices(3, 6, 2)

@@ -44,6 +44,7 @@ KEEP_WHOLE = (
     "celu.default",
     "eye.default",
     "eye.m",
+    "take.default",
 )
 
 #: fx call_function targets handled by the importer itself, not by converters.

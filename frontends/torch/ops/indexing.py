@@ -133,6 +133,13 @@ def index(ctx: ImportContext, node, x, indices):
     return _fit(ctx, node, ctx.b.take(merged, linear, first))
 
 
+@converter("aten.take.default")
+def take(ctx: ImportContext, node, x, positions):
+    """``torch.take``: ``x`` flattened, indexed by ``positions`` (as torch's decomposition,
+    which the importer keeps whole: torch's own fails on a 0-d ``x``)."""
+    return index(ctx, node, ctx.b.reshape(x, (dim_arith.product(shape_of(x.type)),)), [positions])
+
+
 def _check_advanced_indices(ctx: ImportContext, node, x, indices) -> None:
     """Each integer index tensor of ``x[i0, i1, ...]`` in ``[-size, size)`` of its axis
     (a boolean mask selects in range; its axes count as the mask's rank)."""
