@@ -383,7 +383,11 @@ def _input_ranges(ranges: dict[str, tuple[int | None, int | None]], function: fu
 def _statically_empty(node: Any) -> list[np.ndarray] | None:
     """Empty arrays of the shapes and dtypes of the node's results when every one is a
     tensor of no elements at compile time (nonzero of an empty input, a batch of no
-    matrices): nothing to compute, and no op need handle it."""
+    matrices): nothing to compute, and no op need handle it. Not where an integer input
+    has elements: indices, which the op's converter checks (torch raises for any index
+    into an empty tensor)."""
+    if any(_has_integer_elements(a) for a in node.all_input_nodes):
+        return None
     metas = node.meta.get("val")
     metas = metas if isinstance(metas, list | tuple) else [metas]
     if not metas or not all(hasattr(m, "shape") and hasattr(m, "dtype") for m in metas):
@@ -395,6 +399,13 @@ def _statically_empty(node: Any) -> list[np.ndarray] | None:
         return [np.zeros(shape, numpy_dtype_of_torch(m.dtype)) for shape, m in zip(shapes, metas)]
     except UnsupportedDtypeError:
         return None
+
+
+def _has_integer_elements(node: Any) -> bool:
+    meta = node.meta.get("val")
+    if not hasattr(meta, "dtype") or meta.dtype.is_floating_point or meta.dtype.is_complex:
+        return False
+    return not any(isinstance(d, int) and d == 0 for d in meta.shape)
 
 
 def _check_shapes(node: Any, name: str, result: Any) -> None:
