@@ -437,3 +437,27 @@ def test_a_kernel_given_the_length_its_padded_buffers_lose(tmp_path):
             got = np.asarray(run(x.numpy()))
             assert got.shape == want.shape, kind
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"{kind} at {length}")
+
+
+def test_sizes_with_max_and_min_decided_by_the_ranges(rng):
+    """MPT's ALiBi pattern: a static table sliced at ``max(0, 16 - s)`` (and ``:min(16, s)``)
+    and added to an ``s``-long axis. torch.export records the sizes as ``16 - Max(0, 16 - s)``
+    and ``Min(16, s)`` and assumes ``s <= 16``; under that range both are ``s``, so the
+    import decides the extrema (it refused the broadcast before)."""
+
+    class Bias(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("table", torch.from_numpy(rng.standard_normal((1, 16)).astype(np.float32)))
+
+        def forward(self, x):
+            s = x.shape[1]
+            return x + self.table[:, max(0, 16 - s) :] + self.table[:, : min(16, s)] * 2
+
+    model = Bias()
+    program = torch.export.export(model, (torch.randn(3, 7),), dynamic_shapes=({1: Dim.AUTO},))
+    assert any("Max" in str(n.meta["val"].shape) for n in program.graph.nodes if "slice" in str(n.target))
+    lib = tk.build(from_exported_program(program))
+    for s in (2, 9, 16):
+        x = torch.from_numpy(rng.standard_normal((3, s)).astype(np.float32))
+        np.testing.assert_allclose(lib(x.numpy()), model(x).numpy(), rtol=1e-6, atol=1e-6)

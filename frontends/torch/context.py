@@ -92,7 +92,31 @@ def symbol_name(size: Any) -> Dim:
     expr = getattr(getattr(size, "node", None), "expr", None)
     if expr is None:
         raise NotImplementedError(f"size {size!r} is neither an int nor a symbolic size")
-    return dim_of_expression(expr)
+    return dim_of_expression(_extrema_decided(expr, getattr(size.node, "shape_env", None)))
+
+
+def _extrema_decided(expr: Any, shape_env: Any) -> Any:
+    """``expr`` with each ``Max``/``Min`` of two terms whose order the symbols' ranges fix
+    replaced by that term: MPT slices its ALiBi table of 2048 positions at
+    ``max(0, 2048 - s)``, giving the size ``2048 - Max(0, 2048 - s)``, which is ``s`` for
+    the ``s <= 2047`` torch.export assumed (and must be, to add it to an ``s``-sized axis)."""
+    from torch.utils._sympy.functions import Max, Min  # (torch's own, not sympy's)
+    from torch.utils._sympy.value_ranges import bound_sympy
+
+    if shape_env is None or not expr.has(Max, Min):
+        return expr
+
+    def decided(e: Any) -> Any:
+        if len(e.args) != 2:
+            return e
+        a, b = e.args
+        gap = bound_sympy(a - b, shape_env.var_to_range)
+        larger = a if gap.lower >= 0 else b if gap.upper <= 0 else None
+        if larger is None:
+            return e
+        return larger if isinstance(e, Max) else (b if larger is a else a)
+
+    return expr.replace(lambda e: isinstance(e, Max | Min), decided)
 
 
 def dim_of_expression(expr: Any) -> Dim:
