@@ -392,8 +392,8 @@ def _statically_empty(node: Any) -> list[np.ndarray] | None:
     metas = metas if isinstance(metas, list | tuple) else [metas]
     if not metas or not all(hasattr(m, "shape") and hasattr(m, "dtype") for m in metas):
         return None
-    shapes = [tuple(symbol_name(d) for d in m.shape) for m in metas]
-    if not all(all(isinstance(d, int) for d in shape) and 0 in shape for shape in shapes):
+    shapes = [tuple(m.shape) for m in metas]  # (a static dim is an int, a symbolic one a SymInt)
+    if not all(all(type(d) is int for d in shape) and 0 in shape for shape in shapes):
         return None
     try:
         return [np.zeros(shape, numpy_dtype_of_torch(m.dtype)) for shape, m in zip(shapes, metas)]

@@ -79,7 +79,7 @@ def storage_offset(ctx: ImportContext, node, x):
     start = view.args[start_at] if len(view.args) > start_at else None
     start = symbol_name(start.meta["val"]) if hasattr(start, "meta") else start
     offset = ctx.b.mul(ctx.slice_bound(start, shape[dim], 0), ctx.size_value(dim_arith.product(shape[dim + 1 :])))
-    symbol = dim_of_expression(node.meta["val"].node.expr)
+    symbol = symbol_name(node.meta["val"])
     if isinstance(symbol, str) and free_symbols(symbol) == {symbol} and symbol not in ctx.symbol_values:
         ctx.bind_data_symbol(symbol, offset)
     return symbol
