@@ -448,6 +448,9 @@ DENSE_LINALG_ROUTINES = {
     "eigh": DenseLinalgSignature((2,)),
     "jacobi_svd": DenseLinalgSignature((2,), square=False),
     "repeated_squaring": DenseLinalgSignature((2, 0)),
+    # real and imaginary parts (..., rows, columns), the table of w_n^t (2, n) -> (..., 2, rows,
+    # columns); ``kind``: "forward" or "inverse", then "rows" or "columns" (the signals)
+    "fft": DenseLinalgSignature((2, 2, 2), result=3, square=False),
     # per element (``kind``: the polynomial family; "lower" or "upper")
     "orthogonal_polynomial": DenseLinalgSignature((0, 0), result=0, square=False),
     "incomplete_gamma": DenseLinalgSignature((0, 0), result=0, square=False),

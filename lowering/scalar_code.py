@@ -114,10 +114,14 @@ class ScalarCode:
         body.add_op(loop.YieldOp())
         return ScalarCode(Builder(InsertPoint.before(body.last_op)), self.element, self.names, self.n)
 
-    def loop(self, lb: SSAValue, ub: SSAValue, step: SSAValue, name: str) -> tuple[SSAValue, ScalarCode]:
-        """A serial loop ``for i = lb to ub step step`` named ``name``; its index and the code inside."""
+    def loop(
+        self, lb: SSAValue, ub: SSAValue, step: SSAValue, name: str, kind: str = "serial"
+    ) -> tuple[SSAValue, ScalarCode]:
+        """A loop ``for i = lb to ub step step`` named ``name`` (serial, or another of the
+        loop dialect's kinds: ``vectorized`` for a straight-line body); its index and the
+        code inside."""
         body = Block(arg_types=[IndexType()])
-        self.b.insert(loop.ForOp(lb, ub, step, body, kind="serial", name=name))
+        self.b.insert(loop.ForOp(lb, ub, step, body, kind=kind, name=name))
         body.add_op(loop.YieldOp())
         return body.args[0], ScalarCode(Builder(InsertPoint.before(body.last_op)), self.element, self.names, self.n)
 

@@ -44,7 +44,9 @@ exact). The others are exact in any order.
 Not vectorised (lowered as a serial loop, which LLVM's own vectoriser may still
 vectorise; the reason is logged on the ``tensorkiln.lowering`` logger at debug level):
 a step other than the constant 1; nested loops, allocations or calls in the body; a
-buffer the loop stores to and also accesses at other indices, or stores to at an
+buffer the loop stores to and also accesses at other indices (except where every
+access indexes one axis by the same linear value and the others by uniform ones:
+points apart, whose lanes never meet), or stores to at an
 address that is uniform (other than a reduction) or that is not linear in the loop
 variable (lanes could collide); element types wider than the vector.
 
@@ -496,6 +498,25 @@ def _block_division(op: Operation, plan: _Plan) -> str | None:
     return LINEAR if isinstance(op, arith.RemUIOp) else UNIFORM
 
 
+def _rows_apart(accesses: Sequence[loop.LoadOp | loop.StoreOp], plan: _Plan) -> bool:
+    """Whether the accesses to a buffer all index one axis by the same value linear in
+    the loop variable, every other axis by uniform values (a butterfly's points at the
+    lane's signal): with every index inside its axis, two accesses that differ in a
+    uniform index never reach the same element in any lanes, and where they agree each
+    lane meets only itself, in program order as in the serial loop."""
+    first = accesses[0].indices
+    axes = [k for k, i in enumerate(first) if plan.kind(i) != UNIFORM]
+    if len(axes) != 1 or plan.kind(first[axes[0]]) != LINEAR:
+        return False
+    axis = axes[0]
+    return all(
+        len(a.indices) == len(first)
+        and a.indices[axis] == first[axis]
+        and all(plan.kind(i) == UNIFORM for k, i in enumerate(a.indices) if k != axis)
+        for a in accesses
+    )
+
+
 def analyze(op: loop.ForOp, vector_bits: int) -> _Plan:
     """How to vectorise ``op``; raises NotVectorizable (with the reason) if it cannot."""
     from .loop_to_llvm import constant_int, static_upper_bound
@@ -535,7 +556,7 @@ def analyze(op: loop.ForOp, vector_bits: int) -> _Plan:
         if plan.access(indices) == "uniform":
             plan.reductions.append(_reduction(buffer, loads.get(buffer, []), written, op))
             continue
-        if any(tuple(a.indices) != indices for a in accesses):
+        if any(tuple(a.indices) != indices for a in accesses) and not _rows_apart(accesses, plan):
             raise NotVectorizable(f"it stores to buffer {buffer.name_hint or buffer} and accesses it at other indices")
         if any(plan.kind(i) == VARYING for i in indices):
             raise NotVectorizable(

@@ -467,6 +467,62 @@ def test_booleans_and_halves(n, rng):
     np.testing.assert_array_equal(H, np.abs(A).astype(np.float16))
 
 
+# a butterfly in place on rows %ra and %rb of A (read from R: equal rows are allowed),
+# each access at column i (or, with col = j, the second store one column on: not vectorizable)
+ROWS = """
+func.func @k(%A: memref<?x?xf32>, %R: memref<2xi64>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = loop.dim %A, 1 : memref<?x?xf32>
+  %m = arith.subi %n, %c1 : index
+  %ra64 = loop.load %R[%c0] : memref<2xi64>
+  %rb64 = loop.load %R[%c1] : memref<2xi64>
+  %ra = arith.index_cast %ra64 : i64 to index
+  %rb = arith.index_cast %rb64 : i64 to index
+  loop.for %i = %c0 to %m step %c1 {kind} name("i") {{
+    %a = loop.load %A[%ra, %i] : memref<?x?xf32>
+    %b = loop.load %A[%rb, %i] : memref<?x?xf32>
+    %s = arith.addf %a, %b : f32
+    %d = arith.subf %a, %b : f32
+    %j = arith.addi %i, %c1 : index
+    loop.store %s, %A[%ra, %i] : memref<?x?xf32>
+    loop.store %d, %A[%rb, %{col}] : memref<?x?xf32>
+  }}
+  func.return
+}}
+"""
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_stores_to_rows_apart_are_vectorized(n, rng):
+    """Loads and stores of one buffer at different uniform rows, all at the lane's
+    column: vector code, the serial loop's results also where both rows are one."""
+    assert f"vector<{LANES}xf32>" in kernel(ROWS, kind="vectorized", col="i").llvm_dialect
+    A0 = rng.standard_normal((3, n + 1)).astype(np.float32)
+    for rows in ([0, 2], [2, 1], [1, 1]):
+        got, serial = A0.copy(), A0.copy()
+        kernel(ROWS, kind="vectorized", col="i")(got, np.array(rows, np.int64))
+        kernel(ROWS, kind="", col="i")(serial, np.array(rows, np.int64))
+        np.testing.assert_array_equal(got, serial)
+        if rows[0] != rows[1]:
+            a, b = A0[rows[0], :n], A0[rows[1], :n]
+            np.testing.assert_array_equal(got[rows[0], :n], a + b)
+            np.testing.assert_array_equal(got[rows[1], :n], a - b)
+
+
+def test_stores_to_rows_at_other_columns_stay_serial(rng, caplog):
+    """The second store one column on: lanes of one row could meet, so the loop is serial
+    (and gives the serial loop's results)."""
+    with caplog.at_level(logging.DEBUG, logger="tensorkiln.lowering"):
+        k = kernel(ROWS, kind="vectorized", col="j")
+    assert any("accesses it at other indices" in r.getMessage() for r in caplog.records)
+    A0 = rng.standard_normal((2, 20)).astype(np.float32)
+    got, serial = A0.copy(), A0.copy()
+    k(got, np.array([1, 1], np.int64))
+    kernel(ROWS, kind="", col="j")(serial, np.array([1, 1], np.int64))
+    np.testing.assert_array_equal(got, serial)
+
+
 def test_a_loop_that_cannot_be_vectorized_runs_serially(rng, caplog):
     # the vectorized loop holds a nested loop: lowered serially (and said so at debug level)
     with caplog.at_level(logging.DEBUG, logger="tensorkiln.lowering"):

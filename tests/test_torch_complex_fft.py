@@ -86,14 +86,21 @@ def test_real_transforms_as_complex_ones_of_half_length(rng, dtype, tolerance):
     check(Fn(_real_transforms_by_halves), [(2, 512, 5), (3, 257), (3, 257)], rng, dtype, tolerance, tolerance)
 
 
-def test_a_real_transform_is_half_a_complex_one_and_a_gemm_per_stage():
-    """rfft of 1024 points: a complex transform of 512 = 16 x 32, each stage one GEMM of
-    both parts (weights 2n x 2n), not four."""
+def test_a_real_transform_is_half_a_complex_one_by_the_fft_kernel():
+    """rfft of 1024 points: one ``graph.fft`` of 512 points along the 3 rows (as lanes),
+    no DFT products; a length with a prime factor above the kernel's radices (17 x 15)
+    goes four-step: one GEMM of both parts per stage (weights 2n x 2n), not four."""
+    from tensorkiln.dialects.graph.fourier import FFTOp
     from tensorkiln.dialects.graph.linalg import DenseOp
 
-    module = from_exported_program(torch.export.export(Fn(lambda x: torch.view_as_real(torch.fft.rfft(x))), (torch.randn(3, 1024),)))
-    weights = sorted(tuple(op.weight.type.get_shape()) for op in module.walk() if isinstance(op, DenseOp))
-    assert weights == [(32, 32), (64, 64)]
+    def ops(length: int, of: type):
+        program = torch.export.export(Fn(lambda x: torch.view_as_real(torch.fft.rfft(x))), (torch.randn(3, length),))
+        return [op for op in from_exported_program(program).walk() if isinstance(op, of)]
+
+    assert [(tuple(op.real.type.get_shape()), op.axis.value.data) for op in ops(1024, FFTOp)] == [((1, 3, 512), -1)]
+    assert ops(1024, DenseOp) == []
+    assert sorted(tuple(op.weight.type.get_shape()) for op in ops(255, DenseOp)) == [(30, 30), (34, 34)]
+    assert ops(255, FFTOp) == []
 
 
 class FNet(nn.Module):

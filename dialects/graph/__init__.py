@@ -10,6 +10,7 @@ from . import (
     dense_linalg,
     elementwise,
     factorizations,
+    fourier,
     incomplete_gamma,
     indexing,
     linalg,
@@ -27,7 +28,10 @@ from .host import CheckOp, DataSizeOp
 from .fusion import FusedOp, YieldOp
 from .types import DimNamesAttr, WeightAttr
 
-_FAMILIES = (constant, elementwise, linalg, nn, shape, reduce, indexing, dense_linalg, factorizations, spectral, polynomials, incomplete_gamma, random)
+_FAMILIES = (
+    constant, elementwise, linalg, nn, shape, reduce, indexing, dense_linalg, factorizations, spectral, fourier, polynomials,
+    incomplete_gamma, random,
+)  # fmt: skip
 
 
 def _ops_of(module) -> list[type[GraphOp]]:

@@ -3,7 +3,7 @@ each matrix of the batch (``code.py``: the shared scalar code and the registry),
 three families: Gaussian elimination and substitution (``elimination.py``: solve,
 det_factors, lu_factor, pivot_permutation, triangular_solve, cholesky), Householder
 reflections (``householder.py``: householder_qr, householder_product) and Jacobi
-rotations (``jacobi.py``: eigh, jacobi_svd); per element, the functions computed by
+rotations (``jacobi.py``: eigh, jacobi_svd); the Stockham FFT (``fourier.py``); per element, the functions computed by
 iteration (``iterative.py``: orthogonal polynomials, incomplete gamma). Every access is inside its buffer: loops
 run over the matrix sizes only, and chosen rows (pivots) are among them.
 """
@@ -18,20 +18,20 @@ from xdsl.ir import Block, Region, SSAValue
 from ...dialects import te
 from ...dialects.graph.types import shape_of, tensor_type
 from ..te_to_loop import _bounds, buffer_type, emit_loop_nest
-from . import elimination, householder, iterative, jacobi, products  # noqa: F401  (register their routines)
+from . import elimination, fourier, householder, iterative, jacobi, products  # noqa: F401  (register their routines)
 from .code import ROUTINES, KernelArgs, LoopNames, MatrixAt, ScalarCode
 
 
 def workspace_type(op: te.DenseLinalgOp) -> TensorType | None:
-    """The workspace of ``op``'s kernel: one ``n x n`` matrix per matrix of the result's
-    batch, or None for routines working in their output."""
-    if not ROUTINES[op.routine.data].workspace:
+    """The workspace of ``op``'s kernel: the routine's (an ``n x n`` matrix, ...) per
+    matrix of the result's batch, or None for routines working in their output."""
+    core = ROUTINES[op.routine.data].workspace
+    if core is None:
         return None
     signature = te.DENSE_LINALG_ROUTINES[op.routine.data]
     shape = shape_of(op.result.type)
     batch = shape[: len(shape) - signature.result]
-    n = shape_of(op.inputs[0].type)[-1]
-    return tensor_type((*batch, n, n), op.result.type.element_type)
+    return tensor_type((*batch, *core(op)), op.result.type.element_type)
 
 
 def _batch_of(c: ScalarCode, buffer: SSAValue, ivs: list[SSAValue], rank: int) -> tuple[SSAValue, ...]:

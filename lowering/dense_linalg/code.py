@@ -53,23 +53,36 @@ class KernelArgs:
     sizes: list[list[SSAValue]]
     out: MatrixAt
     out_sizes: list[SSAValue]
-    #: one ``n x n`` matrix of the host's workspace, where the routine asked for one
+    #: this matrix's part of the host's workspace, where the routine asked for one
     workspace: MatrixAt | None
+
+
+#: the core shape of a routine's workspace per matrix, from its op
+WorkspaceShape = Callable[[te.DenseLinalgOp], tuple[int, ...]]
+
+
+def square_workspace(op: te.DenseLinalgOp) -> tuple[int, ...]:
+    """``n x n``, ``n`` the first input's columns."""
+    n = op.inputs[0].type.get_shape()[-1]
+    return (n, n)
 
 
 @dataclass(frozen=True)
 class Routine:
     emit: Callable[[KernelArgs], None]
-    #: whether the kernel needs an ``n x n`` workspace per matrix (``n`` the first input's columns)
-    workspace: bool
+    #: the workspace the kernel needs per matrix, or None
+    workspace: WorkspaceShape | None
 
 
 #: te.dense_linalg routine name -> its code (filled by ``routine``)
 ROUTINES: dict[str, Routine] = {}
 
 
-def routine(name: str, workspace: bool = False) -> Callable[[Callable[[KernelArgs], None]], Callable[[KernelArgs], None]]:
-    """Register the code of the routine ``name`` (one of te's ``DENSE_LINALG_ROUTINES``)."""
+def routine(
+    name: str, workspace: WorkspaceShape | None = None
+) -> Callable[[Callable[[KernelArgs], None]], Callable[[KernelArgs], None]]:
+    """Register the code of the routine ``name`` (one of te's ``DENSE_LINALG_ROUTINES``),
+    with the core shape of its workspace per matrix where it needs one."""
 
     def register(emit: Callable[[KernelArgs], None]) -> Callable[[KernelArgs], None]:
         assert name in te.DENSE_LINALG_ROUTINES, name
@@ -122,4 +135,6 @@ class BestSoFar:
         return c.get_index(self.index)
 
 
-__all__ = ["KernelArgs", "LoopNames", "MatrixAt", "ROUTINES", "Routine", "ScalarCode", "copy_matrix", "routine"]
+__all__ = [
+    "KernelArgs", "LoopNames", "MatrixAt", "ROUTINES", "Routine", "ScalarCode", "copy_matrix", "routine", "square_workspace",
+]  # fmt: skip

@@ -31,7 +31,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerType
 from xdsl.ir import SSAValue
 
-from .code import BestSoFar, KernelArgs, MatrixAt, ScalarCode, copy_matrix, routine, swap
+from .code import BestSoFar, KernelArgs, MatrixAt, ScalarCode, copy_matrix, routine, square_workspace, swap
 
 
 def _eliminate(
@@ -103,7 +103,7 @@ def _substitute(
     x.store(cell, cell.sub_product(x.load(cell, r, q), factor, x.load(cell, j, q)), r, q)
 
 
-@routine("solve", workspace=True)
+@routine("solve", workspace=square_workspace)
 def _solve(k: KernelArgs) -> None:
     (a, b), ((n, _), (_, columns)) = k.inputs, k.sizes
     copy_matrix(k.c, b, k.out, n, columns)
@@ -112,7 +112,7 @@ def _solve(k: KernelArgs) -> None:
     _substitute(k.c, k.workspace, k.out, n, columns, lower=False, unit_diagonal=False, counted=False)
 
 
-@routine("det_factors", workspace=True)
+@routine("det_factors", workspace=square_workspace)
 def _det_factors(k: KernelArgs) -> None:
     (a,), ((n, _),) = k.inputs, k.sizes
     copy_matrix(k.c, a, k.workspace, n, n)

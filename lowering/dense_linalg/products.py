@@ -14,10 +14,10 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerType
 
 from ...dialects.graph.dense_linalg import MAX_SQUARINGS
-from .code import KernelArgs, copy_matrix, routine
+from .code import KernelArgs, copy_matrix, routine, square_workspace
 
 
-@routine("repeated_squaring", workspace=True)
+@routine("repeated_squaring", workspace=square_workspace)
 def _repeated_squaring(k: KernelArgs) -> None:
     c, (r, counts), ((n, _), ()), out, w = k.c, k.inputs, k.sizes, k.out, k.workspace
     copy_matrix(c, r, out, n, n)

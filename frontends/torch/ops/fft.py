@@ -28,29 +28,18 @@ import math
 import numpy as np
 from xdsl.ir import SSAValue
 
+from ....dialects.graph.fourier import radices, unit_circle
 from ....dialects.graph.types import numpy_dtype, shape_of
 from ..complex import Complex, complex_converter
 from ..context import ImportContext
 from .complex_ops import as_complex, part_dtype, times
 
 
-def _unit_circle(turns: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``cos`` and ``sin`` of ``2 pi turns / n`` (float64), exact at multiples of a quarter
-    turn (``sin(pi)`` would be 1.2e-16, not 0)."""
-    turns = turns % n  # small angles: exact arguments
-    angle = 2 * np.pi * turns / n
-    cos, sin = np.cos(angle), np.sin(angle)
-    quarter = (4 * turns) % n == 0
-    q = (4 * turns // n)[quarter]
-    cos[quarter], sin[quarter] = np.array([1.0, 0.0, -1.0, 0.0])[q], np.array([0.0, 1.0, 0.0, -1.0])[q]
-    return cos, sin
-
-
 def _dft_matrices(n: int, rows: int, dtype: np.dtype, weights: np.ndarray | None = None, columns: int | None = None):
     """(cos, sin) of ``2 pi j k / n`` as dense weights ``(rows, columns)`` (row j, column
     k; ``columns`` defaults to ``n``), each column scaled by ``weights``."""
     columns = n if columns is None else columns
-    cos, sin = _unit_circle(np.outer(np.arange(rows), np.arange(columns)), n)
+    cos, sin = unit_circle(np.outer(np.arange(rows), np.arange(columns)), n)
     if weights is not None:
         cos, sin = cos * weights[None, :], sin * weights[None, :]
     return cos.astype(dtype), sin.astype(dtype)
@@ -82,6 +71,10 @@ def _static(x, axis: int) -> int:
 
 #: lengths from which a transform is split in two (four-step): below, one GEMM is cheaper
 SPLIT_FROM = 128
+#: lengths from which a transform runs as ``graph.fft`` (where it can): below, one GEMM is as cheap
+KERNEL_FROM = 16
+#: lines ``graph.fft`` transforms together (its lanes: vectors of them)
+LANES = 16
 
 
 def _split(n: int) -> int | None:
@@ -93,15 +86,58 @@ def _split(n: int) -> int | None:
     return n1 if n1 >= 8 else None
 
 
-def _by_halves(n: int) -> bool:
-    """Whether a real transform of ``n`` points goes as a complex one of ``n / 2``."""
-    return n % 2 == 0 and _split(n // 2) is not None
+def _by_kernel(shape, n: int) -> bool:
+    """Whether ``n`` points of a tensor of ``shape`` are transformed by ``graph.fft``:
+    static sizes, and a length of :data:`KERNEL_FROM` points or more without a prime
+    factor above the kernel's largest radix."""
+    return all(isinstance(d, int) for d in shape) and n >= KERNEL_FROM and radices(n) is not None
+
+
+def _fast(shape, n: int) -> bool:
+    """Whether a complex transform of ``n`` points (of a tensor of ``shape``) is faster
+    than one DFT product: by the kernel, or split four-step."""
+    return _by_kernel(shape, n) or _split(n) is not None
+
+
+def _by_halves(x, axis: int) -> bool:
+    """Whether the real transform of ``x`` along ``axis`` goes as a complex one of ``n / 2``."""
+    n = _static(x, axis)
+    return n % 2 == 0 and _fast(shape_of(x.type), n // 2)
+
+
+def _lanes(lines: int) -> int:
+    """Signals per matrix of a transform along the last axis: all of up to
+    :data:`LANES`, else the smallest divisor of ``lines`` from :data:`LANES` on (the
+    matrices of a batch run in parallel; a block of lanes shorter than a vector is
+    computed by the kernel's scalar remainder)."""
+    return lines if lines <= LANES else next(d for d in range(LANES, lines + 1) if lines % d == 0)
+
+
+def _fft_kernel(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Complex:
+    """The transform along ``axis`` by ``graph.fft``, on views of the parts: along the last
+    axis the lines as ``(batch, lanes, n)`` (rows are signals), else ``(outer, n, inner)``
+    (columns are); the result's parts are slices of it."""
+    b = ctx.b
+    shape = list(shape_of(z.real.type))
+    n = shape[axis]
+    inner = math.prod(shape[axis + 1 :])
+    if inner == 1:
+        lines = math.prod(shape[:axis])
+        lanes = _lanes(lines)
+        view, fft_axis = [lines // lanes, lanes, n], -1
+    else:
+        view, fft_axis = [math.prod(shape[:axis]), n, inner], -2
+    y = b.fft(b.reshape(z.real, view), b.reshape(z.imag, view), axis=fft_axis, inverse=not forward)
+    return Complex(*(b.reshape(b.slice(y, [k], [k + 1], [1], [1]), shape) for k in (0, 1)))
 
 
 def _c2c_axis(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Complex:
-    """``sum_j z_j exp(-+ 2 pi i j k / n)`` along ``axis``: one DFT GEMM of both parts,
-    or for long composite lengths the four-step split (``O(n (n1 + n2))``, not ``O(n^2)``)."""
+    """``sum_j z_j exp(-+ 2 pi i j k / n)`` along ``axis``: the FFT kernel where it applies,
+    else one DFT GEMM of both parts, or for long composite lengths the four-step split
+    (``O(n (n1 + n2))``, not ``O(n^2)``)."""
     n = _static(z.real, axis)
+    if _by_kernel(shape_of(z.real.type), n):
+        return _fft_kernel(ctx, z, axis, forward)
     n1 = _split(n)
     if n1 is not None:
         return _four_step(ctx, z, axis, n1, forward)
@@ -121,7 +157,7 @@ def _four_step(ctx: ImportContext, z: Complex, axis: int, n1: int, forward: bool
     split = [*shape[:axis], n2, n1, *shape[axis + 1 :]]  # (.., j2, j1, ..)
     z = Complex(*(b.reshape(p, split) for p in (z.real, z.imag)))
     z = _c2c_axis(ctx, z, axis, forward)  # over j2 -> k2: (.., k2, j1, ..)
-    cos, sin = _unit_circle(np.outer(np.arange(n2), np.arange(n1)), n)
+    cos, sin = unit_circle(np.outer(np.arange(n2), np.arange(n1)), n)
     spread = [1] * len(split)
     spread[axis], spread[axis + 1] = n2, n1
     z = times(ctx, z, _constant_complex(ctx, z.real, cos, -sin if forward else sin, spread))
@@ -183,7 +219,7 @@ def _rfft_by_halves(ctx: ImportContext, x, axis: int) -> Complex:
     z = _c2c_axis(ctx, z, axis, forward=True)
     a = _pick(ctx, z, axis, np.arange(h + 1) % h)
     m = _pick(ctx, z, axis, (h - np.arange(h + 1)) % h)
-    cos, sin = _unit_circle(np.arange(h + 1), n)
+    cos, sin = unit_circle(np.arange(h + 1), n)
     half_cos, half_sin = _along_axis(ctx, x, axis, cos / 2), _along_axis(ctx, x, axis, sin / 2)
     half = ctx.scalar(0.5, x)
     # 2 E = (Ar + Br, Ai - Bi), 2 i O = (Ar - Br, Ai + Bi): X = E + (cos - i sin) O
@@ -207,7 +243,7 @@ def _irfft_by_halves(ctx: ImportContext, z: Complex, axis: int) -> SSAValue:
     edges[0] = edges[h] = 0.0
     z = Complex(z.real, b.mul(z.imag, _along_axis(ctx, z.imag, axis, edges)))
     a, m = _cut(ctx, z, axis, 0, h), _flip(ctx, _cut(ctx, z, axis, 1, h + 1), axis)
-    cos, sin = _unit_circle(np.arange(h), n)
+    cos, sin = unit_circle(np.arange(h), n)
     cos, sin = _along_axis(ctx, z.real, axis, cos), _along_axis(ctx, z.real, axis, sin)
     even = Complex(b.add(a.real, m.real), b.sub(a.imag, m.imag))
     diff_re, diff_im = b.sub(a.real, m.real), b.add(a.imag, m.imag)
@@ -240,11 +276,11 @@ def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
     axes = _axes(ctx, x, dim)
     n, last = _static(x, axes[-1]), axes[-1]
     bins = n // 2 + 1 if onesided else n
-    if _by_halves(n):
+    if _by_halves(x, last):
         z = _rfft_by_halves(ctx, x, last)
         if not onesided:
             z = _with_mirror(ctx, z, last, n // 2)
-    elif _split(n) is not None:  # the complex transform of (x, 0), its first bins
+    elif _fast(shape_of(x.type), n):  # the complex transform of (x, 0), its first bins
         z = _c2c_axis(ctx, as_complex(ctx, x, numpy_dtype(x.type.element_type)), last, forward=True)
         if bins < n:
             z = _cut(ctx, z, last, 0, bins)
@@ -284,9 +320,11 @@ def fft_c2r(ctx: ImportContext, node, z, dim, normalization, last_dim_size):
     elif have > bins:
         z = _cut(ctx, z, axis, 0, bins)
     signal = math.prod([_static(z.real, a) for a in axes[:-1]] + [length])
-    if _by_halves(length):
+    shape = list(shape_of(z.real.type))
+    shape[axis] = length
+    if length % 2 == 0 and _fast(shape, length // 2):
         return _normalised(ctx, _irfft_by_halves(ctx, z, axis), normalization, signal)
-    if _split(length) is not None:  # the whole Hermitian spectrum, inverse complex transform, real part
+    if _fast(shape, length):  # the whole Hermitian spectrum, inverse complex transform, real part
         whole = _with_mirror(ctx, z, axis, length - bins + 1)
         return _normalised(ctx, _c2c_axis(ctx, whole, axis, forward=False).real, normalization, signal)
     twice = np.full(bins, 2.0)
