@@ -451,6 +451,10 @@ DENSE_LINALG_ROUTINES = {
     # real and imaginary parts (..., rows, columns), the table of w_n^t (2, n) -> (..., 2, rows,
     # columns); ``kind``: "forward" or "inverse", then "rows" or "columns" (the signals)
     "fft": DenseLinalgSignature((2, 2, 2), result=3, square=False),
+    # a real signal and its table (2, 2h + 1): roots of unity of h, then cos/2, sin/2 of 2 pi k / 2h
+    "rfft": DenseLinalgSignature((2, 2), result=3, square=False),
+    # the parts of h + 1 bins and the table (2, 2h): inverse roots of h, then cos, sin of 2 pi k / 2h
+    "irfft": DenseLinalgSignature((2, 2, 2), result=2, square=False),
     # per element (``kind``: the polynomial family; "lower" or "upper")
     "orthogonal_polynomial": DenseLinalgSignature((0, 0), result=0, square=False),
     "incomplete_gamma": DenseLinalgSignature((0, 0), result=0, square=False),

@@ -1,5 +1,5 @@
-"""graph.fft (dialects/graph/fourier.py) and its Stockham kernel
-(lowering/dense_linalg/fourier.py): compiled and interpreted against numpy's FFT on
+"""graph.fft, graph.rfft, graph.irfft (dialects/graph/fourier.py) and their Stockham
+kernels (lowering/dense_linalg/fourier.py): compiled and interpreted against numpy's FFT on
 fresh inputs for lengths of every radix (4, 2, 3, 5, 7, 13 and their products, 1),
 signals along rows and along columns, block widths that leave a partial block of lanes,
 batches (also symbolic) and symbolic lane counts, both directions, float32 and float64;
@@ -62,11 +62,44 @@ def test_compiled_and_interpreted_match_numpy(rng, dtype, inverse):
             _close(interpreted[k], want, dtype)
 
 
+REAL_CASES = [  # (shape, axis): even lengths 2 .. 2048 (halves of radix 4, 2, 3, 13, 1), lanes 1 .. 40
+    ((3, 12, 8), -1), ((3, 8, 5), -2), ((2, 17, 30), -1), ((2, 30, 17), -2), ((40, 2048), -1), ((3, 2), -1),
+    ((2, 5), -2), ((9, 98), -1), ((26, 33), -2), ((4, 3, 52), -1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_real_transforms_compiled_and_interpreted_match_numpy(rng, dtype):
+    """rfft's bins and irfft's signals (unnormalised; the imaginary parts of the first and
+    last bins ignored, as numpy does) against numpy."""
+    b = tk.GraphBuilder()
+    outputs, shapes = [], []
+    for k, (shape, axis) in enumerate(REAL_CASES):
+        bins = list(shape)
+        bins[axis] = shape[axis] // 2 + 1
+        x, re, im = b.input(f"x{k}", shape, dtype), b.input(f"re{k}", tuple(bins), dtype), b.input(f"im{k}", tuple(bins), dtype)
+        outputs += [b.rfft(x, axis=axis), b.irfft(re, im, length=shape[axis], axis=axis)]
+        shapes += [shape, tuple(bins), tuple(bins)]
+    module = b.finish(*outputs)
+    lib = tk.build(module)
+    inputs = [rng.standard_normal(shape).astype(dtype) for shape in shapes]
+    compiled = lib(*inputs)
+    interpreted = tk.create_executor("interpreter", module).evaluate()(*inputs)
+    for k, (shape, axis) in enumerate(REAL_CASES):
+        x, re, im = inputs[3 * k : 3 * k + 3]
+        spectrum = np.fft.rfft(x.astype(np.float64), axis=axis)
+        signal = np.fft.irfft(re + 1j * im.astype(np.float64), n=shape[axis], axis=axis) * shape[axis]
+        for results in (compiled, interpreted):
+            _close(results[2 * k], np.stack([spectrum.real, spectrum.imag], axis=-3), dtype)
+            _close(results[2 * k + 1], signal, dtype)
+
+
 def test_symbolic_batch_and_lanes_and_the_gpu_path(rng):
     b = tk.GraphBuilder()
     re, im = b.input("re", ("n", 20, 12)), b.input("im", ("n", 20, 12))
     rows, columns = b.input("r", (2, "k", 12)), b.input("c", (2, "k", 12))
-    module = b.finish(b.fft(re, im, axis=-1), b.fft(re, im, axis=-2, inverse=True), b.fft(rows, columns, axis=-1))
+    transforms = (b.fft(re, im, axis=-1), b.fft(re, im, axis=-2, inverse=True), b.fft(rows, columns, axis=-1))
+    module = b.finish(*transforms, b.rfft(re, axis=-2), b.irfft(rows, columns, length=22, axis=-1))
     lib = tk.build(module)
     for n, k in ((1, 19), (3, 1)):
         inputs = [rng.standard_normal(s).astype(np.float32) for s in ((n, 20, 12),) * 2 + ((2, k, 12),) * 2]
@@ -74,6 +107,9 @@ def test_symbolic_batch_and_lanes_and_the_gpu_path(rng):
         _close(got[0], _expected(inputs[0], inputs[1], -1, False), "float32")
         _close(got[1], _expected(inputs[0], inputs[1], -2, True), "float32")
         _close(got[2], _expected(inputs[2], inputs[3], -1, False), "float32")
+        spectrum = np.fft.rfft(inputs[0], axis=-2)
+        _close(got[3], np.stack([spectrum.real, spectrum.imag], axis=-3), "float32")
+        _close(got[4], np.fft.irfft(inputs[2] + 1j * inputs[3], n=22, axis=-1) * 22, "float32")
         for emulated, compiled in zip(build_emulated(module)(*inputs), got):
             np.testing.assert_allclose(emulated, compiled, rtol=1e-6, atol=1e-5)
 
@@ -122,3 +158,11 @@ def test_graph_op_errors():
         i = b.input("i", (4, 4), "int32")
         b.fft(i, i)
     assert str(b.fft(x, x, axis=-2).type) == "tensor<3x2x12x17xf32>"
+    with pytest.raises(VerifyException, match="must be even"):
+        b.rfft(x, axis=-1)
+    with pytest.raises(VerifyException, match="has 7 bins along axis -2"):
+        b.irfft(x, x, length=12, axis=-2)
+    with pytest.raises(VerifyException, match="free of prime factors above 13"):
+        b.irfft(x, x, length=34, axis=-2)
+    assert str(b.rfft(x, axis=-2).type) == "tensor<3x2x7x17xf32>"
+    assert str(b.irfft(x, x, length=32, axis=-1).type) == "tensor<3x12x32xf32>"

@@ -52,8 +52,8 @@ def test_fft_transforms(rng, dtype, tolerance):
 
 
 def _long_transforms(x, u, k):
-    """Lengths the four-step split takes (256 = 16 x 16, 255 = 15 x 17, 210, 300, 2048),
-    forward and inverse, real and complex."""
+    """Long lengths, forward and inverse, real and complex: by the FFT kernels (256,
+    210 = 2 x 3 x 5 x 7, 300, 2048) and split four-step (255 = 15 x 17)."""
     fft, real = torch.fft, torch.view_as_real
     n = u.shape[-1]
     return (
@@ -68,39 +68,44 @@ def test_long_transforms_split_in_four_steps(rng, dtype, tolerance):
     check(Fn(_long_transforms), [(3, 256), (2, 4, 1024), (4, 1024)], rng, dtype, tolerance, tolerance)
 
 
-def _real_transforms_by_halves(x, re, im):
-    """Even lengths whose half is split (``_rfft_by_halves``/``_irfft_by_halves``): along
+def _real_transforms(x, re, im, u):
+    """Even lengths by the real FFT kernels (512, 300, a Whisper spectrogram's 400) along
     a middle axis, both-sided, normalized, an irfft of a spectrum that is not Hermitian
-    (torch ignores the imaginary parts of its first and last bins), a spectrogram."""
+    (torch ignores the imaginary parts of its first and last bins); and by halves whose
+    half is split four-step (544 = 2 x 16 x 17: ``_rfft_by_halves``/``_irfft_by_halves``),
+    with an odd axis ahead."""
     fft, real = torch.fft, torch.view_as_real
     spectrum = torch.complex(re, im)
     frames = torch.stft(x[0, :, 0], 400, 160, window=torch.hann_window(400, dtype=x.dtype), return_complex=True)
     return (
         real(fft.rfft(x, dim=1)), real(fft.fft(x, dim=1, norm="ortho")), fft.irfft(spectrum, n=512, norm="forward"),
         fft.irfft(spectrum, n=300), real(fft.rfft2(x[..., :3], s=(512, 2))), frames.abs() ** 2,
+        real(fft.rfft(u, norm="ortho")), fft.irfft(fft.rfft(u) * 2, n=544), real(fft.rfft(u, dim=0)),
     )  # fmt: skip
 
 
 @pytest.mark.parametrize("dtype, tolerance", [(np.float32, 2e-6), (np.float64, 1e-13)], ids=["float32", "float64"])
-def test_real_transforms_as_complex_ones_of_half_length(rng, dtype, tolerance):
-    check(Fn(_real_transforms_by_halves), [(2, 512, 5), (3, 257), (3, 257)], rng, dtype, tolerance, tolerance)
+def test_real_transforms(rng, dtype, tolerance):
+    check(Fn(_real_transforms), [(2, 512, 5), (3, 257), (3, 257), (3, 544)], rng, dtype, tolerance, tolerance)
 
 
-def test_a_real_transform_is_half_a_complex_one_by_the_fft_kernel():
-    """rfft of 1024 points: one ``graph.fft`` of 512 points along the 3 rows (as lanes),
-    no DFT products; a length with a prime factor above the kernel's radices (17 x 15)
-    goes four-step: one GEMM of both parts per stage (weights 2n x 2n), not four."""
-    from tensorkiln.dialects.graph.fourier import FFTOp
+def test_real_transforms_are_one_kernel_each():
+    """rfft of 1024 points: one ``graph.rfft`` along the 3 rows (as lanes), irfft one
+    ``graph.irfft``, no DFT products; a length with a prime factor above the kernel's
+    radices (255 = 15 x 17) goes four-step: one GEMM of both parts per stage (weights
+    2n x 2n), not four."""
+    from tensorkiln.dialects.graph.fourier import FFTOp, IRFFTOp, RFFTOp
     from tensorkiln.dialects.graph.linalg import DenseOp
 
     def ops(length: int, of: type):
-        program = torch.export.export(Fn(lambda x: torch.view_as_real(torch.fft.rfft(x))), (torch.randn(3, length),))
-        return [op for op in from_exported_program(program).walk() if isinstance(op, of)]
+        fn = Fn(lambda x: torch.fft.irfft(torch.fft.rfft(x) * 2, n=length))
+        return [op for op in from_exported_program(torch.export.export(fn, (torch.randn(3, length),))).walk() if isinstance(op, of)]
 
-    assert [(tuple(op.real.type.get_shape()), op.axis.value.data) for op in ops(1024, FFTOp)] == [((1, 3, 512), -1)]
-    assert ops(1024, DenseOp) == []
-    assert sorted(tuple(op.weight.type.get_shape()) for op in ops(255, DenseOp)) == [(30, 30), (34, 34)]
-    assert ops(255, FFTOp) == []
+    assert [(tuple(op.input.type.get_shape()), op.axis.value.data) for op in ops(1024, RFFTOp)] == [((1, 3, 1024), -1)]
+    assert [(tuple(op.real.type.get_shape()), op.length.value.data) for op in ops(1024, IRFFTOp)] == [((1, 3, 513), 1024)]
+    assert ops(1024, DenseOp) == [] and ops(1024, FFTOp) == []
+    assert sorted(tuple(op.weight.type.get_shape()) for op in ops(255, DenseOp)) == [(30, 30), (30, 30), (34, 34), (34, 34)]
+    assert ops(255, RFFTOp) == ops(255, FFTOp) == []
 
 
 class FNet(nn.Module):

@@ -137,13 +137,8 @@ class FFTOp(GraphOp):
                 f"real and imag must have one shape, got {format_shape(shape)} and {format_shape(operand_shape(self.imag))}"
             )
         axis = self.axis.value.data
-        if axis not in (-1, -2):
-            raise VerifyException(f"axis must be -1 (rows are signals) or -2 (columns are), got {axis}")
-        if len(shape) < 2:
-            raise VerifyException(f"needs matrices (..., rows, columns), got shape {format_shape(shape)}")
+        _check_axis(axis, shape)
         n = shape[axis]
-        if not isinstance(n, int) or n < 1:
-            raise VerifyException(f"needs a static transform length along axis {axis}, got shape {format_shape(shape)}")
         if radices(n) is None:
             raise VerifyException(f"a length of {n} points has a prime factor above {MAX_RADIX}")
         element = _float_element("real and imag", self.real.type, self.imag.type)
@@ -161,4 +156,105 @@ class FFTOp(GraphOp):
         return np.stack([y.real, y.imag], axis=-3).astype(real.dtype)
 
 
-__all__ = ["FFTOp", "MAX_RADIX", "radices", "roots_of_unity", "stockham", "unit_circle"]
+def _real_transform_length(n: int, what: str) -> int:
+    """``h = n / 2``, the complex length a real transform of ``n`` points runs."""
+    if n < 2 or n % 2 or radices(n // 2) is None:
+        raise VerifyException(
+            f"{what} must be even, at least 2, with half of it free of prime factors above {MAX_RADIX}, got {n}"
+        )
+    return n // 2
+
+
+def _moved(shape, axis: int, length: int) -> tuple:
+    shape = list(shape)
+    shape[axis] = length
+    return tuple(shape)
+
+
+def _check_axis(axis: int, shape) -> None:
+    if axis not in (-1, -2):
+        raise VerifyException(f"axis must be -1 (rows are signals) or -2 (columns are), got {axis}")
+    if len(shape) < 2:
+        raise VerifyException(f"needs matrices (..., rows, columns), got shape {format_shape(shape)}")
+    if not isinstance(shape[axis], int):
+        raise VerifyException(f"needs a static transform length along axis {axis}, got shape {format_shape(shape)}")
+
+
+@irdl_op_definition
+class RFFTOp(GraphOp):
+    """The non-negative frequencies of the real signals of ``input`` ``(..., rows,
+    columns)`` along ``axis`` (``n`` even points: ``n / 2 + 1`` bins) -> ``(..., 2, rows,
+    columns)`` with the axis cut to the bins: real parts, then imaginary ones. Computed
+    as a complex transform of ``n / 2`` points (even + i odd samples) and one pass
+    separating the halves.
+
+    Example: ``%y = graph.rfft %x {axis = -1 : i64} : tensor<4x64xf32> -> tensor<2x4x33xf32>``
+    """
+
+    name = "graph.rfft"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr, default_value=IntegerAttr(-1, i64))
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+
+    def __init__(self, input: SSAValue | Operation, axis: int = -1):
+        self._build([input], {"axis": IntegerAttr(axis, i64)})
+
+    def infer_result_type(self) -> TensorType:
+        shape, axis = operand_shape(self.input), self.axis.value.data
+        _check_axis(axis, shape)
+        h = _real_transform_length(shape[axis], f"the length along axis {axis}")
+        element = _float_element("input", self.input.type)
+        return tensor_type((*shape[:-2], 2, *_moved(shape[-2:], axis, h + 1)), element)
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        y = np.fft.rfft(x.astype(np.float64), axis=self.axis.value.data)
+        return np.stack([y.real, y.imag], axis=-3).astype(x.dtype)
+
+
+@irdl_op_definition
+class IRFFTOp(GraphOp):
+    """The real signals of ``length`` (even) points along ``axis`` whose non-negative
+    frequencies are ``real + i imag`` (``length / 2 + 1`` bins along ``axis``; the
+    imaginary parts of the first and last bin ignored), without ``1 / length``.
+
+    Example: ``%x = graph.irfft %re, %im {axis = -2 : i64, length = 64 : i64} : tensor<33x4xf32>, tensor<33x4xf32> -> tensor<64x4xf32>``
+    """
+
+    name = "graph.irfft"
+    real = operand_def(TensorType)
+    imag = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr, default_value=IntegerAttr(-1, i64))
+    length = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$real `,` $imag attr-dict `:` type($real) `,` type($imag) `->` type($result)"
+    PATTERN_KIND: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+
+    def __init__(self, real: SSAValue | Operation, imag: SSAValue | Operation, length: int, axis: int = -1):
+        self._build([real, imag], {"axis": IntegerAttr(axis, i64), "length": IntegerAttr(length, i64)})
+
+    def infer_result_type(self) -> TensorType:
+        shape, axis, length = operand_shape(self.real), self.axis.value.data, self.length.value.data
+        if operand_shape(self.imag) != shape:
+            raise VerifyException(
+                f"real and imag must have one shape, got {format_shape(shape)} and {format_shape(operand_shape(self.imag))}"
+            )
+        _check_axis(axis, shape)
+        h = _real_transform_length(length, "length")
+        if shape[axis] != h + 1:
+            raise VerifyException(f"a signal of {length} points has {h + 1} bins along axis {axis}, got shape {format_shape(shape)}")
+        element = _float_element("real and imag", self.real.type, self.imag.type)
+        return tensor_type((*shape[:-2], *_moved(shape[-2:], axis, length)), element)
+
+    def reference(self, real: np.ndarray, imag: np.ndarray) -> np.ndarray:
+        length, axis = self.length.value.data, self.axis.value.data
+        z = real.astype(np.float64) + 1j * imag.astype(np.float64)
+        return (np.fft.irfft(z, n=length, axis=axis) * length).astype(real.dtype)
+
+
+__all__ = ["FFTOp", "IRFFTOp", "RFFTOp", "MAX_RADIX", "radices", "roots_of_unity", "stockham", "unit_circle"]

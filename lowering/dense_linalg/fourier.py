@@ -30,6 +30,7 @@ Every access is inside its buffer: points ``< n`` by the stage arithmetic, lanes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,9 @@ class _ComplexCode:
 
     def _op(self, op_class, x: SSAValue, y: SSAValue) -> SSAValue:
         return self.c.ins(op_class(x, y, flags=CONTRACT))
+
+    def scale(self, a: Cx, factor: SSAValue) -> Cx:
+        return self._op(arith.MulfOp, a[0], factor), self._op(arith.MulfOp, a[1], factor)
 
     def real(self, value: float) -> SSAValue:
         return self.c.ins(arith.ConstantOp(FloatAttr(value, self.c.element)))
@@ -115,23 +119,39 @@ class _ComplexCode:
 
 
 @dataclass(frozen=True)
+class _Lane:
+    """A lane's index within its block and among all lanes (each computed once: the
+    vectorizer recognises accesses at one lane by their index value)."""
+
+    in_block: SSAValue
+    whole: SSAValue
+
+
+@dataclass(frozen=True)
 class _Signals:
-    """A buffer of signals as a stage sees it: point ``point`` of a lane's signal, both
+    """A buffer of signals as a step sees it: point ``point`` of a lane's signal, both
     parts. ``parts``: one matrix per part (the input), else one matrix holding both at
-    its ``part`` index after ``prefix``; ``lane_first``: a signal is a row (``[lane,
-    point]``); ``whole``: indexed by the lane among all (the input and output), not
-    within the block (the workspace holds the block's lanes only)."""
+    its ``part`` index after ``prefix``, or (``interleaved``) a real matrix holding the
+    parts of point ``p`` at ``2 p`` and ``2 p + 1`` (the real signal of a real transform);
+    ``lane_first``: a signal is a row (``[lane, point]``); ``whole``: indexed by the lane
+    among all (the input and output), not within the block (the workspace holds the
+    block's lanes only)."""
 
     parts: tuple[MatrixAt, ...]
     lane_first: bool
     whole: bool
     prefix: tuple[int, ...] = ()
+    interleaved: bool = False
 
     def _at(self, c: ScalarCode, part: int, point: SSAValue, lanes: _Lane) -> tuple[MatrixAt, list[SSAValue]]:
         lane = lanes.whole if self.whole else lanes.in_block
+        if self.interleaved:
+            point = c.ins(arith.AddiOp(c.ins(arith.MuliOp(point, c.index(2))), c.index(part)))
         at = [lane, point] if self.lane_first else [point, lane]
         if len(self.parts) == 2:
             return self.parts[part], at
+        if self.interleaved:
+            return self.parts[0], at
         return self.parts[0], [*(c.index(k) for k in self.prefix), c.index(part), *at]
 
     def load(self, c: ScalarCode, point: SSAValue, lane: _Lane) -> Cx:
@@ -145,75 +165,53 @@ class _Signals:
 
 
 @dataclass(frozen=True)
-class _Lane:
-    """A lane's index within its block and among all lanes (each computed once: the
-    vectorizer recognises accesses at one lane by their index value)."""
+class _Block:
+    """One block of lanes: the code inside its loop, its first lane and its width."""
 
-    in_block: SSAValue
-    whole: SSAValue
+    code: ScalarCode
+    first: SSAValue
+    width: SSAValue
 
-
-def _lane_loop(code: ScalarCode, width: SSAValue, first: SSAValue) -> tuple[_Lane, ScalarCode]:
-    """The vectorized loop over a block's ``width`` lanes from lane ``first``."""
-    t, inner = code.loop(code.index(0), width, code.index(1), code.names("lane"), kind="vectorized")
-    return _Lane(t, inner.ins(arith.AddiOp(first, t))), inner
-
-
-def _workspace(op: te.DenseLinalgOp) -> tuple[int, ...]:
-    """Two buffers ``(2, n, LANE_BLOCK)``: one signal of a block per lane."""
-    _, rows, columns = op.result.type.get_shape()[-3:]
-    return (2, 2, columns if op.kind.data.endswith("rows") else rows, LANE_BLOCK)
+    def lanes(self, code: ScalarCode) -> tuple[_Lane, ScalarCode]:
+        """The vectorized loop over the block's lanes, inside ``code``."""
+        t, inner = code.loop(code.index(0), self.width, code.index(1), code.names("lane"), kind="vectorized")
+        return _Lane(t, inner.ins(arith.AddiOp(self.first, t))), inner
 
 
-def _copy(code: ScalarCode, n: int, width: SSAValue, first: SSAValue, src: _Signals, dst: _Signals) -> None:
-    """Every point of the block's signals from ``src`` to ``dst``, the points innermost
-    (a row of the input or output is read or written in vectors)."""
-    t, per_lane = code.range(None, width, "copy", within_matrix=False)
-    point, inner = per_lane.loop(per_lane.index(0), per_lane.index(n), per_lane.index(1), code.names("copy"), kind="vectorized")
-    lane = _Lane(t, inner.ins(arith.AddiOp(first, t)))
-    dst.store(inner, src.load(inner, point, lane), point, lane)
+#: one pass over the block's signals, from one buffer to the next
+Step = Callable[[_Block, _Signals, _Signals], None]
+
+#: points of the block's signals copied together (their workspace rows stay in L1 while
+#: each signal's run of them is read or written as vectors)
+COPY_POINTS = 64
 
 
-@routine("fft", workspace=_workspace)
-def _fft(k: KernelArgs) -> None:
-    """Signals along rows are copied into the workspace (a transposition, its rows read
-    contiguously) and back after the stages: a stage reading the rows of 16 signals
-    ``4 n`` bytes apart would miss the cache on every lane. Signals along columns are
-    read and written by the first and last stage directly."""
-    c, (real, imag, roots), work = k.c, k.inputs, k.workspace
-    assert work is not None
-    direction, signals = k.op.kind.data.split()
-    along_rows = signals == "rows"
-    _, rows, columns = k.out_sizes
-    lanes = rows if along_rows else columns
-    n = k.op.result.type.get_shape()[-1 if along_rows else -2]
-    sign = 1 if direction == "inverse" else -1
-    stages = radices(n)
-    assert stages is not None, n
+def _copy(points: int) -> Step:
+    """Every point of the block's signals: runs of :data:`COPY_POINTS` points, in each
+    every signal's run innermost (a row of the input or output is read or written in
+    vectors)."""
 
-    block = c.index(LANE_BLOCK)
-    blocks = c.ins(arith.DivUIOp(c.ins(arith.AddiOp(lanes, c.index(LANE_BLOCK - 1))), block))
-    b, per_block = c.range(None, blocks, "scan", within_matrix=False)  # (scan loops: work the schedule counts)
-    first = per_block.ins(arith.MuliOp(b, block))
-    width = per_block.ins(arith.MinUIOp(block, per_block.ins(arith.SubiOp(lanes, first))))
-    source = _Signals((real, imag), along_rows, whole=True)
-    output = _Signals((k.out,), along_rows, whole=True)
-    buffers = [_Signals((work,), False, False, (buffer,)) for buffer in (0, 1)]
-    if along_rows:
-        _copy(per_block, n, width, first, source, buffers[0])
-        source = buffers[0]
-        buffers = buffers[1:] + buffers[:1]
-    if not stages:  # one point: the transform is the signal
-        _copy(per_block, 1, width, first, source, output)
-        return
+    def step(block: _Block, src: _Signals, dst: _Signals) -> None:
+        c = block.code
+        run = c.index(COPY_POINTS)
+        r, per_run = c.range(None, c.index(-(-points // COPY_POINTS)), "copy", within_matrix=False)
+        start = per_run.ins(arith.MuliOp(r, run))
+        length = per_run.ins(arith.MinUIOp(run, per_run.ins(arith.SubiOp(per_run.index(points), start))))
+        t, per_lane = per_run.range(None, block.width, "copy", within_matrix=False)
+        u, inner = per_lane.loop(per_lane.index(0), length, per_lane.index(1), c.names("copy"), kind="vectorized")
+        point = inner.ins(arith.AddiOp(start, u))
+        lane = _Lane(t, inner.ins(arith.AddiOp(block.first, t)))
+        dst.store(inner, src.load(inner, point, lane), point, lane)
 
-    stride, length = 1, n
-    for number, radix in enumerate(stages):
-        src = source if number == 0 else buffers[(number - 1) % 2]
-        last = number == len(stages) - 1
-        dst = output if last and not along_rows else buffers[number % 2]
-        m = length // radix
-        p, at_p = per_block.range(None, per_block.index(m), "scan", within_matrix=False)
+    return step
+
+
+def _stage(radix: int, m: int, stride: int, sign: int, roots: MatrixAt) -> Step:
+    """A Stockham stage (module docstring), its twiddles ``w^(p k stride)`` from the
+    table's first row of roots."""
+
+    def step(block: _Block, src: _Signals, dst: _Signals) -> None:
+        p, at_p = block.code.range(None, block.code.index(m), "scan", within_matrix=False)
         twiddles = []
         if m > 1:  # (the last stage's p is 0: every twiddle 1)
             for j in range(1, radix):
@@ -222,13 +220,149 @@ def _fft(k: KernelArgs) -> None:
         q, at_q = at_p.range(None, at_p.index(stride), "scan", within_matrix=False)
         read_base = at_q.ins(arith.AddiOp(q, at_q.ins(arith.MuliOp(p, at_q.index(stride)))))
         write_base = at_q.ins(arith.AddiOp(q, at_q.ins(arith.MuliOp(p, at_q.index(stride * radix)))))
-        lane, body = _lane_loop(at_q, width, first)
+        lane, body = block.lanes(at_q)
         cx = _ComplexCode(body)
         a = [src.load(body, body.ins(arith.AddiOp(read_base, body.index(stride * m * j))), lane) for j in range(radix)]
         for j, value in enumerate(cx.butterfly(a, sign)):
             if j and twiddles:
                 value = cx.mul(value, twiddles[j - 1])
             dst.store(body, value, body.ins(arith.AddiOp(write_base, body.index(stride * j))), lane)
-        stride, length = stride * radix, m
-        if last and along_rows:
-            _copy(per_block, n, width, first, dst, output)
+
+    return step
+
+
+def _stages(n: int, sign: int, roots: MatrixAt) -> list[Step]:
+    stages = radices(n)
+    assert stages is not None, n
+    steps, stride, length = [], 1, n
+    for radix in stages:
+        steps.append(_stage(radix, length // radix, stride, sign, roots))
+        stride, length = stride * radix, length // radix
+    return steps
+
+
+def _select_index(c: ScalarCode, k: SSAValue, at: int, then: SSAValue, otherwise: SSAValue) -> SSAValue:
+    """``then`` where ``k == at``, else ``otherwise``."""
+    return c.select(c.ins(arith.CmpiOp(k, c.index(at), "eq")), then, otherwise)
+
+
+def _separate_halves(h: int, table: MatrixAt) -> Step:
+    """A real signal's ``h + 1`` non-negative frequencies from the transform ``Z`` of its
+    even + i odd samples (``h`` points): with ``A = Z_(k mod h)``, ``B = Z_(h - k mod h)``,
+    ``X_k = (A + conj B) / 2 + w_2h^k (A - conj B) / 2i``; the table's row ``h + k`` holds
+    ``cos, sin`` of ``2 pi k / 2h``, halved."""
+
+    def step(block: _Block, src: _Signals, dst: _Signals) -> None:
+        k, at_k = block.code.range(None, block.code.index(h + 1), "scan", within_matrix=False)
+        zero = at_k.index(0)
+        a_at = _select_index(at_k, k, h, zero, k)
+        b_at = _select_index(at_k, k, 0, zero, at_k.ins(arith.SubiOp(at_k.index(h), k)))
+        row = at_k.ins(arith.AddiOp(k, at_k.index(h)))
+        half_cos, half_sin = table.load(at_k, at_k.index(0), row), table.load(at_k, at_k.index(1), row)
+        lane, body = block.lanes(at_k)
+        cx = _ComplexCode(body)
+        (ar, ai), (br, bi) = src.load(body, a_at, lane), src.load(body, b_at, lane)
+        (re_sum, im_sum), (re_diff, im_diff) = cx.add((ar, ai), (br, bi)), cx.sub((br, ai), (ar, bi))
+        half = cx.real(0.5)
+        mul, add, sub = (lambda x, y, op=op: cx._op(op, x, y) for op in (arith.MulfOp, arith.AddfOp, arith.SubfOp))
+        real = add(add(mul(re_sum, half), mul(im_sum, half_cos)), mul(re_diff, half_sin))
+        imag = sub(add(mul(im_diff, half), mul(re_diff, half_cos)), mul(im_sum, half_sin))
+        dst.store(body, (real, imag), k, lane)
+
+    return step
+
+
+def _join_halves(h: int, table: MatrixAt) -> Step:
+    """The inverse's first step: from bins ``z_0 .. z_h`` of a real signal of ``2 h``
+    samples (the imaginary parts of bins 0 and ``h`` ignored), the ``h`` points whose
+    inverse transform is its even + i odd samples: with ``a = z_k``, ``m = z_(h - k)``,
+    ``E = a + conj m``, ``O = (a - conj m) w_2h^-k`` (table row ``h + k``: ``cos, sin``
+    of ``2 pi k / 2h``), the point ``E + i O``."""
+
+    def step(block: _Block, src: _Signals, dst: _Signals) -> None:
+        k, at_k = block.code.range(None, block.code.index(h), "scan", within_matrix=False)
+        row = at_k.ins(arith.AddiOp(k, at_k.index(h)))
+        cos, sin = table.load(at_k, at_k.index(0), row), table.load(at_k, at_k.index(1), row)
+        edge = _select_index(at_k, k, 0, at_k.float(0.0), at_k.float(1.0))
+        mirror = at_k.ins(arith.SubiOp(at_k.index(h), k))
+        lane, body = block.lanes(at_k)
+        cx = _ComplexCode(body)
+        (ar, ai), (mr, mi) = src.load(body, k, lane), src.load(body, mirror, lane)
+        ai, mi = cx._op(arith.MulfOp, ai, edge), cx._op(arith.MulfOp, mi, edge)
+        add, sub = (lambda x, y, op=op: cx._op(op, x, y) for op in (arith.AddfOp, arith.SubfOp))
+        even = (add(ar, mr), sub(ai, mi))  # a + conj m
+        odd = cx.mul((sub(ar, mr), add(ai, mi)), (cos, sin))  # (a - conj m) w^-k
+        dst.store(body, (sub(even[0], odd[1]), add(even[1], odd[0])), k, lane)
+
+    return step
+
+
+def _workspace(op: te.DenseLinalgOp) -> tuple[int, ...]:
+    """Two buffers ``(2, points, LANE_BLOCK)``: one signal of a block per lane, as many
+    points as the longest step writes."""
+    shape = op.result.type.get_shape()
+    along_rows = op.kind.data.endswith("rows")
+    out_points = shape[-1] if along_rows else shape[-2]
+    points = {"fft": out_points, "rfft": out_points, "irfft": out_points // 2 + 1}[op.routine.data]
+    return (2, 2, points, LANE_BLOCK)
+
+
+def _run(k: KernelArgs, steps: list[Step], source: _Signals, output: _Signals, copy_in: int, copy_out: int) -> None:
+    """``steps`` on each block of lanes, the first reading ``source``, the last writing
+    ``output``, the others the workspace's two buffers in turn; signals along rows are
+    copied into the workspace first and out of it last (a transposition whose rows are
+    read contiguously: a step reading the rows of 16 signals ``4 n`` bytes apart would
+    miss the cache on every lane)."""
+    c, work = k.c, k.workspace
+    assert work is not None
+    along_rows = source.lane_first
+    shape = k.out_sizes
+    lanes = shape[-2] if along_rows else shape[-1]
+    if along_rows or not steps:
+        steps = [_copy(copy_in), *steps, _copy(copy_out)] if along_rows else [_copy(copy_out)]
+    block_size = c.index(LANE_BLOCK)
+    blocks = c.ins(arith.DivUIOp(c.ins(arith.AddiOp(lanes, c.index(LANE_BLOCK - 1))), block_size))
+    b, per_block = c.range(None, blocks, "scan", within_matrix=False)  # (scan loops: work the schedule counts)
+    first = per_block.ins(arith.MuliOp(b, block_size))
+    block = _Block(per_block, first, per_block.ins(arith.MinUIOp(block_size, per_block.ins(arith.SubiOp(lanes, first)))))
+    buffers = [_Signals((work,), False, False, (buffer,)) for buffer in (0, 1)]
+    for number, step in enumerate(steps):
+        src = source if number == 0 else buffers[(number - 1) % 2]
+        dst = output if number == len(steps) - 1 else buffers[number % 2]
+        step(block, src, dst)
+
+
+def _direction(k: KernelArgs) -> tuple[int, bool]:
+    """The sign of the roots' angles and whether signals are rows (``kind``)."""
+    direction, signals = k.op.kind.data.split()
+    return (1 if direction == "inverse" else -1), signals == "rows"
+
+
+@routine("fft", workspace=_workspace)
+def _fft(k: KernelArgs) -> None:
+    (real, imag, roots), (sign, along_rows) = k.inputs, _direction(k)
+    n = k.op.result.type.get_shape()[-1 if along_rows else -2]
+    output = _Signals((k.out,), along_rows, True)
+    _run(k, _stages(n, sign, roots), _Signals((real, imag), along_rows, True), output, n, n)
+
+
+@routine("rfft", workspace=_workspace)
+def _rfft(k: KernelArgs) -> None:
+    """The real signal as ``h`` complex points (even + i odd samples), their transform,
+    the halves separated."""
+    (x, table), (sign, along_rows) = k.inputs, _direction(k)
+    h = k.op.result.type.get_shape()[-1 if along_rows else -2] - 1
+    source = _Signals((x,), along_rows, True, interleaved=True)
+    steps = [*_stages(h, sign, table), _separate_halves(h, table)]
+    _run(k, steps, source, _Signals((k.out,), along_rows, True), h, h + 1)
+
+
+@routine("irfft", workspace=_workspace)
+def _irfft(k: KernelArgs) -> None:
+    """The bins joined into ``h`` complex points, their inverse transform: the even +
+    i odd samples."""
+    (real, imag, table), (sign, along_rows) = k.inputs, _direction(k)
+    h = k.op.result.type.get_shape()[-1 if along_rows else -2] // 2
+    output = _Signals((k.out,), along_rows, True, interleaved=True)
+    steps = [_join_halves(h, table), *_stages(h, sign, table)]
+    _run(k, steps, _Signals((real, imag), along_rows, True), output, h + 1, h)

@@ -15,7 +15,7 @@ from ...dialects import te
 from ...dialects.graph.dense_linalg import DENSE_LINALG_OPS
 from ...dialects.graph.constant import ConstantOp
 from ...dialects.graph.factorizations import FACTORIZATION_OPS
-from ...dialects.graph.fourier import FFTOp, roots_of_unity
+from ...dialects.graph.fourier import FFTOp, IRFFTOp, RFFTOp, roots_of_unity, unit_circle
 from ...dialects.graph.incomplete_gamma import IncompleteGammaOp
 from ...dialects.graph.polynomials import OrthogonalPolynomialOp
 from ...dialects.graph.spectral import SPECTRAL_OPS
@@ -36,14 +36,41 @@ def dense_linalg(t: TEBuilder, op) -> SSAValue:
 
 
 
+def _table(t: TEBuilder, like: SSAValue, *rows: tuple[np.ndarray, np.ndarray]) -> SSAValue:
+    """A constant ``(2, total)`` of the (cos, sin) rows side by side, in ``like``'s float
+    type (computed in float64, as the references')."""
+    table = np.stack([np.concatenate([r[part] for r in rows]) for part in (0, 1)])
+    return t.builder.insert(ConstantOp.from_array(table.astype(numpy_dtype(like.type.element_type)), "roots_of_unity")).result
+
+
+def _kind(inverse: bool, axis: int) -> str:
+    return f"{'inverse' if inverse else 'forward'} {'rows' if axis == -1 else 'columns'}"
+
+
 @compute_rule(FFTOp)
 def fft(t: TEBuilder, op: FFTOp) -> SSAValue:
-    """The ``fft`` routine on both parts and a constant table of the roots of unity
-    ``w_n^t`` (2, n) in their float type (computed in float64, as the reference's)."""
+    """The ``fft`` routine on both parts and the roots of unity ``w_n^t``."""
+    axis, inverse = op.axis.value.data, bool(op.inverse.value.data)
+    roots = _table(t, op.real, roots_of_unity(shape_of(op.real.type)[axis], inverse))
+    return t.builder.insert(te.DenseLinalgOp([op.real, op.imag, roots], op.result.type, "fft", kind=_kind(inverse, axis))).result
+
+
+@compute_rule(RFFTOp)
+def rfft(t: TEBuilder, op: RFFTOp) -> SSAValue:
+    """The ``rfft`` routine: roots of ``h = n / 2``, then ``cos/2, sin/2`` of
+    ``2 pi k / n``, ``k <= h`` (separating the halves)."""
     axis = op.axis.value.data
-    n = shape_of(op.real.type)[axis]
-    inverse = bool(op.inverse.value.data)
-    table = np.stack(roots_of_unity(n, inverse)).astype(numpy_dtype(op.real.type.element_type))
-    roots = t.builder.insert(ConstantOp.from_array(table, "roots_of_unity")).result
-    kind = f"{'inverse' if inverse else 'forward'} {'rows' if axis == -1 else 'columns'}"
-    return t.builder.insert(te.DenseLinalgOp([op.real, op.imag, roots], op.result.type, "fft", kind=kind)).result
+    h = shape_of(op.input.type)[axis] // 2
+    halves = tuple(part / 2 for part in unit_circle(np.arange(h + 1), 2 * h))
+    table = _table(t, op.input, roots_of_unity(h, False), halves)
+    return t.builder.insert(te.DenseLinalgOp([op.input, table], op.result.type, "rfft", kind=_kind(False, axis))).result
+
+
+@compute_rule(IRFFTOp)
+def irfft(t: TEBuilder, op: IRFFTOp) -> SSAValue:
+    """The ``irfft`` routine: inverse roots of ``h``, then ``cos, sin`` of ``2 pi k / n``,
+    ``k < h`` (joining the halves)."""
+    axis, h = op.axis.value.data, op.length.value.data // 2
+    table = _table(t, op.real, roots_of_unity(h, True), unit_circle(np.arange(h), 2 * h))
+    operands = [op.real, op.imag, table]
+    return t.builder.insert(te.DenseLinalgOp(operands, op.result.type, "irfft", kind=_kind(True, axis))).result

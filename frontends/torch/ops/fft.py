@@ -1,19 +1,22 @@
 """FFTs (``aten._fft_r2c``, ``_fft_c2c``, ``_fft_c2r``) as real graph ops on the parts of
 complex values (``frontends/torch/complex.py``).
 
-An FFT along an axis of length ``n`` is a discrete Fourier transform: a product with the
-constant matrices of ``cos`` and ``sin`` of ``2 pi j k / n`` (one GEMM of both parts,
-``_contract``). From
-``SPLIT_FROM`` points a composite length ``n1 * n2`` is split four-step (Cooley-Tukey:
-transforms of ``n2`` and ``n1`` points with twiddles between, recursively), so a line
-costs ``O(n (n1 + n2))`` instead of ``O(n^2)``; prime lengths stay one GEMM.
+Where the shapes are static and the length (for a real transform: half the length) has
+no prime factor above the kernel's radices (13), from :data:`KERNEL_FROM` points on, a
+transform is one FFT kernel: ``graph.fft`` (complex), ``graph.rfft`` (real to its
+non-negative frequencies), ``graph.irfft`` (back), on a view of the tensor as matrices
+whose rows (a transform along the last axis) or columns (along another axis) are the
+signals (``dialects/graph/fourier.py``).
 
-A real signal of even length ``n`` is transformed as a complex one of ``n / 2`` points
-(its even samples the real part, its odd ones the imaginary part) and one elementwise
-pass that separates the two (``_rfft_by_halves``); ``irfft`` runs the same backwards
-(``_irfft_by_halves``): half the work of a complex transform of ``n`` points with a
-zero imaginary part. They are used where the half length is itself split (shorter
-transforms are single GEMMs, as cheap directly).
+Otherwise an FFT along an axis of length ``n`` is a discrete Fourier transform: a product
+with the constant matrices of ``cos`` and ``sin`` of ``2 pi j k / n`` (one GEMM of both
+parts, ``_contract``). From ``SPLIT_FROM`` points a composite length ``n1 * n2`` is split
+four-step (Cooley-Tukey: transforms of ``n2`` and ``n1`` points with twiddles between,
+recursively), so a line costs ``O(n (n1 + n2))`` instead of ``O(n^2)``; prime lengths
+stay one GEMM. A real signal of even length ``n`` there is transformed as a complex one
+of ``n / 2`` points (its even samples the real part, its odd ones the imaginary part)
+and one elementwise pass that separates the two (``_rfft_by_halves``); ``irfft`` runs
+the same backwards (``_irfft_by_halves``), where the half length is itself split.
 
 Multi-dimensional transforms go one axis after the other; ``rfft`` keeps the ``n // 2 + 1``
 non-negative frequencies, ``irfft`` rebuilds the others by Hermitian symmetry (its bins'
@@ -113,22 +116,54 @@ def _lanes(lines: int) -> int:
     return lines if lines <= LANES else next(d for d in range(LANES, lines + 1) if lines % d == 0)
 
 
+def _matrices(shape, axis: int) -> tuple[list[int], int]:
+    """The view of a tensor of static ``shape`` the kernels transform along ``axis``, and
+    its axis there: along the last axis the lines as ``(batch, lanes, n)`` (rows are
+    signals), else ``(outer, n, inner)`` (columns are)."""
+    n, inner = shape[axis], math.prod(shape[axis + 1 :])
+    if inner > 1:
+        return [math.prod(shape[:axis]), n, inner], -2
+    lines = math.prod(shape[:axis])
+    lanes = _lanes(lines)
+    return [lines // lanes, lanes, n], -1
+
+
+def _with_length(shape, axis: int, length: int) -> list:
+    shape = list(shape)
+    shape[axis] = length
+    return shape
+
+
+def _parts(ctx: ImportContext, y, shape) -> Complex:
+    """The two parts of a kernel's result ``(batch, 2, rows, columns)``, each as ``shape``."""
+    return Complex(*(ctx.b.reshape(ctx.b.slice(y, [k], [k + 1], [1], [1]), shape) for k in (0, 1)))
+
+
 def _fft_kernel(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Complex:
-    """The transform along ``axis`` by ``graph.fft``, on views of the parts: along the last
-    axis the lines as ``(batch, lanes, n)`` (rows are signals), else ``(outer, n, inner)``
-    (columns are); the result's parts are slices of it."""
+    """The complex transform along ``axis`` by ``graph.fft``, on views of the parts."""
     b = ctx.b
     shape = list(shape_of(z.real.type))
-    n = shape[axis]
-    inner = math.prod(shape[axis + 1 :])
-    if inner == 1:
-        lines = math.prod(shape[:axis])
-        lanes = _lanes(lines)
-        view, fft_axis = [lines // lanes, lanes, n], -1
-    else:
-        view, fft_axis = [math.prod(shape[:axis]), n, inner], -2
-    y = b.fft(b.reshape(z.real, view), b.reshape(z.imag, view), axis=fft_axis, inverse=not forward)
-    return Complex(*(b.reshape(b.slice(y, [k], [k + 1], [1], [1]), shape) for k in (0, 1)))
+    view, along = _matrices(shape, axis)
+    y = b.fft(b.reshape(z.real, view), b.reshape(z.imag, view), axis=along, inverse=not forward)
+    return _parts(ctx, y, shape)
+
+
+def _rfft_kernel(ctx: ImportContext, x, axis: int) -> Complex:
+    """The ``n / 2 + 1`` non-negative frequencies of the real ``x`` along ``axis`` (even
+    ``n``) by ``graph.rfft``."""
+    shape = list(shape_of(x.type))
+    view, along = _matrices(shape, axis)
+    return _parts(ctx, ctx.b.rfft(ctx.b.reshape(x, view), axis=along), _with_length(shape, axis, shape[axis] // 2 + 1))
+
+
+def _irfft_kernel(ctx: ImportContext, z: Complex, axis: int, length: int) -> SSAValue:
+    """The real signal of even ``length`` whose ``length / 2 + 1`` bins along ``axis``
+    are ``z``, by ``graph.irfft``."""
+    b = ctx.b
+    shape = list(shape_of(z.real.type))
+    view, along = _matrices(shape, axis)
+    x = b.irfft(b.reshape(z.real, view), b.reshape(z.imag, view), length=length, axis=along)
+    return b.reshape(x, _with_length(shape, axis, length))
 
 
 def _c2c_axis(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Complex:
@@ -276,7 +311,11 @@ def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
     axes = _axes(ctx, x, dim)
     n, last = _static(x, axes[-1]), axes[-1]
     bins = n // 2 + 1 if onesided else n
-    if _by_halves(x, last):
+    if n % 2 == 0 and _by_kernel(shape_of(x.type), n // 2):
+        z = _rfft_kernel(ctx, x, last)
+        if not onesided:
+            z = _with_mirror(ctx, z, last, n // 2)
+    elif _by_halves(x, last):
         z = _rfft_by_halves(ctx, x, last)
         if not onesided:
             z = _with_mirror(ctx, z, last, n // 2)
@@ -322,6 +361,8 @@ def fft_c2r(ctx: ImportContext, node, z, dim, normalization, last_dim_size):
     signal = math.prod([_static(z.real, a) for a in axes[:-1]] + [length])
     shape = list(shape_of(z.real.type))
     shape[axis] = length
+    if length % 2 == 0 and _by_kernel(shape, length // 2):
+        return _normalised(ctx, _irfft_kernel(ctx, z, axis, length), normalization, signal)
     if length % 2 == 0 and _fast(shape, length // 2):
         return _normalised(ctx, _irfft_by_halves(ctx, z, axis), normalization, signal)
     if _fast(shape, length):  # the whole Hermitian spectrum, inverse complex transform, real part
