@@ -153,11 +153,39 @@ class Spectrum(nn.Module):
 @pytest.mark.parametrize(
     "model, shapes",
     [(FNet(), [(2, 7, 12)]), (LongConvolution(), [(2, 3, 16), (3, 16)]), (SpectralConv2d(), [(2, 4, 8, 10)]),
-     (Spectrum(), [(3, 10), (3, 10)])],
-    ids=["fnet", "long-convolution", "fno-layer", "spectrum"],
+     (Spectrum(), [(3, 10), (3, 10)]), (FNet(), [(2, 64, 48)]), (LongConvolution(), [(2, 3, 100), (3, 100)]),
+     (SpectralConv2d(), [(2, 4, 32, 40)])],
+    ids=["fnet", "long-convolution", "fno-layer", "spectrum", "fnet-kernels", "long-convolution-kernels", "fno-kernels"],
 )  # fmt: skip
 def test_models_computing_with_complex_values(rng, model, shapes):
     check(model, shapes, rng)
+
+
+class DynamicTransforms(nn.Module):
+    """A power spectrogram of a batch of clips (symbolic batch and length: a symbolic
+    number of frames), a complex FFT along the middle axis and a real round trip along
+    the last of a symbolic batch."""
+
+    def forward(self, x, u):
+        frames = torch.stft(x, 400, 160, window=torch.hann_window(400), return_complex=True).abs() ** 2
+        return frames, torch.view_as_real(torch.fft.fft(u, dim=-2)), torch.fft.irfft(torch.fft.rfft(u) * 2, n=64)
+
+
+def test_symbolic_sizes_along_the_last_two_axes_use_the_kernels(rng):
+    from tensorkiln.dialects.graph.fourier import FFTOp, IRFFTOp, RFFTOp
+
+    make = lambda b, t, c: (torch.randn(b, t), torch.randn(c, 32, 64))  # noqa: E731
+    dims = ({0: torch.export.Dim("b", min=2), 1: torch.export.Dim("t", min=1000, max=64000)}, {0: torch.export.Dim("c")})
+    module = from_exported_program(torch.export.export(DynamicTransforms(), make(2, 16000, 3), dynamic_shapes=dims))
+    kernels = sorted(op.name for op in module.walk() if isinstance(op, FFTOp | RFFTOp | IRFFTOp))
+    assert kernels == ["graph.irfft", "graph.rfft", "graph.rfft", "graph.rfft"]  # (fft of a real u: r2c, two-sided)
+    lib = tk.build(module)
+    for b, t, c in ((2, 16000, 3), (3, 8000, 1)):
+        x, u = make(b, t, c)
+        for got, want in zip(lib(x.numpy(), u.numpy()), DynamicTransforms()(x, u)):
+            want = want.numpy()
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
 
 
 def test_complex_inputs_and_outputs_are_refused_by_name():

@@ -89,23 +89,25 @@ def _split(n: int) -> int | None:
     return n1 if n1 >= 8 else None
 
 
-def _by_kernel(shape, n: int) -> bool:
-    """Whether ``n`` points of a tensor of ``shape`` are transformed by ``graph.fft``:
-    static sizes, and a length of :data:`KERNEL_FROM` points or more without a prime
-    factor above the kernel's largest radix."""
-    return all(isinstance(d, int) for d in shape) and n >= KERNEL_FROM and radices(n) is not None
+def _by_kernel(shape, axis: int, n: int) -> bool:
+    """Whether ``n`` points along ``axis`` of a tensor of ``shape`` are transformed by an
+    FFT kernel: a length of :data:`KERNEL_FROM` points or more without a prime factor
+    above the kernel's largest radix, and static sizes or the axis one of the last two
+    (the tensor is then its own view: :func:`_matrices`)."""
+    shape_fits = all(isinstance(d, int) for d in shape) or (len(shape) >= 2 and axis >= len(shape) - 2)
+    return shape_fits and n >= KERNEL_FROM and radices(n) is not None
 
 
-def _fast(shape, n: int) -> bool:
-    """Whether a complex transform of ``n`` points (of a tensor of ``shape``) is faster
-    than one DFT product: by the kernel, or split four-step."""
-    return _by_kernel(shape, n) or _split(n) is not None
+def _fast(shape, axis: int, n: int) -> bool:
+    """Whether a complex transform of ``n`` points (along ``axis`` of a tensor of
+    ``shape``) is faster than one DFT product: by the kernel, or split four-step."""
+    return _by_kernel(shape, axis, n) or _split(n) is not None
 
 
 def _by_halves(x, axis: int) -> bool:
     """Whether the real transform of ``x`` along ``axis`` goes as a complex one of ``n / 2``."""
     n = _static(x, axis)
-    return n % 2 == 0 and _fast(shape_of(x.type), n // 2)
+    return n % 2 == 0 and _fast(shape_of(x.type), axis, n // 2)
 
 
 def _lanes(lines: int) -> int:
@@ -116,16 +118,23 @@ def _lanes(lines: int) -> int:
     return lines if lines <= LANES else next(d for d in range(LANES, lines + 1) if lines % d == 0)
 
 
-def _matrices(shape, axis: int) -> tuple[list[int], int]:
-    """The view of a tensor of static ``shape`` the kernels transform along ``axis``, and
-    its axis there: along the last axis the lines as ``(batch, lanes, n)`` (rows are
-    signals), else ``(outer, n, inner)`` (columns are)."""
+def _matrices(shape, axis: int) -> tuple[list | None, int]:
+    """The view of a tensor of ``shape`` the kernels transform along ``axis`` (None: the
+    tensor as it is), and its axis there: static sizes along the last axis as ``(batch,
+    lanes, n)`` (rows are signals), along another as ``(outer, n, inner)`` (columns
+    are); symbolic sizes along one of the last two axes, the tensor itself."""
+    if not all(isinstance(d, int) for d in shape):
+        return None, axis - len(shape)
     n, inner = shape[axis], math.prod(shape[axis + 1 :])
     if inner > 1:
         return [math.prod(shape[:axis]), n, inner], -2
     lines = math.prod(shape[:axis])
     lanes = _lanes(lines)
     return [lines // lanes, lanes, n], -1
+
+
+def _viewed(ctx: ImportContext, x, view: list | None):
+    return x if view is None else ctx.b.reshape(x, view)
 
 
 def _with_length(shape, axis: int, length: int) -> list:
@@ -135,8 +144,9 @@ def _with_length(shape, axis: int, length: int) -> list:
 
 
 def _parts(ctx: ImportContext, y, shape) -> Complex:
-    """The two parts of a kernel's result ``(batch, 2, rows, columns)``, each as ``shape``."""
-    return Complex(*(ctx.b.reshape(ctx.b.slice(y, [k], [k + 1], [1], [1]), shape) for k in (0, 1)))
+    """The two parts of a kernel's result ``(..., 2, rows, columns)``, each as ``shape``."""
+    parts_axis = ctx.rank(y) - 3
+    return Complex(*(ctx.b.reshape(ctx.b.slice(y, [k], [k + 1], [parts_axis], [1]), shape) for k in (0, 1)))
 
 
 def _fft_kernel(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Complex:
@@ -144,7 +154,7 @@ def _fft_kernel(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Com
     b = ctx.b
     shape = list(shape_of(z.real.type))
     view, along = _matrices(shape, axis)
-    y = b.fft(b.reshape(z.real, view), b.reshape(z.imag, view), axis=along, inverse=not forward)
+    y = b.fft(_viewed(ctx, z.real, view), _viewed(ctx, z.imag, view), axis=along, inverse=not forward)
     return _parts(ctx, y, shape)
 
 
@@ -153,7 +163,7 @@ def _rfft_kernel(ctx: ImportContext, x, axis: int) -> Complex:
     ``n``) by ``graph.rfft``."""
     shape = list(shape_of(x.type))
     view, along = _matrices(shape, axis)
-    return _parts(ctx, ctx.b.rfft(ctx.b.reshape(x, view), axis=along), _with_length(shape, axis, shape[axis] // 2 + 1))
+    return _parts(ctx, ctx.b.rfft(_viewed(ctx, x, view), axis=along), _with_length(shape, axis, shape[axis] // 2 + 1))
 
 
 def _irfft_kernel(ctx: ImportContext, z: Complex, axis: int, length: int) -> SSAValue:
@@ -162,8 +172,8 @@ def _irfft_kernel(ctx: ImportContext, z: Complex, axis: int, length: int) -> SSA
     b = ctx.b
     shape = list(shape_of(z.real.type))
     view, along = _matrices(shape, axis)
-    x = b.irfft(b.reshape(z.real, view), b.reshape(z.imag, view), length=length, axis=along)
-    return b.reshape(x, _with_length(shape, axis, length))
+    x = b.irfft(_viewed(ctx, z.real, view), _viewed(ctx, z.imag, view), length=length, axis=along)
+    return _viewed(ctx, x, None if view is None else _with_length(shape, axis, length))
 
 
 def _c2c_axis(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Complex:
@@ -171,7 +181,7 @@ def _c2c_axis(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Compl
     else one DFT GEMM of both parts, or for long composite lengths the four-step split
     (``O(n (n1 + n2))``, not ``O(n^2)``)."""
     n = _static(z.real, axis)
-    if _by_kernel(shape_of(z.real.type), n):
+    if _by_kernel(shape_of(z.real.type), axis, n):
         return _fft_kernel(ctx, z, axis, forward)
     n1 = _split(n)
     if n1 is not None:
@@ -311,7 +321,7 @@ def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
     axes = _axes(ctx, x, dim)
     n, last = _static(x, axes[-1]), axes[-1]
     bins = n // 2 + 1 if onesided else n
-    if n % 2 == 0 and _by_kernel(shape_of(x.type), n // 2):
+    if n % 2 == 0 and _by_kernel(shape_of(x.type), last, n // 2):
         z = _rfft_kernel(ctx, x, last)
         if not onesided:
             z = _with_mirror(ctx, z, last, n // 2)
@@ -319,7 +329,7 @@ def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
         z = _rfft_by_halves(ctx, x, last)
         if not onesided:
             z = _with_mirror(ctx, z, last, n // 2)
-    elif _fast(shape_of(x.type), n):  # the complex transform of (x, 0), its first bins
+    elif _fast(shape_of(x.type), last, n):  # the complex transform of (x, 0), its first bins
         z = _c2c_axis(ctx, as_complex(ctx, x, numpy_dtype(x.type.element_type)), last, forward=True)
         if bins < n:
             z = _cut(ctx, z, last, 0, bins)
@@ -361,11 +371,11 @@ def fft_c2r(ctx: ImportContext, node, z, dim, normalization, last_dim_size):
     signal = math.prod([_static(z.real, a) for a in axes[:-1]] + [length])
     shape = list(shape_of(z.real.type))
     shape[axis] = length
-    if length % 2 == 0 and _by_kernel(shape, length // 2):
+    if length % 2 == 0 and _by_kernel(shape, axis, length // 2):
         return _normalised(ctx, _irfft_kernel(ctx, z, axis, length), normalization, signal)
-    if length % 2 == 0 and _fast(shape, length // 2):
+    if length % 2 == 0 and _fast(shape, axis, length // 2):
         return _normalised(ctx, _irfft_by_halves(ctx, z, axis), normalization, signal)
-    if _fast(shape, length):  # the whole Hermitian spectrum, inverse complex transform, real part
+    if _fast(shape, axis, length):  # the whole Hermitian spectrum, inverse complex transform, real part
         whole = _with_mirror(ctx, z, axis, length - bins + 1)
         return _normalised(ctx, _c2c_axis(ctx, whole, axis, forward=False).real, normalization, signal)
     twice = np.full(bins, 2.0)
