@@ -9,8 +9,9 @@ Workloads: a 3-d convolution layer and a small 3-d U-Net (one 2-d convolution ov
 stacked depth taps), scatter_add / index_put (line-by-line scatter kernels), instance norm,
 F.normalize + cosine similarity (vector norms), rotary position embedding (sin/cos), cumsum
 (a te.scan: one running value per row); batched matrix inverse and solve (one sequential
-kernel per matrix), FFTs (a DFT per axis as a GEMM: FNet token mixing, an FFT long
-convolution, a Fourier neural operator layer), volumetric grid_sample, antialiased resize.
+kernel per matrix), FFTs (a Stockham FFT kernel per axis: FNet token mixing, an FFT long
+convolution, a Fourier neural operator layer, a spectrogram), volumetric grid_sample,
+antialiased resize.
 """
 
 from __future__ import annotations

@@ -114,26 +114,30 @@ def test_symbolic_batch_and_lanes_and_the_gpu_path(rng):
             np.testing.assert_allclose(emulated, compiled, rtol=1e-6, atol=1e-5)
 
 
-def _two_transforms():
+def _transforms():
     b = tk.GraphBuilder()
     re, im = b.input("re", (4, 32, 256)), b.input("im", (4, 32, 256))
-    return b.finish(b.fft(re, im, axis=-1), b.fft(re, im, axis=-2))
+    bins_re, bins_im = b.input("bins_re", (4, 32, 129)), b.input("bins_im", (4, 32, 129))
+    return b.finish(
+        b.fft(re, im, axis=-1), b.fft(re, im, axis=-2), b.rfft(re, axis=-1), b.irfft(bins_re, bins_im, length=256, axis=-1)
+    )
 
 
 def test_the_lane_loops_are_vector_code(caplog):
-    """Every stage's lane loop (and the copies of signals along rows) is vectorized, the
-    matrices of the batch run in parallel; no loop is lowered serially for a reason."""
-    module = _two_transforms()
+    """Every stage's lane loop (and the copies of signals along rows, into a real signal
+    too) is vectorized, the matrices of the batch run in parallel; no loop is lowered
+    serially for a reason."""
+    module = _transforms()
     run_pipeline(module, TO_LOOPS + ("default-schedule",), PassContext(opt_level=0, dump_ir=False))
-    kernels = [f for f in module.ops if "tk.kernel" in f.attributes and f.attributes["tk.kernel"].data == "fft"]
-    assert len(kernels) == 2
+    kernels = [f for f in module.ops if "tk.kernel" in f.attributes and "fft" in f.attributes["tk.kernel"].data]
+    assert len(kernels) == 4
     for kernel in kernels:
         kinds = {f.loop_name.data: f.kind.data for f in kernel.walk() if isinstance(f, loop.ForOp)}
         assert kinds.pop("i0") == "parallel"
         lanes = {name: kind for name, kind in kinds.items() if name.startswith("lane")}
         assert lanes and set(lanes.values()) == {"vectorized"}
     with caplog.at_level(logging.DEBUG, logger="tensorkiln.lowering"):
-        tk.build(_two_transforms())
+        tk.build(_transforms())
     assert not [r.getMessage() for r in caplog.records if "lowered serially" in r.getMessage()]
 
 

@@ -59,24 +59,31 @@ class _ComplexCode:
     def __init__(self, c: ScalarCode):
         self.c = c
 
-    def _op(self, op_class, x: SSAValue, y: SSAValue) -> SSAValue:
-        return self.c.ins(op_class(x, y, flags=CONTRACT))
-
-    def scale(self, a: Cx, factor: SSAValue) -> Cx:
-        return self._op(arith.MulfOp, a[0], factor), self._op(arith.MulfOp, a[1], factor)
+    # -- real values
 
     def real(self, value: float) -> SSAValue:
         return self.c.ins(arith.ConstantOp(FloatAttr(value, self.c.element)))
 
+    def plus(self, x: SSAValue, y: SSAValue) -> SSAValue:
+        return self.c.ins(arith.AddfOp(x, y, flags=CONTRACT))
+
+    def minus(self, x: SSAValue, y: SSAValue) -> SSAValue:
+        return self.c.ins(arith.SubfOp(x, y, flags=CONTRACT))
+
+    def times(self, x: SSAValue, y: SSAValue) -> SSAValue:
+        return self.c.ins(arith.MulfOp(x, y, flags=CONTRACT))
+
+    # -- complex values
+
     def add(self, a: Cx, b: Cx) -> Cx:
-        return self._op(arith.AddfOp, a[0], b[0]), self._op(arith.AddfOp, a[1], b[1])
+        return self.plus(a[0], b[0]), self.plus(a[1], b[1])
 
     def sub(self, a: Cx, b: Cx) -> Cx:
-        return self._op(arith.SubfOp, a[0], b[0]), self._op(arith.SubfOp, a[1], b[1])
+        return self.minus(a[0], b[0]), self.minus(a[1], b[1])
 
     def mul(self, a: Cx, b: Cx) -> Cx:
-        mul, add, sub = (lambda x, y, k=k: self._op(k, x, y) for k in (arith.MulfOp, arith.AddfOp, arith.SubfOp))
-        return sub(mul(a[0], b[0]), mul(a[1], b[1])), add(mul(a[0], b[1]), mul(a[1], b[0]))
+        t = self.times
+        return self.minus(t(a[0], b[0]), t(a[1], b[1])), self.plus(t(a[0], b[1]), t(a[1], b[0]))
 
     def times_i(self, a: Cx, sign: int) -> Cx:
         """``sign * i * a`` (exact: a swap and a negation)."""
@@ -108,14 +115,14 @@ class _ComplexCode:
         for j in half:
             first = self.add(first, sums[j])
         out = [first]
-        mul, add, sub = (lambda x, y, k=k: self._op(k, x, y) for k in (arith.MulfOp, arith.AddfOp, arith.SubfOp))
+        plus, minus, times = self.plus, self.minus, self.times
         for k in range(1, r):
             re, im = a[0]
             for j in half:
                 (cos,), (sin,) = unit_circle(np.array([j * k]), r)
                 cos, sin = self.real(float(cos)), self.real(float(sin) * sign)
-                re = sub(add(re, mul(sums[j][0], cos)), mul(diffs[j][1], sin))
-                im = add(add(im, mul(sums[j][1], cos)), mul(diffs[j][0], sin))
+                re = minus(plus(re, times(sums[j][0], cos)), times(diffs[j][1], sin))
+                im = plus(plus(im, times(sums[j][1], cos)), times(diffs[j][0], sin))
             out.append((re, im))
         return out
 
@@ -145,20 +152,27 @@ class _Signals:
     prefix: tuple[int, ...] = ()
     interleaved: bool = False
 
-    def _at(self, c: ScalarCode, part: int, point: SSAValue, lanes: _Lane) -> tuple[MatrixAt, list[SSAValue]]:
+    def _at(self, c: ScalarCode, part: int | SSAValue, point: SSAValue, lanes: _Lane) -> tuple[MatrixAt, list[SSAValue]]:
         lane = lanes.whole if self.whole else lanes.in_block
+        part_index = part if isinstance(part, SSAValue) else c.index(part)
         if self.interleaved:
-            point = c.ins(arith.AddiOp(c.ins(arith.MuliOp(point, c.index(2))), c.index(part)))
+            point = c.ins(arith.AddiOp(c.ins(arith.MuliOp(point, c.index(2))), part_index))
         at = [lane, point] if self.lane_first else [point, lane]
         if len(self.parts) == 2:
+            assert isinstance(part, int)
             return self.parts[part], at
         if self.interleaved:
             return self.parts[0], at
-        return self.parts[0], [*(c.index(k) for k in self.prefix), c.index(part), *at]
+        return self.parts[0], [*(c.index(k) for k in self.prefix), part_index, *at]
 
     def load(self, c: ScalarCode, point: SSAValue, lane: _Lane) -> Cx:
         (m0, at0), (m1, at1) = (self._at(c, part, point, lane) for part in (0, 1))
         return m0.load(c, *at0), m1.load(c, *at1)
+
+    def load_part(self, c: ScalarCode, part: SSAValue, point: SSAValue, lane: _Lane) -> SSAValue:
+        """One part (an index value) of a point (the workspace's)."""
+        m, at = self._at(c, part, point, lane)
+        return m.load(c, *at)
 
     def store(self, c: ScalarCode, value: Cx, point: SSAValue, lane: _Lane) -> None:
         for part in (0, 1):
@@ -191,21 +205,35 @@ COPY_POINTS = 64
 def _copy(points: int) -> Step:
     """Every point of the block's signals: runs of :data:`COPY_POINTS` points, in each
     every signal's run innermost (a row of the input or output is read or written in
-    vectors)."""
+    vectors). Into a real signal (interleaved parts), its ``2 points`` samples in order,
+    each a part of a point: its stores contiguous."""
 
     def step(block: _Block, src: _Signals, dst: _Signals) -> None:
-        c = block.code
-        run = c.index(COPY_POINTS)
-        r, per_run = c.range(None, c.index(-(-points // COPY_POINTS)), "copy", within_matrix=False)
-        start = per_run.ins(arith.MuliOp(r, run))
-        length = per_run.ins(arith.MinUIOp(run, per_run.ins(arith.SubiOp(per_run.index(points), start))))
-        t, per_lane = per_run.range(None, block.width, "copy", within_matrix=False)
-        u, inner = per_lane.loop(per_lane.index(0), length, per_lane.index(1), c.names("copy"), kind="vectorized")
-        point = inner.ins(arith.AddiOp(start, u))
-        lane = _Lane(t, inner.ins(arith.AddiOp(block.first, t)))
-        dst.store(inner, src.load(inner, point, lane), point, lane)
+        if not dst.interleaved:
+            _runs(block, points, lambda c, point, lane: dst.store(c, src.load(c, point, lane), point, lane))
+            return
+
+        def sample(c: ScalarCode, position: SSAValue, lane: _Lane) -> None:
+            part, point = (c.ins(op(position, c.index(2))) for op in (arith.RemUIOp, arith.DivUIOp))
+            value = src.load_part(c, part, point, lane)
+            dst.parts[0].store(c, value, *([lane.whole, position] if dst.lane_first else [position, lane.whole]))
+
+        _runs(block, 2 * points, sample)
 
     return step
+
+
+def _runs(block: _Block, count: int, body: Callable[[ScalarCode, SSAValue, _Lane], None]) -> None:
+    """``body(code, position, lane)`` for positions ``< count`` of every lane of the block:
+    runs of :data:`COPY_POINTS` positions, in each every lane's run innermost, vectorized."""
+    c = block.code
+    run = c.index(COPY_POINTS)
+    r, per_run = c.range(None, c.index(-(-count // COPY_POINTS)), "copy", within_matrix=False)
+    start = per_run.ins(arith.MuliOp(r, run))
+    length = per_run.ins(arith.MinUIOp(run, per_run.ins(arith.SubiOp(per_run.index(count), start))))
+    t, per_lane = per_run.range(None, block.width, "copy", within_matrix=False)
+    u, inner = per_lane.loop(per_lane.index(0), length, per_lane.index(1), c.names("copy"), kind="vectorized")
+    body(inner, inner.ins(arith.AddiOp(start, u)), _Lane(t, inner.ins(arith.AddiOp(block.first, t))))
 
 
 def _stage(radix: int, m: int, stride: int, sign: int, roots: MatrixAt) -> Step:
@@ -265,10 +293,9 @@ def _separate_halves(h: int, table: MatrixAt) -> Step:
         cx = _ComplexCode(body)
         (ar, ai), (br, bi) = src.load(body, a_at, lane), src.load(body, b_at, lane)
         (re_sum, im_sum), (re_diff, im_diff) = cx.add((ar, ai), (br, bi)), cx.sub((br, ai), (ar, bi))
-        half = cx.real(0.5)
-        mul, add, sub = (lambda x, y, op=op: cx._op(op, x, y) for op in (arith.MulfOp, arith.AddfOp, arith.SubfOp))
-        real = add(add(mul(re_sum, half), mul(im_sum, half_cos)), mul(re_diff, half_sin))
-        imag = sub(add(mul(im_diff, half), mul(re_diff, half_cos)), mul(im_sum, half_sin))
+        half, plus, minus, times = cx.real(0.5), cx.plus, cx.minus, cx.times
+        real = plus(plus(times(re_sum, half), times(im_sum, half_cos)), times(re_diff, half_sin))
+        imag = minus(plus(times(im_diff, half), times(re_diff, half_cos)), times(im_sum, half_sin))
         dst.store(body, (real, imag), k, lane)
 
     return step
@@ -290,11 +317,11 @@ def _join_halves(h: int, table: MatrixAt) -> Step:
         lane, body = block.lanes(at_k)
         cx = _ComplexCode(body)
         (ar, ai), (mr, mi) = src.load(body, k, lane), src.load(body, mirror, lane)
-        ai, mi = cx._op(arith.MulfOp, ai, edge), cx._op(arith.MulfOp, mi, edge)
-        add, sub = (lambda x, y, op=op: cx._op(op, x, y) for op in (arith.AddfOp, arith.SubfOp))
-        even = (add(ar, mr), sub(ai, mi))  # a + conj m
-        odd = cx.mul((sub(ar, mr), add(ai, mi)), (cos, sin))  # (a - conj m) w^-k
-        dst.store(body, (sub(even[0], odd[1]), add(even[1], odd[0])), k, lane)
+        ai, mi = cx.times(ai, edge), cx.times(mi, edge)
+        plus, minus = cx.plus, cx.minus
+        even = (plus(ar, mr), minus(ai, mi))  # a + conj m
+        odd = cx.mul((minus(ar, mr), plus(ai, mi)), (cos, sin))  # (a - conj m) w^-k
+        dst.store(body, (minus(even[0], odd[1]), plus(even[1], odd[0])), k, lane)
 
     return step
 
