@@ -84,6 +84,9 @@ def routine(
     """Register the code of the routine ``name`` (one of te's ``DENSE_LINALG_ROUTINES``),
     with the core shape of its workspace per matrix where it needs one."""
 
+    if workspace is not None and not callable(workspace):
+        raise TypeError(f"routine {name!r}: workspace must give the workspace's core shape from the op, got {workspace!r}")
+
     def register(emit: Callable[[KernelArgs], None]) -> Callable[[KernelArgs], None]:
         assert name in te.DENSE_LINALG_ROUTINES, name
         ROUTINES[name] = Routine(emit, workspace)

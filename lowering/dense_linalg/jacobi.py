@@ -29,7 +29,7 @@ from xdsl.ir import SSAValue
 
 from ...dialects.graph.spectral import MAX_SWEEPS, rotation_tolerance
 from ...dialects.graph.types import numpy_dtype
-from .code import BestSoFar, KernelArgs, MatrixAt, ScalarCode, routine, swap
+from .code import BestSoFar, KernelArgs, MatrixAt, ScalarCode, routine, square_workspace, swap
 
 
 def _rotation(c: ScalarCode, a_pp: SSAValue, a_qq: SSAValue, a_pq: SSAValue) -> tuple[SSAValue, SSAValue]:
@@ -97,7 +97,7 @@ def _tolerance(c: ScalarCode, length: int) -> SSAValue:
     return c.float(rotation_tolerance(numpy_dtype(c.element), length))
 
 
-@routine("eigh", workspace=True)
+@routine("eigh", workspace=square_workspace)
 def _eigh(k: KernelArgs) -> None:
     c, (a,), ((n, _),), out, w = k.c, k.inputs, k.sizes, k.out, k.workspace
     static_n = a.buffer.type.get_shape()[-1]
