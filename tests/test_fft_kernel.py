@@ -14,6 +14,7 @@ import pytest
 from xdsl.utils.exceptions import VerifyException
 
 import tensorkiln as tk
+from nvcc import compile_ptx
 from tensorkiln.backends.cuda.pipeline import build_emulated
 from tensorkiln.build import TO_LOOPS
 from tensorkiln.dialects import loop
@@ -94,7 +95,9 @@ def test_real_transforms_compiled_and_interpreted_match_numpy(rng, dtype):
             _close(results[2 * k + 1], signal, dtype)
 
 
-def test_symbolic_batch_and_lanes_and_the_gpu_path(rng):
+def test_symbolic_batch_and_lanes_and_the_gpu_path(rng, tmp_path):
+    """Symbolic batches and lane counts; the GPU path (one thread per matrix) emulated on
+    the CPU gives the compiled results, and its CUDA C compiles with nvcc."""
     b = tk.GraphBuilder()
     re, im = b.input("re", ("n", 20, 12)), b.input("im", ("n", 20, 12))
     rows, columns = b.input("r", (2, "k", 12)), b.input("c", (2, "k", 12))
@@ -112,6 +115,8 @@ def test_symbolic_batch_and_lanes_and_the_gpu_path(rng):
         _close(got[4], np.fft.irfft(inputs[2] + 1j * inputs[3], n=22, axis=-1) * 22, "float32")
         for emulated, compiled in zip(build_emulated(module)(*inputs), got):
             np.testing.assert_allclose(emulated, compiled, rtol=1e-6, atol=1e-5)
+    ptx = compile_ptx(tk.emit_source(module, target="cuda -arch=sm_90"), tmp_path, "fft")
+    assert all(f".entry {name}_" in ptx for name in ("fft", "rfft", "irfft"))
 
 
 def _transforms():

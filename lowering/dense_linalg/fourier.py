@@ -327,13 +327,14 @@ def _join_halves(h: int, table: MatrixAt) -> Step:
 
 
 def _workspace(op: te.DenseLinalgOp) -> tuple[int, ...]:
-    """Two buffers ``(2, points, LANE_BLOCK)``: one signal of a block per lane, as many
-    points as the longest step writes."""
+    """Two buffers ``(2, points, lanes)``: one signal of a block per lane (at most
+    :data:`LANE_BLOCK`, fewer where the matrix has fewer), as many points as the longest
+    step writes."""
     shape = op.result.type.get_shape()
     along_rows = op.kind.data.endswith("rows")
-    out_points = shape[-1] if along_rows else shape[-2]
+    out_points, lanes = (shape[-1], shape[-2]) if along_rows else (shape[-2], shape[-1])
     points = {"fft": out_points, "rfft": out_points, "irfft": out_points // 2 + 1}[op.routine.data]
-    return (2, 2, points, LANE_BLOCK)
+    return (2, 2, points, LANE_BLOCK if lanes < 0 else min(LANE_BLOCK, lanes))
 
 
 def _run(k: KernelArgs, steps: list[Step], source: _Signals, output: _Signals, copy_in: int, copy_out: int) -> None:

@@ -10,7 +10,7 @@
 // directly; the rows' real transform copies the even + i odd samples into the workspace
 // (copy0..2, the points vectorized), runs one radix-3 stage, separates the halves into 4
 // bins (scan3) and copies them out (copy3..5). The host allocates two buffers of
-// (2, points, 8) per matrix. (No round trip through the parser: the tables are weights,
+// (2, points, lanes <= 8) per matrix. (No round trip through the parser: the tables are weights,
 // held by reference.)
 
 func.func @main(%re: tensor<?x8x6xf32, #graph.dims<n, _, _>>, %im: tensor<?x8x6xf32, #graph.dims<n, _, _>>) -> (tensor<?x2x8x6xf32, #graph.dims<n, _, _, _>>, tensor<?x2x8x4xf32, #graph.dims<n, _, _, _>>) {
@@ -25,7 +25,7 @@ func.func @main(%re: tensor<?x8x6xf32, #graph.dims<n, _, _>>, %im: tensor<?x8x6x
 // TE-NEXT:  %r = te.dense_linalg %re, %[[TABLE]] {routine = "rfft", kind = "forward rows"}
 
 // CHECK-LABEL: func.func @main(
-// CHECK:         %[[W:.*]] = loop.alloc(%{{.*}}) {scope = "global"} : memref<?x2x2x8x8xf32>
+// CHECK:         %[[W:.*]] = loop.alloc(%{{.*}}) {scope = "global"} : memref<?x2x2x8x6xf32>
 // CHECK-NEXT:    func.call @fft_0(%re, %im, %w0, %out0, %[[W]])
 // CHECK-NEXT:    %[[V:.*]] = loop.alloc(%{{.*}}) {scope = "global"} : memref<?x2x2x4x8xf32>
 // CHECK-NEXT:    func.call @rfft_0(%re, %w1, %out1, %[[V]])
