@@ -96,6 +96,7 @@ def _cases(T: Any, torch: Any) -> dict[str, Callable[[], tuple[Any, dict]]]:
         "canine": text("CanineConfig", "CanineModel", downsampling_rate=2, local_transformer_stride=4),
         "roformer": text("RoFormerConfig", "RoFormerModel", embedding_size=32),
         "ibert": text("IBertConfig", "IBertModel"),
+        "fnet": text("FNetConfig", "FNetModel", {"input_ids": ids}),  # token mixing by a 2-d FFT
         "layoutlm": text("LayoutLMConfig", "LayoutLMModel"),
         "jamba": text("JambaConfig", "JambaModel", num_experts=4, num_experts_per_tok=2, attn_layer_period=2,
                       attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1, mamba_d_state=8,

@@ -179,7 +179,10 @@ def _irfft_kernel(ctx: ImportContext, z: Complex, axis: int, length: int) -> SSA
 def _c2c_axis(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Complex:
     """``sum_j z_j exp(-+ 2 pi i j k / n)`` along ``axis``: the FFT kernel where it applies,
     else one DFT GEMM of both parts, or for long composite lengths the four-step split
-    (``O(n (n1 + n2))``, not ``O(n^2)``)."""
+    (``O(n (n1 + n2))``, not ``O(n^2)``); along a symbolic axis a DFT whose matrices are
+    computed in the model."""
+    if not isinstance(shape_of(z.real.type)[axis], int):
+        return _symbolic_dft(ctx, z, axis, forward)
     n = _static(z.real, axis)
     if _by_kernel(shape_of(z.real.type), axis, n):
         return _fft_kernel(ctx, z, axis, forward)
@@ -189,6 +192,29 @@ def _c2c_axis(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Compl
     cos, sin = _dft_matrices(n, n, numpy_dtype(z.real.type.element_type))
     sin = -sin if forward else sin
     return Complex(*_contract(ctx, [z.real, z.imag], axis, np.block([[cos, -sin], [sin, cos]]), [n, n]))
+
+
+def _symbolic_dft(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Complex:
+    """The transform along an axis of symbolic length ``n`` (FNet's sequence): products
+    with ``cos`` and ``sin`` of ``2 pi (j k mod n) / n``, computed on each call (``O(n^2)``
+    per line; the angles reduced exactly in integers first)."""
+    b = ctx.b
+    n = shape_of(z.real.type)[axis]
+    dtype = numpy_dtype(z.real.type.element_type)
+    j = ctx.positions(n, [z.real])
+    size = ctx.size_value(n)
+    turns = b.fmod(b.mul(b.reshape(j, (n, 1)), b.reshape(j, (1, n))), size)
+    angle = b.mul(ctx.cast(turns, dtype), b.div(ctx.scalar(2 * math.pi, z.real), ctx.cast(size, dtype)))
+    cos, sin = b.cos(angle), b.sin(angle)
+    sin = b.neg(sin) if forward else sin
+    last = ctx.rank(z.real) - 1
+    order = list(range(last + 1))
+    order[axis], order[last] = last, axis
+    re, im = (p if axis == last else b.transpose(p, order) for p in (z.real, z.imag))
+    # (the matrices are symmetric: dense's x @ W^T is x @ W)
+    real = b.sub(b.dense(re, cos), b.dense(im, sin))
+    imag = b.add(b.dense(re, sin), b.dense(im, cos))
+    return Complex(*(p if axis == last else b.transpose(p, order) for p in (real, imag)))
 
 
 def _four_step(ctx: ImportContext, z: Complex, axis: int, n1: int, forward: bool) -> Complex:
@@ -299,14 +325,24 @@ def _irfft_by_halves(ctx: ImportContext, z: Complex, axis: int) -> SSAValue:
     return b.reshape(b.concat(pairs, axis=axis + 1), [*shape[:axis], n, *shape[axis + 1 :]])
 
 
-def _normalised(ctx: ImportContext, value, normalization: int, signal: int):
-    """torch's fft_norm_mode: 0 none, 1 by 1/sqrt(n), 2 by 1/n."""
-    scale = {0: 1.0, 1: 1.0 / math.sqrt(signal), 2: 1.0 / signal}[normalization]
-    if scale == 1.0:
+def _normalised(ctx: ImportContext, value, normalization: int, sizes: list):
+    """torch's fft_norm_mode: 0 none, 1 by 1/sqrt(n), 2 by 1/n, ``n`` the product of the
+    transformed ``sizes`` (symbolic ones computed in the model)."""
+    if normalization == 0:
         return value
+    like = value.real if isinstance(value, Complex) else value
+    static = math.prod(d for d in sizes if isinstance(d, int))
+    scale = ctx.scalar(1.0 / (math.sqrt(static) if normalization == 1 else static), like)
+    symbolic = [d for d in sizes if not isinstance(d, int)]
+    if symbolic:
+        dtype = numpy_dtype(like.type.element_type)
+        count = ctx.cast(ctx.size_value(symbolic[0]), dtype)
+        for d in symbolic[1:]:
+            count = ctx.b.mul(count, ctx.cast(ctx.size_value(d), dtype))
+        scale = ctx.b.div(scale, ctx.b.sqrt(count) if normalization == 1 else count)
     if isinstance(value, Complex):
-        return Complex(*(ctx.b.mul(p, ctx.scalar(scale, p)) for p in (value.real, value.imag)))
-    return ctx.b.mul(value, ctx.scalar(scale, value))
+        return Complex(*(ctx.b.mul(p, scale) for p in (value.real, value.imag)))
+    return ctx.b.mul(value, scale)
 
 
 def _axes(ctx: ImportContext, x, dims) -> list[int]:
@@ -319,7 +355,13 @@ def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
     frequencies when ``onesided``), then the other axes complex-to-complex."""
     x = ctx.cast(x, part_dtype(ctx, node))
     axes = _axes(ctx, x, dim)
-    n, last = _static(x, axes[-1]), axes[-1]
+    last = axes[-1]
+    if not onesided and not isinstance(shape_of(x.type)[last], int):  # (x, 0) through the computed DFT
+        z = _c2c_axis(ctx, as_complex(ctx, x, numpy_dtype(x.type.element_type)), last, forward=True)
+        for axis in axes[:-1]:
+            z = _c2c_axis(ctx, z, axis, forward=True)
+        return _normalised(ctx, z, normalization, [shape_of(x.type)[a] for a in axes])
+    n = _static(x, last)
     bins = n // 2 + 1 if onesided else n
     if n % 2 == 0 and _by_kernel(shape_of(x.type), last, n // 2):
         z = _rfft_kernel(ctx, x, last)
@@ -338,7 +380,7 @@ def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
         z = Complex(*_contract(ctx, [x], last, np.concatenate([cos, -sin]), [bins, bins]))
     for axis in axes[:-1]:
         z = _c2c_axis(ctx, z, axis, forward=True)
-    return _normalised(ctx, z, normalization, math.prod(_static(x, a) for a in axes))
+    return _normalised(ctx, z, normalization, [shape_of(x.type)[a] for a in axes])
 
 
 @complex_converter("aten._fft_c2c.default")
@@ -347,7 +389,7 @@ def fft_c2c(ctx: ImportContext, node, z, dim, normalization, forward):
     axes = _axes(ctx, z.real, dim)
     for axis in axes:
         z = _c2c_axis(ctx, z, axis, forward)
-    return _normalised(ctx, z, normalization, math.prod(_static(z.real, a) for a in axes))
+    return _normalised(ctx, z, normalization, [shape_of(z.real.type)[a] for a in axes])
 
 
 @complex_converter("aten._fft_c2r.default")
@@ -368,7 +410,7 @@ def fft_c2r(ctx: ImportContext, node, z, dim, normalization, last_dim_size):
         z = Complex(*(b.pad(p, [0] * len(high), high, 0.0) for p in (z.real, z.imag)))
     elif have > bins:
         z = _cut(ctx, z, axis, 0, bins)
-    signal = math.prod([_static(z.real, a) for a in axes[:-1]] + [length])
+    signal = [shape_of(z.real.type)[a] for a in axes[:-1]] + [length]
     shape = list(shape_of(z.real.type))
     shape[axis] = length
     if length % 2 == 0 and _by_kernel(shape, axis, length // 2):
