@@ -506,8 +506,8 @@ def _rows_apart(accesses: Sequence[loop.LoadOp | loop.StoreOp], plan: _Plan) -> 
     lane meets only itself, in program order as in the serial loop."""
     first = accesses[0].indices
     axes = [k for k, i in enumerate(first) if plan.kind(i) != UNIFORM]
-    if len(axes) != 1 or plan.kind(first[axes[0]]) != LINEAR:
-        return False
+    if len(axes) != 1 or plan.kind(first[axes[0]]) != LINEAR or not plan.strides.get(first[axes[0]]):
+        return False  # (a stride of 0 would put every lane on one element)
     axis = axes[0]
     return all(
         len(a.indices) == len(first)

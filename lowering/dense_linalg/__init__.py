@@ -1,11 +1,11 @@
 """The loop kernels of ``te.dense_linalg``: each routine's sequential algorithm run on
-each matrix of the batch (``code.py``: the shared scalar code and the registry), in
-three families: Gaussian elimination and substitution (``elimination.py``: solve,
+each matrix of the batch (``code.py``: the shared scalar code and the registry): Gaussian elimination and substitution (``elimination.py``: solve,
 det_factors, lu_factor, pivot_permutation, triangular_solve, cholesky), Householder
 reflections (``householder.py``: householder_qr, householder_product) and Jacobi
-rotations (``jacobi.py``: eigh, jacobi_svd); the Stockham FFT (``fourier.py``); per element, the functions computed by
-iteration (``iterative.py``: orthogonal polynomials, incomplete gamma). Every access is inside its buffer: loops
-run over the matrix sizes only, and chosen rows (pivots) are among them.
+rotations (``jacobi.py``: eigh, jacobi_svd); Stockham FFTs of the signals of a matrix
+(``fourier.py``: fft, rfft, irfft); per element, the functions computed by iteration
+(``iterative.py``: orthogonal polynomials, incomplete gamma). Every access is inside its
+buffer: loops run over the matrix sizes only, and chosen rows (pivots) are among them.
 """
 
 from __future__ import annotations

@@ -35,7 +35,6 @@ def dense_linalg(t: TEBuilder, op) -> SSAValue:
     return t.builder.insert(te.DenseLinalgOp(list(op.operands), op.result.type, routine, **flags)).result
 
 
-
 def _table(t: TEBuilder, like: SSAValue, *rows: tuple[np.ndarray, np.ndarray]) -> SSAValue:
     """A constant ``(2, total)`` of the (cos, sin) rows side by side, in ``like``'s float
     type (computed in float64, as the references')."""

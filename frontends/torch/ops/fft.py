@@ -115,7 +115,7 @@ def _lanes(lines: int) -> int:
     :data:`LANES`, else the smallest divisor of ``lines`` from :data:`LANES` on (the
     matrices of a batch run in parallel; a block of lanes shorter than a vector is
     computed by the kernel's scalar remainder)."""
-    return lines if lines <= LANES else next(d for d in range(LANES, lines + 1) if lines % d == 0)
+    return max(lines, 1) if lines <= LANES else next(d for d in range(LANES, lines + 1) if lines % d == 0)
 
 
 def _matrices(shape, axis: int) -> tuple[list | None, int]:
