@@ -1,12 +1,14 @@
 """FFTs (``aten._fft_r2c``, ``_fft_c2c``, ``_fft_c2r``) as real graph ops on the parts of
 complex values (``frontends/torch/complex.py``).
 
-Where the shapes are static and the length (for a real transform: half the length) has
-no prime factor above the kernel's radices (13), from :data:`KERNEL_FROM` points on, a
-transform is one FFT kernel: ``graph.fft`` (complex), ``graph.rfft`` (real to its
-non-negative frequencies), ``graph.irfft`` (back), on a view of the tensor as matrices
-whose rows (a transform along the last axis) or columns (along another axis) are the
-signals (``dialects/graph/fourier.py``).
+Where the length (for a real transform: half the length) has no prime factor above the
+kernel's radices (13), from :data:`KERNEL_FROM` points on, a transform is one FFT kernel:
+``graph.fft`` (complex), ``graph.rfft`` (real to its non-negative frequencies),
+``graph.irfft`` (back), on a view of the tensor as matrices whose rows (a transform along
+the last axis) or columns (along another axis) are the signals
+(``dialects/graph/fourier.py``): any view for static shapes, the tensor itself for
+symbolic ones (the axis one of the last two). Along an axis of symbolic length, complex
+transforms multiply by DFT matrices computed in the model (``_symbolic_dft``).
 
 Otherwise an FFT along an axis of length ``n`` is a discrete Fourier transform: a product
 with the constant matrices of ``cos`` and ``sin`` of ``2 pi j k / n`` (one GEMM of both
