@@ -20,9 +20,15 @@ with ``w_L = exp(-+ 2 pi i / L)``. :func:`stockham` is the numpy reference, run 
 interpreter; the kernel runs the same stages. Lengths with a prime factor above
 :data:`MAX_RADIX` are refused (the torch frontend transforms them by DFT products).
 
+``graph.rfft %x {axis}`` gives the ``n / 2 + 1`` non-negative frequencies of real signals
+(``n`` even), ``graph.irfft %re, %im {axis, length}`` the real signals back from them
+(unnormalised): each a complex transform of ``n / 2`` points (the even + i odd samples) and
+one pass separating (joining) the halves, in the same kernels.
+
 Example::
 
     %y = graph.fft %re, %im {axis = -1 : i64, inverse = false} : tensor<8x16x64xf32>, tensor<8x16x64xf32> -> tensor<8x2x16x64xf32>
+    %z = graph.rfft %x {axis = -2 : i64} : tensor<64x5xf32> -> tensor<2x33x5xf32>
 """
 
 from __future__ import annotations
