@@ -175,3 +175,14 @@ def test_graph_op_errors():
         b.irfft(x, x, length=34, axis=-2)
     assert str(b.rfft(x, axis=-2).type) == "tensor<3x2x7x17xf32>"
     assert str(b.irfft(x, x, length=32, axis=-1).type) == "tensor<3x12x32xf32>"
+
+
+def test_printed_ops_parse_back_and_a_wrong_length_is_named():
+    b = tk.GraphBuilder()
+    x, bins = b.input("x", (64, 5)), b.input("bins", (3, 33))
+    module = b.finish(b.rfft(x, axis=-2), b.irfft(bins, bins, length=64), b.fft(bins, bins, axis=-2, inverse=True))
+    text = str(module)
+    assert "graph.irfft %bins, %bins {length = 64 : i64} : tensor<3x33xf32>, tensor<3x33xf32> -> tensor<3x64xf32>" in text
+    assert str(tk.parse_module(text)) == text
+    with pytest.raises(VerifyException, match="graph.irfft: a signal of 48 points has 25 bins along axis -1"):
+        tk.parse_module(text.replace("length = 64", "length = 48")).verify()
