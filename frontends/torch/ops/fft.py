@@ -196,27 +196,66 @@ def _c2c_axis(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Compl
     return Complex(*_contract(ctx, [z.real, z.imag], axis, np.block([[cos, -sin], [sin, cos]]), [n, n]))
 
 
-def _symbolic_dft(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Complex:
-    """The transform along an axis of symbolic length ``n`` (FNet's sequence): products
-    with ``cos`` and ``sin`` of ``2 pi (j k mod n) / n``, computed on each call (``O(n^2)``
-    per line; the angles reduced exactly in integers first)."""
+def _angles(ctx: ImportContext, rows, columns, n, like) -> tuple[SSAValue, SSAValue]:
+    """``cos`` and ``sin`` of ``2 pi (r c mod n) / n`` as ``(rows, columns)`` matrices in
+    ``like``'s float type, computed in the model (the angles reduced exactly in integers
+    first)."""
     b = ctx.b
-    n = shape_of(z.real.type)[axis]
-    dtype = numpy_dtype(z.real.type.element_type)
-    j = ctx.positions(n, [z.real])
+    dtype = numpy_dtype(like.type.element_type)
+    r, c = ctx.positions(rows, [like]), ctx.positions(columns, [like])
     size = ctx.size_value(n)
-    turns = b.fmod(b.mul(b.reshape(j, (n, 1)), b.reshape(j, (1, n))), size)
-    angle = b.mul(ctx.cast(turns, dtype), b.div(ctx.scalar(2 * math.pi, z.real), ctx.cast(size, dtype)))
-    cos, sin = b.cos(angle), b.sin(angle)
-    sin = b.neg(sin) if forward else sin
-    last = ctx.rank(z.real) - 1
+    turns = b.fmod(b.mul(b.reshape(r, (rows, 1)), b.reshape(c, (1, columns))), size)
+    angle = b.mul(ctx.cast(turns, dtype), b.div(ctx.scalar(2 * math.pi, like), ctx.cast(size, dtype)))
+    return b.cos(angle), b.sin(angle)
+
+
+def _along_last(ctx: ImportContext, parts: tuple, axis: int, transform) -> tuple:
+    """``transform(*parts)`` with ``axis`` moved last, the results moved back."""
+    last = ctx.rank(parts[0]) - 1
     order = list(range(last + 1))
     order[axis], order[last] = last, axis
-    re, im = (p if axis == last else b.transpose(p, order) for p in (z.real, z.imag))
-    # (the matrices are symmetric: dense's x @ W^T is x @ W)
-    real = b.sub(b.dense(re, cos), b.dense(im, sin))
-    imag = b.add(b.dense(re, sin), b.dense(im, cos))
-    return Complex(*(p if axis == last else b.transpose(p, order) for p in (real, imag)))
+    moved = [p if axis == last else ctx.b.transpose(p, order) for p in parts]
+    return tuple(p if axis == last else ctx.b.transpose(p, order) for p in transform(*moved))
+
+
+def _symbolic_dft(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Complex:
+    """The transform along an axis of symbolic length ``n`` (FNet's sequence): products
+    with ``cos`` and ``sin`` of ``2 pi j k / n`` computed on each call (``O(n^2)`` per
+    line). The matrices are symmetric: dense's ``x @ W^T`` is ``x @ W``."""
+    b = ctx.b
+    n = shape_of(z.real.type)[axis]
+    cos, sin = _angles(ctx, n, n, n, z.real)
+    sin = b.neg(sin) if forward else sin
+
+    def transform(re, im):
+        return b.sub(b.dense(re, cos), b.dense(im, sin)), b.add(b.dense(re, sin), b.dense(im, cos))
+
+    return Complex(*_along_last(ctx, (z.real, z.imag), axis, transform))
+
+
+def _symbolic_rfft(ctx: ImportContext, x, axis: int, bins) -> Complex:
+    """The first ``bins`` frequencies of the real ``x`` along an axis of symbolic length
+    ``n``: ``X_k = sum_j x_j (cos - i sin)(2 pi j k / n)``, weights ``(bins, n)``."""
+    b = ctx.b
+    n = shape_of(x.type)[axis]
+    cos, sin = _angles(ctx, bins, n, n, x)
+    return Complex(*_along_last(ctx, (x,), axis, lambda v: (b.dense(v, cos), b.neg(b.dense(v, sin)))))
+
+
+def _symbolic_irfft(ctx: ImportContext, z: Complex, axis: int, length) -> SSAValue:
+    """The real signal of symbolic ``length`` from its bins along ``axis``: ``x_j = sum_k
+    w_k (Re z_k cos - Im z_k sin)(2 pi j k / length)``, ``w_k`` 2 for the bins that stand
+    for their mirror too (1 for bin 0 and, for an even length, bin ``length / 2``)."""
+    b = ctx.b
+    bins = shape_of(z.real.type)[axis]
+    cos, sin = _angles(ctx, length, bins, length, z.real)
+    k = ctx.positions(bins, [z.real])
+    alone = b.bitwise_or(b.compare(k, ctx.constant(np.int64(0)), "eq"),
+                         b.compare(b.mul(k, ctx.constant(np.int64(2))), ctx.size_value(length), "eq"))  # fmt: skip
+    weight = b.reshape(b.where(alone, ctx.scalar(1.0, z.real), ctx.scalar(2.0, z.real)), (1, bins))
+    cos, sin = b.mul(cos, weight), b.mul(sin, weight)
+    (x,) = _along_last(ctx, (z.real, z.imag), axis, lambda re, im: (b.sub(b.dense(re, cos), b.dense(im, sin)),))
+    return x
 
 
 def _four_step(ctx: ImportContext, z: Complex, axis: int, n1: int, forward: bool) -> Complex:
@@ -358,8 +397,11 @@ def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
     x = ctx.cast(x, part_dtype(ctx, node))
     axes = _axes(ctx, x, dim)
     last = axes[-1]
-    if not onesided and not isinstance(shape_of(x.type)[last], int):  # (x, 0) through the computed DFT
-        z = _c2c_axis(ctx, as_complex(ctx, x, numpy_dtype(x.type.element_type)), last, forward=True)
+    if not isinstance(shape_of(x.type)[last], int):  # through DFT matrices computed in the model
+        if onesided:
+            z = _symbolic_rfft(ctx, x, last, ctx.shape(node)[last])
+        else:
+            z = _c2c_axis(ctx, as_complex(ctx, x, numpy_dtype(x.type.element_type)), last, forward=True)
         for axis in axes[:-1]:
             z = _c2c_axis(ctx, z, axis, forward=True)
         return _normalised(ctx, z, normalization, [shape_of(x.type)[a] for a in axes])
@@ -404,6 +446,10 @@ def fft_c2r(ctx: ImportContext, node, z, dim, normalization, last_dim_size):
     for axis in axes[:-1]:
         z = _c2c_axis(ctx, z, axis, forward=False)
     axis, length = axes[-1], last_dim_size
+    signal = [shape_of(z.real.type)[a] for a in axes[:-1]] + [length]
+    if not isinstance(length, int) or not isinstance(shape_of(z.real.type)[axis], int):
+        # (torch's irfft cuts or pads the spectrum to length // 2 + 1 bins before this op)
+        return _normalised(ctx, _symbolic_irfft(ctx, z, axis, length), normalization, signal)
     bins = length // 2 + 1
     have = _static(z.real, axis)
     if have < bins:  # missing bins are zeros
@@ -412,7 +458,6 @@ def fft_c2r(ctx: ImportContext, node, z, dim, normalization, last_dim_size):
         z = Complex(*(b.pad(p, [0] * len(high), high, 0.0) for p in (z.real, z.imag)))
     elif have > bins:
         z = _cut(ctx, z, axis, 0, bins)
-    signal = [shape_of(z.real.type)[a] for a in axes[:-1]] + [length]
     shape = list(shape_of(z.real.type))
     shape[axis] = length
     if length % 2 == 0 and _by_kernel(shape, axis, length // 2):
