@@ -193,7 +193,7 @@ def main() -> None:
         f"steady state = medians of {repeat} calls per thread count, tensorkiln, torch eager and torch.compile",
         "called in turn, thread counts alternating in 3 blocks. tk/x > 1: tensorkiln is slower. rel. L2 err:",
         "compiled vs torch eager. Scatter ops: the input copied, then each line (every axis but the scatter",
-        f"axis) applies its updates in order, lines in parallel; along a leading axis blocks of 16 neighbouring lines",
+        "axis) applies its updates in order, lines in parallel; along a leading axis blocks of 16 neighbouring lines",
         f"apply each update together (contiguous reads). Load average at the end: {load_average()}.",
         "",
         table([*WORKLOAD_COLUMNS, "rel. L2 err"], rows),
