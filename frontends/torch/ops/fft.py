@@ -50,6 +50,15 @@ def _dft_matrices(n: int, rows: int, dtype: np.dtype, weights: np.ndarray | None
     return cos.astype(dtype), sin.astype(dtype)
 
 
+def _along_last(ctx: ImportContext, parts: tuple, axis: int, transform) -> tuple:
+    """``transform(*parts)`` with ``axis`` moved last, the results moved back."""
+    last = ctx.rank(parts[0]) - 1
+    order = list(range(last + 1))
+    order[axis], order[last] = last, axis
+    moved = [p if axis == last else ctx.b.transpose(p, order) for p in parts]
+    return tuple(p if axis == last else ctx.b.transpose(p, order) for p in transform(*moved))
+
+
 def _contract(ctx: ImportContext, parts: list, axis: int, weight: np.ndarray, sizes: list[int]) -> list:
     """``weight @ [parts]`` along ``axis``: the parts side by side (moved to the last axis
     and joined: ``K`` each) times ``weight`` (``(sum(sizes), K * len(parts))``) in ONE
@@ -57,14 +66,14 @@ def _contract(ctx: ImportContext, parts: list, axis: int, weight: np.ndarray, si
     product is one GEMM of twice the size, not four, and needs no pass to add them."""
     b = ctx.b
     last = ctx.rank(parts[0]) - 1
-    perm = list(range(last + 1))
-    perm[axis], perm[last] = last, axis
-    moved = [p if axis == last else b.transpose(p, perm) for p in parts]
-    joined = moved[0] if len(moved) == 1 else b.concat(moved, axis=last)
-    y = b.dense(joined, ctx.constant(weight + 0.0))  # + 0.0: no negative zeros (they would sign zero sums)
-    starts = np.cumsum([0, *sizes])
-    pieces = [y if len(sizes) == 1 else b.slice(y, [int(lo)], [int(hi)], [last], [1]) for lo, hi in zip(starts, starts[1:])]
-    return [p if axis == last else b.transpose(p, perm) for p in pieces]
+
+    def product(*moved):
+        joined = moved[0] if len(moved) == 1 else b.concat(list(moved), axis=last)
+        y = b.dense(joined, ctx.constant(weight + 0.0))  # + 0.0: no negative zeros (they would sign zero sums)
+        starts = np.cumsum([0, *sizes])
+        return [y if len(sizes) == 1 else b.slice(y, [int(lo)], [int(hi)], [last], [1]) for lo, hi in zip(starts, starts[1:])]
+
+    return list(_along_last(ctx, tuple(parts), axis, product))
 
 
 def _static(x, axis: int) -> int:
@@ -207,15 +216,6 @@ def _angles(ctx: ImportContext, rows, columns, n, like) -> tuple[SSAValue, SSAVa
     turns = b.fmod(b.mul(b.reshape(r, (rows, 1)), b.reshape(c, (1, columns))), size)
     angle = b.mul(ctx.cast(turns, dtype), b.div(ctx.scalar(2 * math.pi, like), ctx.cast(size, dtype)))
     return b.cos(angle), b.sin(angle)
-
-
-def _along_last(ctx: ImportContext, parts: tuple, axis: int, transform) -> tuple:
-    """``transform(*parts)`` with ``axis`` moved last, the results moved back."""
-    last = ctx.rank(parts[0]) - 1
-    order = list(range(last + 1))
-    order[axis], order[last] = last, axis
-    moved = [p if axis == last else ctx.b.transpose(p, order) for p in parts]
-    return tuple(p if axis == last else ctx.b.transpose(p, order) for p in transform(*moved))
 
 
 def _symbolic_dft(ctx: ImportContext, z: Complex, axis: int, forward: bool) -> Complex:
@@ -407,12 +407,9 @@ def fft_r2c(ctx: ImportContext, node, x, dim, normalization, onesided):
         return _normalised(ctx, z, normalization, [shape_of(x.type)[a] for a in axes])
     n = _static(x, last)
     bins = n // 2 + 1 if onesided else n
-    if n % 2 == 0 and _by_kernel(shape_of(x.type), last, n // 2):
-        z = _rfft_kernel(ctx, x, last)
-        if not onesided:
-            z = _with_mirror(ctx, z, last, n // 2)
-    elif _by_halves(x, last):
-        z = _rfft_by_halves(ctx, x, last)
+    if _by_halves(x, last):  # the n / 2 + 1 bins from a complex transform of n / 2 points
+        by_kernel = _by_kernel(shape_of(x.type), last, n // 2)
+        z = (_rfft_kernel if by_kernel else _rfft_by_halves)(ctx, x, last)
         if not onesided:
             z = _with_mirror(ctx, z, last, n // 2)
     elif _fast(shape_of(x.type), last, n):  # the complex transform of (x, 0), its first bins
