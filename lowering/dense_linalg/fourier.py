@@ -152,12 +152,16 @@ class _Signals:
     prefix: tuple[int, ...] = ()
     interleaved: bool = False
 
-    def _at(self, c: ScalarCode, part: int | SSAValue, point: SSAValue, lanes: _Lane) -> tuple[MatrixAt, list[SSAValue]]:
+    def _position(self, position: SSAValue, lanes: _Lane) -> list[SSAValue]:
+        """The matrix indices of a position along a signal of a lane."""
         lane = lanes.whole if self.whole else lanes.in_block
+        return [lane, position] if self.lane_first else [position, lane]
+
+    def _at(self, c: ScalarCode, part: int | SSAValue, point: SSAValue, lanes: _Lane) -> tuple[MatrixAt, list[SSAValue]]:
         part_index = part if isinstance(part, SSAValue) else c.index(part)
         if self.interleaved:
             point = c.ins(arith.AddiOp(c.ins(arith.MuliOp(point, c.index(2))), part_index))
-        at = [lane, point] if self.lane_first else [point, lane]
+        at = self._position(point, lanes)
         if len(self.parts) == 2:
             assert isinstance(part, int)
             return self.parts[part], at
@@ -168,6 +172,11 @@ class _Signals:
     def load(self, c: ScalarCode, point: SSAValue, lane: _Lane) -> Cx:
         (m0, at0), (m1, at1) = (self._at(c, part, point, lane) for part in (0, 1))
         return m0.load(c, *at0), m1.load(c, *at1)
+
+    def store_sample(self, c: ScalarCode, value: SSAValue, position: SSAValue, lane: _Lane) -> None:
+        """One real sample at ``position`` of an interleaved signal."""
+        assert self.interleaved
+        self.parts[0].store(c, value, *self._position(position, lane))
 
     def load_part(self, c: ScalarCode, part: SSAValue, point: SSAValue, lane: _Lane) -> SSAValue:
         """One part (an index value) of a point (the workspace's)."""
@@ -215,8 +224,7 @@ def _copy(points: int) -> Step:
 
         def sample(c: ScalarCode, position: SSAValue, lane: _Lane) -> None:
             part, point = (c.ins(op(position, c.index(2))) for op in (arith.RemUIOp, arith.DivUIOp))
-            value = src.load_part(c, part, point, lane)
-            dst.parts[0].store(c, value, *([lane.whole, position] if dst.lane_first else [position, lane.whole]))
+            dst.store_sample(c, src.load_part(c, part, point, lane), position, lane)
 
         _runs(block, 2 * points, sample)
 
