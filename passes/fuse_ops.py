@@ -48,6 +48,13 @@ the sum over its computing members of (times computed - 1) -- stays within
 free. So ``cat([-x2, x1])`` (rotary embeddings) stays one kernel, and a long chain of
 arithmetic before a concatenation is computed once, in a kernel of its own.
 
+A view -- a reshape, slice or transpose, which only moves elements -- read by several
+groups is copied for each of them (XLA's fusion duplicates cheap producers the same way):
+each copy joins its readers' group, so the kernels read the view's source directly instead
+of one kernel materializing the view for the others (the real and imaginary halves of an
+FFT's result, sliced once and read by two products). A group that does not take its copy
+reads the original, which stays a kernel of its own as before.
+
 Example: ``relu(add(conv2d(x, w), r))`` becomes one ``graph.fused "conv2d_add_relu"``;
 layer norm (mean, x - mean, its square's mean, rsqrt, scale, shift) becomes one
 ``graph.fused "reduce_mean_sub_mul_reduce_mean_add_rsqrt_mul_mul_add"``.
@@ -93,6 +100,18 @@ class _Group:
     copies: dict[GraphOp, int] = field(default_factory=dict)
     #: the work of computing ops again for concatenations: sum of (copies - 1)
     copied_work: int = 0
+
+
+@dataclass
+class _Admission:
+    """How an op joins a group (see :meth:`_Fuser.try_join`)."""
+
+    group: _Group
+    copies: int
+    copied_work: int
+    once: bool
+    row_depths: set[int]
+    per_element: bool
 
 
 def _reads_each_element_once(consumer: GraphOp, producer_value: SSAValue) -> bool:
@@ -165,66 +184,112 @@ def _computes(op: GraphOp) -> bool:
     return op.PATTERN_KIND != OpPatternKind.INJECTIVE and not isinstance(op, BroadcastToOp)
 
 
+#: ops that only move elements: copied into each group that reads them
+_VIEWS = (ReshapeOp, SliceOp, TransposeOp)
+
+
 class _Fuser:
     def __init__(self, block_ops: list[Operation], max_group_size: int, max_recomputed_ops: int, max_copied_work: int):
         self.ops = block_ops
+        # positions taken once: per group, the block's walk made fusion quadratic in
+        # the number of groups (a view's copies take the view's position)
+        self.order = {o: k for k, o in enumerate(block_ops)}
         self.max_group_size = max_group_size
         self.max_recomputed_ops = max_recomputed_ops
         self.max_copied_work = max_copied_work
         self.group_of: dict[Operation, _Group] = {}
 
     def try_join(self, op: GraphOp) -> bool:
+        admission = self._admission(op)
+        if admission is not None:
+            self._admit(op, admission)
+        return admission is not None
+
+    def _admission(self, op: GraphOp) -> _Admission | None:
+        """How ``op`` would join its users' group, or None where it may not; changes nothing."""
         users = _users(op)
         groups = {id(self.group_of.get(u)) for u in users}
         if not users or len(groups) != 1 or any(u not in self.group_of for u in users):
-            return False
+            return None
         group = self.group_of[next(iter(users))]
         if len(group.members) >= self.max_group_size:
-            return False
+            return None
         kind = op.PATTERN_KIND
         if any(u.PATTERN_KIND in (OpPatternKind.OUT_ELEMWISE_FUSABLE, OpPatternKind.OPAQUE) for u in users):
-            return False
+            return None
         copies = max(group.copies.get(u, 1) * (len(u.operands) if isinstance(u, ConcatOp) else 1) for u in users)
         copied_work = copies - 1 if _computes(op) else 0
         if group.copied_work + copied_work > self.max_copied_work:
-            return False
+            return None
         once = len(list(op.results[0].uses)) == 1 and all(
             u in group.single_read and _reads_each_element_once(u, op.results[0]) for u in users
         )
         depths = _row_depths(op, group, users)
         per_element = bool(depths) or _computed_per_element(op, group, users)
         if not per_element and group.recomputed >= max(self.max_recomputed_ops, len(group.per_element)):
-            return False
-        if depths:
-            if kind == OpPatternKind.COMM_REDUCE:
-                group.row_depths = depths if group.row_depths is None else group.row_depths & depths
-            group.row_members.add(op)
-            once = True  # computed once per row: each element once
-        elif kind in _CHEAP:
-            pass
-        elif kind in _ANCHORS:
+            return None
+        if not depths and kind in _ANCHORS:
             if group.anchor is not None or not once:
-                return False
+                return None
             # as in TVM, conv/dense/matmul take elementwise epilogues only: after an
             # injective op (transpose, reshape) the kernel's loops would be that op's,
             # not the product's, and the product's schedule could not apply
             if kind == OpPatternKind.OUT_ELEMWISE_FUSABLE and any(
                 m.PATTERN_KIND not in (OpPatternKind.ELEMWISE, OpPatternKind.BROADCAST) for m in group.members
             ):
-                return False
+                return None
+        elif not depths and kind not in _CHEAP:
+            return None
+        return _Admission(group, copies, copied_work, once or bool(depths), depths, per_element)
+
+    def _admit(self, op: GraphOp, admission: _Admission) -> None:
+        group = admission.group
+        if admission.row_depths:
+            if op.PATTERN_KIND == OpPatternKind.COMM_REDUCE:
+                depths = admission.row_depths
+                group.row_depths = depths if group.row_depths is None else group.row_depths & depths
+            group.row_members.add(op)  # computed once per row: each element once
+        elif op.PATTERN_KIND in _ANCHORS:
             group.anchor = op
-        else:
-            return False
         group.members.append(op)
-        group.copies[op] = copies
-        group.copied_work += copied_work
-        if per_element:
+        group.copies[op] = admission.copies
+        group.copied_work += admission.copied_work
+        if admission.per_element:
             group.per_element.add(op)
         else:
             group.recomputed += 1
-        if once:
+        if admission.once:
             group.single_read.add(op)
         self.group_of[op] = group
+
+    def join_copies(self, op: GraphOp) -> bool:
+        """A view read by several groups and nothing else: a copy of it joins each of them
+        (see the module docstring), or none does. True when the copies replaced it."""
+        if not isinstance(op, _VIEWS):
+            return False
+        users = _users(op)
+        readers: dict[int, list[Operation]] = {}
+        for user in users:
+            if user in self.group_of:
+                readers.setdefault(id(self.group_of[user]), []).append(user)
+        if len(readers) < 2 or sum(map(len, readers.values())) != len(users):
+            return False
+        copies = []
+        for group_users in readers.values():
+            copy = op.clone()
+            op.parent_block().insert_op_before(copy, op)
+            op.results[0].replace_uses_with_if(copy.results[0], lambda use: use.operation in group_users)
+            copies.append(copy)
+        admissions = [self._admission(copy) for copy in copies]
+        if None in admissions:
+            for copy in copies:
+                copy.results[0].replace_all_uses_with(op.results[0])
+                copy.parent_block().erase_op(copy)
+            return False
+        for copy, admission in zip(copies, admissions):
+            self.order[copy] = self.order[op]
+            self._admit(copy, admission)
+        op.parent_block().erase_op(op)
         return True
 
     def groups(self) -> list[_Group]:
@@ -232,7 +297,7 @@ class _Fuser:
         for op in reversed(self.ops):
             if not isinstance(op, GraphOp) or isinstance(op, ConstantOp):
                 continue
-            if op.PATTERN_KIND != OpPatternKind.OPAQUE and self.try_join(op):
+            if op.PATTERN_KIND != OpPatternKind.OPAQUE and (self.try_join(op) or self.join_copies(op)):
                 continue
             group = _Group(root=op, members=[op], single_read={op}, per_element={op}, copies={op: 1})
             if op.PATTERN_KIND in _ANCHORS:
@@ -300,9 +365,6 @@ class FuseOpsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             block = function.body.block
-            ops = list(block.ops)
-            # positions taken once: per group, the block's walk made fusion quadratic in
-            # the number of groups (the fused ops that replace groups need none)
-            order = {o: k for k, o in enumerate(ops)}
-            for group in _Fuser(ops, self.max_group_size, self.max_recomputed_ops, self.max_copied_work).groups():
-                _materialize(group, order)
+            fuser = _Fuser(list(block.ops), self.max_group_size, self.max_recomputed_ops, self.max_copied_work)
+            for group in fuser.groups():
+                _materialize(group, fuser.order)

@@ -130,6 +130,33 @@ def test_intermediate_with_outside_use_is_kept(rng):
     assert kernel_names(after) == ["exp_0", "neg_relu_0"]
 
 
+def test_a_view_read_by_several_groups_is_copied_into_each(rng):
+    """The halves of a (2, 5, 7) value, sliced, reshaped and transposed, are read by two
+    products (a complex product's real and imaginary parts): each product takes its own
+    copy of the real half's views and reads the source directly. The imaginary half is
+    read by a dense too, which cannot take a copy (its inputs are read many times), so
+    that half stays one kernel, read by all three."""
+    b = tk.GraphBuilder()
+    x = b.input("x", (2, 5, 7))
+    y = b.input("y", (7, 5))
+    re = b.transpose(b.reshape(b.slice(x, [0], [1], axes=[0]), [5, 7]), [1, 0])
+    im = b.transpose(b.reshape(b.slice(x, [1], [2], axes=[0]), [5, 7]), [1, 0])
+    real = b.sub(b.mul(re, y), b.mul(im, y))
+    imaginary = b.add(b.mul(re, b.exp(y)), b.mul(im, b.neg(y)))
+    w = rng.standard_normal((3, 5)).astype("f4")
+    module = b.finish(real, imaginary, b.dense(im, w))
+    data = [rng.standard_normal((2, 5, 7)).astype("f4"), rng.standard_normal((7, 5)).astype("f4")]
+    after = fused(module)
+    names = kernel_names(after)
+    assert sorted(names) == ["dense_0", "slice_reshape_transpose_0", "slice_reshape_transpose_exp_mul_neg_mul_add_0",
+                             "slice_reshape_transpose_mul_mul_sub_0"], names  # fmt: skip
+    re_, im_, y_ = data[0][0].T, data[0][1].T, data[1]
+    expected = [re_ * y_ - im_ * y_, re_ * np.exp(y_) - im_ * y_, im_ @ w.T]
+    for got in (tk.build(after)(*data), tk.create_executor("interpreter", after).evaluate()(*data)):
+        for g, e in zip(got, expected, strict=True):
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("n", [1, 5])
 def test_symbolic_dims_in_a_fused_group(rng, n):
     b = tk.GraphBuilder()

@@ -127,3 +127,32 @@ func.func @reduce_epilogue(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
 // KERNELS-NOT:         loop.for
 // KERNELS:             loop.store
 // KERNELS-LABEL: func.func @mul_reduce_mean_rsqrt_0(
+
+// A view read by two groups (the halves of a complex value, each read by two products):
+// each group takes its own copy of the slices and reads %x directly; no kernel
+// materializes a half.
+func.func @view_copies(%x: tensor<2x6xf32>, %y: tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>) {
+  %s = graph.slice %x {axes = array<i64: 0>, starts = array<i64: 0>, ends = array<i64: 1>, steps = array<i64: 1>} : tensor<2x6xf32> -> tensor<1x6xf32>
+  %re = graph.reshape %s {shape = array<i64: 6>} : tensor<1x6xf32> -> tensor<6xf32>
+  %t = graph.slice %x {axes = array<i64: 0>, starts = array<i64: 1>, ends = array<i64: 2>, steps = array<i64: 1>} : tensor<2x6xf32> -> tensor<1x6xf32>
+  %im = graph.reshape %t {shape = array<i64: 6>} : tensor<1x6xf32> -> tensor<6xf32>
+  %a = graph.mul %re, %y : tensor<6xf32>, tensor<6xf32> -> tensor<6xf32>
+  %b = graph.mul %im, %y : tensor<6xf32>, tensor<6xf32> -> tensor<6xf32>
+  %real = graph.sub %a, %b : tensor<6xf32>, tensor<6xf32> -> tensor<6xf32>
+  %c = graph.mul %re, %y : tensor<6xf32>, tensor<6xf32> -> tensor<6xf32>
+  %d = graph.mul %im, %y : tensor<6xf32>, tensor<6xf32> -> tensor<6xf32>
+  %imaginary = graph.add %c, %d : tensor<6xf32>, tensor<6xf32> -> tensor<6xf32>
+  func.return %real, %imaginary : tensor<6xf32>, tensor<6xf32>
+}
+// CHECK-LABEL: func.func @view_copies(
+// CHECK-NEXT:    %real = graph.fused "slice_reshape_slice_reshape_mul_mul_sub" (%x, %y)
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: tensor<2x6xf32>, %{{.*}}: tensor<6xf32>):
+// CHECK-NEXT:      graph.slice %[[X]]
+// CHECK:           graph.yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %imaginary = graph.fused "slice_reshape_slice_reshape_mul_mul_add" (%x, %y)
+// CHECK-NEXT:    ^bb0(%[[X2:.*]]: tensor<2x6xf32>, %{{.*}}: tensor<6xf32>):
+// CHECK-NEXT:      graph.slice %[[X2]]
+// CHECK:           graph.yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %real, %imaginary
