@@ -24,6 +24,7 @@ from .lowering.graph_to_te import unsupported_ops
 from .passes.checks_to_outputs import checks_as_outputs
 from .passes.pipeline import PassContext, optimize_graph, run_pipeline
 from .runtime.module import CompiledModule
+from .runtime.packed_call import packed_entry_name
 from .signature import signature_of
 
 
@@ -176,7 +177,7 @@ def build(
     timings = [t for report in reports for t in report] + native.timings
     weights = [weight_array(w) for w in native.weight_data]
     lib = (CompiledModuleWithExternals if externals else CompiledModule)(
-        native.module.address(function), signature, weights, keep_alive=native.module,
+        native.module.address(packed_entry_name(function)), signature, weights, keep_alive=native.module,
         temporaries=native.program if native.temporaries else None,
     )
     lib.external_modules = externals

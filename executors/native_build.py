@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 
 from ..backends.llvm.jit import CPUTarget
 from ..backends.llvm.object_code import ObjectCode, ObjectModule, compile_object
 from ..interpreter import find_function
 from ..lowering.hoist_temporaries import hoist_temporaries
+from ..lowering.loop_to_llvm import PACKED_ENTRY_ATTR
 from ..lowering.te_to_loop import WEIGHTS_ATTR, entry_layout
 from ..passes.pipeline import fewer_gc_pauses
 from ..runtime.graph_program import GraphProgram
@@ -65,6 +66,9 @@ def compile_loops(
     _, _, weight_data = entry_layout(host)
     program = graph_program(host, signature)
     temporaries = hoist_temporaries(host)  # the AOT entry takes the plan's storages
+    for f in loops.ops:  # the runtime calls the entry, the graph executor every function, with argument arrays
+        if isinstance(f, func.FuncOp):
+            f.attributes[PACKED_ENTRY_ATTR] = UnitAttr()
     timings: list[tuple[str, float]] = []
     key = None
     code = None

@@ -56,11 +56,15 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects import loop
+from ..runtime.packed_call import packed_entry_name
 from .denormals import FlushMode, enter_flush_mode, flushes_denormals, leave_flush_mode
 from .hoist_temporaries import hoisted_temporaries
 from .parallel_to_llvm import convert_parallel
 from .scalar_to_llvm import SCALAR_CONVERTERS, int_constant, llvm_type
 from .vectorize import convert_vectorized
+
+#: a function with this attribute also gets ``@<name>_packed(ptr)`` (see :func:`packed_entry`)
+PACKED_ENTRY_ATTR = "tk.packed_entry"
 
 #: alignment of heap buffers, in bytes (a cache line; what AVX-512 loads like)
 HEAP_ALIGNMENT = 64
@@ -416,6 +420,29 @@ def _declare_external_calls(module: ModuleOp) -> None:
         module.body.block.add_op(decl)
 
 
+def packed_entry(function: func.FuncOp, state: ConversionState) -> llvm.FuncOp:
+    """``@<name>_packed(ptr %arguments)``: loads the arguments of ``function`` (defined
+    here or declared: an external module's) from consecutive 8-byte slots of an array (a
+    pointer, or an ``i64`` holding a scalar's bits) and calls it (why:
+    ``runtime/packed_call.py``)."""
+    from .parallel_to_llvm import _from_slot, _slot_type
+
+    name = function.sym_name.data
+    if function.function_type.outputs.data:
+        raise PassFailedException(f"loop-to-llvm: a packed entry calls functions without results, not '{name}'")
+    wrapper = _FunctionConverter(packed_entry_name(name), state)
+    slots = wrapper.add_argument(llvm.LLVMPointerType())
+    slots.name_hint = "arguments"
+    types = [t for argument in function.function_type.inputs.data for t in abi_types(argument)]
+    arguments = []
+    for k, t in enumerate(types):
+        slot = wrapper._ins(llvm.GEPOp.from_mixed_indices(slots, [k], pointee_type=_slot_type(t), inbounds=True))
+        arguments.append(_from_slot(wrapper._ins, wrapper._ins(llvm.LoadOp(slot, _slot_type(t))), t))
+    wrapper._ins(llvm.CallOp(name, *arguments))
+    wrapper._ins(llvm.ReturnOp())
+    return wrapper.finish([DictionaryAttr({})])
+
+
 @dataclass(frozen=True)
 class LoopToLLVMPass(ModulePass):
     """Convert buffer-level functions (loop, arith, math, func) to the llvm dialect.
@@ -434,6 +461,8 @@ class LoopToLLVMPass(ModulePass):
         state = ConversionState(vector_bits=self.vector_bits)
         state.names |= {f.sym_name.data for f in op.ops if isinstance(f, func.FuncOp | llvm.FuncOp)}
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+            if PACKED_ENTRY_ATTR in function.attributes:
+                state.new_functions.append(packed_entry(function, state))
             if function.is_declaration:  # an external function (byoc): declared from its calls below
                 function.detach()
                 function.erase()
@@ -449,6 +478,7 @@ class LoopToLLVMPass(ModulePass):
 
 __all__ = [
     "MAX_UNROLL",
+    "PACKED_ENTRY_ATTR",
     "Buffer",
     "ConversionState",
     "LoopToLLVMPass",

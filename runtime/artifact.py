@@ -34,6 +34,7 @@ from .elf_check import elf_problem
 from .graph_program import GraphProgram, ProgramFormatError
 from .module import CompiledModule
 from .npz import load_arrays
+from .packed_call import packed_entry_name
 from .signature import Signature
 from .vm import VirtualMachine, VMProgram
 
@@ -90,7 +91,7 @@ class DeployedModule(CompiledModule):
         external_modules: list[Any] = (),
     ):
         super().__init__(
-            library.address(meta["entry"]), program.signature, weights, keep_alive=library,
+            library.address(packed_entry_name(meta["entry"])), program.signature, weights, keep_alive=library,
             temporaries=program if meta.get("entry_temporaries") else None,
         )
         self.external_modules = list(external_modules)  # kept alive: the library calls them

@@ -2,9 +2,10 @@
 
 Pure numpy + ctypes. Everything that does not change between calls is prepared once
 per set of symbol values (a *binding*): the storages of the memory plan, each kernel's
-ctypes function, each call's argument list (pointers and dims). A call then only binds
-the inputs, allocates the outputs, patches their pointers into the argument lists that
-use them, and runs ``fn(*args)`` per node: the dispatch loop does no other Python work.
+ctypes function, each call's argument array (pointers and dims, for the kernel's packed
+companion: ``packed_call.py``). A call then only binds the inputs, allocates the outputs,
+patches their pointers into the argument arrays that use them, and runs ``fn(args)`` per
+node: the dispatch loop does no other Python work.
 
 Not reentrant: two threads calling one executor at once would share its storages.
 """
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .graph_program import GraphProgram
+from .packed_call import packed_caller, packed_entry_name
 
 #: storages are aligned like the compiler's heap buffers (a cache line)
 ALIGNMENT = 64
@@ -48,23 +50,25 @@ class _Binding:
                 pointers[k] = self.storages[t.storage].ctypes.data
             elif t.kind == "weight":
                 pointers[k] = executor.weight_pointers[t.index]
-        self.calls: list[tuple[Callable[..., None], list[Any]]] = []
-        #: (argument list, position, caller slot): input k is slot k, output k is n_inputs + k
-        self.patches: list[tuple[list[Any], int, int]] = []
+        self.calls: list[tuple[Callable[..., None], Any]] = []
+        #: (argument array, position, caller slot): input k is slot k, output k is n_inputs + k
+        self.patches: list[tuple[Any, int, int]] = []
         n_inputs = len(program.signature.inputs)
         for node in program.nodes:
-            args: list[Any] = []
+            args: list[int] = []
+            patches: list[tuple[int, int]] = []
             for t in node.args:
                 tensor = program.tensors[t]
                 if tensor.kind in ("input", "output"):
-                    slot = tensor.index + (n_inputs if tensor.kind == "output" else 0)
-                    self.patches.append((args, len(args), slot))
-                    args.append(None)
+                    patches.append((len(args), tensor.index + (n_inputs if tensor.kind == "output" else 0)))
+                    args.append(0)
                 else:
                     args.append(pointers[t])
                 shape = tensor.concrete_shape(symbols)
                 args += [shape[a] for a in tensor.dynamic_axes]
-            self.calls.append((executor.functions[node.kernel], args))
+            array = (ctypes.c_int64 * len(args))(*args)
+            self.patches += [(array, position, slot) for position, slot in patches]
+            self.calls.append((executor.functions[node.kernel], array))
 
 
 class GraphExecutor:
@@ -92,12 +96,8 @@ class GraphExecutor:
         self.weight_pointers = [w.ctypes.data for w in self.weights]
         self.functions: dict[str, Callable[..., None]] = {}
         for node in program.nodes:
-            if node.kernel in self.functions:
-                continue
-            arg_types: list[type] = []
-            for t in node.args:
-                arg_types += [ctypes.c_void_p] + [ctypes.c_int64] * len(program.tensors[t].dynamic_axes)
-            self.functions[node.kernel] = ctypes.CFUNCTYPE(None, *arg_types)(lookup(node.kernel))
+            if node.kernel not in self.functions:
+                self.functions[node.kernel] = packed_caller(lookup(packed_entry_name(node.kernel)))
         self._bindings: OrderedDict[tuple[tuple[str, int], ...], _Binding] = OrderedDict()
 
     def _binding(self, symbols: dict[str, int]) -> _Binding:
@@ -122,7 +122,7 @@ class GraphExecutor:
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
         bound, outputs = self._prepare(args)
         for fn, call_args in bound.calls:
-            fn(*call_args)
+            fn(call_args)
         return self.signature.results(outputs)
 
     def run_timed(self, *args: Any) -> tuple[np.ndarray | tuple[np.ndarray, ...], list[float]]:
@@ -132,7 +132,7 @@ class GraphExecutor:
         seconds = []
         for fn, call_args in bound.calls:
             start = clock()
-            fn(*call_args)
+            fn(call_args)
             seconds.append(clock() - start)
         return self.signature.results(outputs), seconds
 

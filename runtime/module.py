@@ -1,11 +1,12 @@
 """A compiled model, callable with numpy arrays: one native call per invocation.
 
 Pure numpy + ctypes. The native entry function takes, in order, for each input then
-each output then each weight: the buffer's pointer followed by its dynamic dims
-(``int64``); then, where the compiler hoisted them (``temporaries``), each intermediate
-tensor the same way, in storages of the memory plan that are reused between calls
-(``workspace.py``). Outputs are allocated here, with shapes from the symbols bound by
-the inputs.
+each output: the buffer's pointer followed by its dynamic dims (``int64``); then each
+weight's pointer; then, where the compiler hoisted them (``temporaries``), each
+intermediate tensor the same way, in storages of the memory plan that are reused between
+calls (``workspace.py``). Outputs are allocated here, with shapes from the symbols bound
+by the inputs. The arguments go in an array to the entry's packed companion
+(``packed_call.py``: ctypes calls at most 1024 arguments, and slowly).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 from .graph_executor import GraphExecutor
 from .graph_program import GraphProgram
 from .profiler import BenchmarkResult, ProfileReport, benchmark, profile_kernels
+from .packed_call import packed_caller
 from .signature import Signature
 from .workspace import Workspaces
 from .random_state import Seedable
@@ -40,20 +42,22 @@ class CompiledModule(Seedable):
         keep_alive: Any = None,
         temporaries: GraphProgram | None = None,
     ):
-        """``temporaries``: the graph program whose temporaries the entry takes as its
+        """``entry_address``: the entry's packed companion (``packed_call.py``);
+        ``temporaries``: the graph program whose temporaries the entry takes as its
         trailing arguments (None: the entry allocates its own)."""
         self.signature = signature
         self._keep_alive = keep_alive  # the native code's owner (the JIT engine)
         self._weights = [np.asarray(w, order="C") for w in weights]
-        self._weight_pointers = [w.ctypes.data for w in self._weights]
-        arg_types: list[type] = []
-        for spec in signature.inputs + signature.entry_outputs:
-            arg_types += [ctypes.c_void_p] + [ctypes.c_int64] * len(_dynamic_dims(spec.shape))
-        arg_types += [ctypes.c_void_p] * len(self._weights)
+        #: the arguments before the weights' (each input's and output's pointer and dims)
+        self._head = sum(1 + len(_dynamic_dims(spec.shape)) for spec in signature.inputs + signature.entry_outputs)
         self._workspaces = Workspaces(temporaries) if temporaries is not None else None
-        if self._workspaces is not None:
-            arg_types += self._workspaces.argument_types()
-        self._entry = ctypes.CFUNCTYPE(None, *arg_types)(entry_address)
+        tail = len(self._workspaces.argument_types()) if self._workspaces is not None else 0
+        count = self._head + len(self._weights) + tail
+        self._arguments = ctypes.c_int64 * count
+        #: the argument array with the weight pointers in place, copied for each call
+        self._template = self._arguments()
+        self._template[self._head : self._head + len(self._weights)] = [w.ctypes.data for w in self._weights]
+        self._entry = packed_caller(entry_address)
         self._input_dynamic = [_dynamic_dims(s.shape) for s in signature.inputs]
         self._output_dynamic = [_dynamic_dims(s.shape) for s in signature.entry_outputs]
         self._static_outputs = signature.output_shapes({}) if signature.is_static else None
@@ -85,13 +89,15 @@ class CompiledModule(Seedable):
         for array, dynamic in zip(outputs, self._output_dynamic):
             call_args.append(array.ctypes.data)
             call_args += [array.shape[k] for k in dynamic]
-        call_args += self._weight_pointers
+        arguments = self._arguments.from_buffer_copy(self._template)
+        arguments[: self._head] = call_args
         if self._workspaces is None:
-            self._entry(*call_args)
+            self._entry(arguments)
         else:
             workspace = self._workspaces.take(symbols)
             try:
-                self._entry(*call_args, *workspace.arguments)
+                arguments[self._head + len(self._weights) :] = workspace.arguments
+                self._entry(arguments)
             finally:
                 self._workspaces.give_back(workspace)
         return self.signature.results(outputs)

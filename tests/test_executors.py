@@ -68,6 +68,30 @@ def test_a_model_without_inputs_or_outputs():
         assert tk.create_executor(kind, module).evaluate()() == ()
 
 
+def test_more_arguments_than_ctypes_calls(rng, tmp_path):
+    """A model with 1030 weights (EfficientNet-B7 has 1185): its entry takes 1032
+    arguments and its first kernel (1024 fused products) 1026, beyond ctypes' 1024. Every
+    executor calls it (through the packed companions), the shared library too; one build
+    at a symbolic batch size checks the dims read from the argument array."""
+    from tensorkiln.runtime import load_module
+
+    weights = [rng.uniform(0.9, 1.1, (1, 5)).astype("f4") for _ in range(1030)]
+    b = tk.GraphBuilder()
+    y = x = b.input("x", ("n", 5))
+    for w in weights:
+        y = b.mul(y, w)
+    module = b.finish(y)
+    lib = tk.build(module)
+    assert len(lib.graph_program.nodes) == 2
+    lib.export_library(tmp_path / "model")
+    runs = [lib, lib.graph_executor(), *(load_module(tmp_path / "model", executor=k) for k in ("aot", "graph"))]
+    for n in (1, 4):
+        data = rng.standard_normal((n, 5)).astype("f4")
+        expected = data * np.prod(np.concatenate(weights), axis=0)
+        for run in runs:
+            np.testing.assert_allclose(run(data), expected, rtol=1e-5)
+
+
 def test_unknown_executor_kind_is_named():
     with pytest.raises(ValueError, match="unknown executor kind 'relay'.*graph.*vm"):
         tk.create_executor("relay", _mlp_module(np.random.default_rng(0)))

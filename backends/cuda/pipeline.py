@@ -12,7 +12,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 
 from ...passes.pipeline import PassContext, optimize_graph, run_pipeline
 
@@ -114,8 +114,10 @@ def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int |
     from ...build import compilable_copy, to_llvm, weight_array
     from ...byoc.bind import CompiledModuleWithExternals, bind_externals
     from ...interpreter import find_function
+    from ...lowering.loop_to_llvm import PACKED_ENTRY_ATTR
     from ...lowering.te_to_loop import entry_layout
     from ...runtime.module import CompiledModule
+    from ...runtime.packed_call import packed_entry_name
     from ...signature import signature_of
 
     start = time.perf_counter()
@@ -126,10 +128,11 @@ def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int |
     timings = gpu_passes(work, ctx, target)
     _, _, weights = entry_layout(find_function(work, function))
     cpu = CPUTarget.parse("llvm")
+    find_function(work, function).attributes[PACKED_ENTRY_ATTR] = UnitAttr()
     timings += run_pipeline(work, ("emulate-gpu",) + to_llvm(cpu), ctx)
     jit = jit_compile(work, cpu)
     lib = (CompiledModuleWithExternals if externals else CompiledModule)(
-        jit.address(function), signature, [weight_array(w) for w in weights], keep_alive=jit
+        jit.address(packed_entry_name(function)), signature, [weight_array(w) for w in weights], keep_alive=jit
     )
     lib.external_modules = externals
     lib.pass_timings = timings + jit.timings
