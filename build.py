@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, UnitAttr
 
 from .backends.llvm.jit import CPUTarget
 from .byoc.bind import CompiledModuleWithExternals, bind_externals
@@ -25,6 +25,7 @@ from .passes.checks_to_outputs import checks_as_outputs
 from .passes.pipeline import PassContext, optimize_graph, run_pipeline
 from .runtime.module import CompiledModule
 from .runtime.packed_call import packed_entry_name
+from .runtime.signature import Signature
 from .signature import signature_of
 
 
@@ -97,6 +98,29 @@ def lower_to_llvm_dialect(
     dialect: f32 exp/log/tanh/erf/pow expanded to vectorisable arith code, then loop-to-llvm."""
     run_pipeline(loops, to_llvm(CPUTarget.parse(target)), ctx or PassContext(opt_level=0, dump_ir=False))
     return loops
+
+
+def jit_loops(loops: ModuleOp, signature: Signature, target: str = "llvm", function: str = "main") -> CompiledModule:
+    """A loop-dialect module (from :func:`lower_to_loops`, its kernels scheduled by hand)
+    lowered in place and JIT-compiled: callable like ``tk.build``'s result.
+
+    Example::
+
+        loops = lower_to_loops(module)
+        for kernel in kernels(loops):
+            Schedule(kernel).vectorize("i1")
+        lib = jit_loops(loops, signature_of(find_function(module, "main")))
+    """
+    from .backends.llvm.jit import jit_compile
+    from .lowering.loop_to_llvm import PACKED_ENTRY_ATTR
+    from .lowering.te_to_loop import entry_layout
+
+    host = find_function(loops, function)
+    _, _, weights = entry_layout(host)
+    host.attributes[PACKED_ENTRY_ATTR] = UnitAttr()  # what CompiledModule calls
+    lower_to_llvm_dialect(loops, target=target)
+    jit = jit_compile(loops, CPUTarget.parse(target))
+    return CompiledModule(jit.address(packed_entry_name(function)), signature, [weight_array(w) for w in weights], keep_alive=jit)
 
 
 #: the loop -> llvm pipeline in a build: its input is the scheduled module verified just before

@@ -647,10 +647,8 @@ def _annotate(function: func.FuncOp) -> None:
 
 
 def _build_annotated(module):
-    from tensorkiln.build import lower_to_loops, weight_array
+    from tensorkiln.build import jit_loops, lower_to_loops
     from tensorkiln.interpreter import find_function
-    from tensorkiln.lowering.te_to_loop import entry_layout
-    from tensorkiln.runtime.module import CompiledModule
     from tensorkiln.signature import signature_of
 
     loops = lower_to_loops(module)
@@ -660,11 +658,8 @@ def _build_annotated(module):
             _annotate(f)
             kinds |= {o.kind.data for o in f.walk() if hasattr(o, "kind") and isinstance(o.kind, StringAttr)}
     assert {"parallel", "vectorized"} <= kinds
-    _, _, weights = entry_layout(find_function(loops, "main"))
-    lower_to_llvm_dialect(loops)
-    jit = jit_compile(loops, HOST)
     signature = signature_of(find_function(module, "main"))
-    return CompiledModule(jit.address("main"), signature, [weight_array(w) for w in weights], keep_alive=jit)
+    return jit_loops(loops, signature)
 
 
 @pytest.mark.parametrize("model", ["mlp", "small_cnn"])

@@ -14,10 +14,8 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 import tensorkiln as tk
-from tensorkiln.backends.llvm.jit import CPUTarget, jit_compile
-from tensorkiln.build import lower_to_llvm_dialect, lower_to_loops, weight_array
+from tensorkiln.build import jit_loops, lower_to_loops
 from tensorkiln.interpreter import find_function
-from tensorkiln.lowering.te_to_loop import entry_layout
 from tensorkiln.passes.pipeline import PassContext, optimize_graph
 from tensorkiln.runtime.module import CompiledModule
 from tensorkiln.schedule import PRIMITIVES, Schedule, ScheduleError, kernels, trace_from_json, trace_to_json
@@ -49,10 +47,7 @@ def build_scheduled(
         fn = schedule.get(tag) if isinstance(schedule, dict) else schedule
         if fn is not None:
             fn(Schedule(kernel))
-    _, _, weights = entry_layout(find_function(loops, "main"))
-    lower_to_llvm_dialect(loops)
-    jit = jit_compile(loops, CPUTarget.parse("llvm"))
-    return CompiledModule(jit.address("main"), signature, [weight_array(w) for w in weights], keep_alive=jit)
+    return jit_loops(loops, signature)
 
 
 def check(module: ModuleOp, schedule, arrays, expected, fuse: bool = False, rtol: float = 1e-5) -> None:

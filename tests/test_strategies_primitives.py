@@ -8,12 +8,9 @@ import numpy as np
 import pytest
 
 import tensorkiln as tk
-from tensorkiln.backends.llvm.jit import CPUTarget, jit_compile
-from tensorkiln.build import lower_to_llvm_dialect, lower_to_loops, weight_array
+from tensorkiln.build import jit_loops, lower_to_loops
 from tensorkiln.dialects import loop
 from tensorkiln.interpreter import find_function
-from tensorkiln.lowering.te_to_loop import entry_layout
-from tensorkiln.runtime.module import CompiledModule
 from tensorkiln.schedule import Schedule, ScheduleError, kernels
 from tensorkiln.schedule.nest import static_value
 from tensorkiln.schedule.strategies import pack_constant_arguments
@@ -31,10 +28,7 @@ def compiled(module, schedule):
     for kernel in kernels(loops):
         schedule(Schedule(kernel))
     pack_constant_arguments(loops)
-    _, _, weights = entry_layout(find_function(loops, "main"))
-    lower_to_llvm_dialect(loops)
-    jit = jit_compile(loops, CPUTarget.parse("llvm"))
-    return CompiledModule(jit.address("main"), signature, [weight_array(w) for w in weights], keep_alive=jit)
+    return jit_loops(loops, signature)
 
 
 def matmul(m, k, n):
