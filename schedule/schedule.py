@@ -31,7 +31,15 @@ from xdsl.dialects.builtin import ModuleOp
 from .cache import cache_read, cache_write, compute_at, compute_inline
 from .denormals import flush_denormals
 from .loops import bind, fuse, parallel, reorder, split, tile, unroll, vectorize
-from .nest import ScheduleError, all_loops, deferred_verification, find_loop, normalize, static_trip_bound
+from .nest import (
+    ScheduleError,
+    all_loops,
+    deferred_verification,
+    find_loop,
+    normalize,
+    static_trip_bound,
+    throwaway_kernel,
+)
 from .layout import transform_layout
 from .overcompute import overcompute
 from .simplify import simplify_indices
@@ -249,7 +257,7 @@ def schedule_on_clone(kernel: func.FuncOp, strategy: Callable[[Schedule], Any]) 
         trial = schedule_on_clone(kernel, lambda s: s.vectorize("i1"))
     """
     trial = kernel.clone()
-    with deferred_verification():
+    with deferred_verification(), throwaway_kernel():
         strategy(Schedule(trial))
     try:
         trial.verify()

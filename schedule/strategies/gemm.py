@@ -36,7 +36,7 @@ from pathlib import Path
 from xdsl.ir import BlockArgument, SSAValue
 
 from ...dialects import loop
-from ..nest import ScheduleError
+from ..nest import ScheduleError, transaction
 from ..schedule import Schedule
 from .analysis import KernelInfo, epilogue_is_elementwise, tile_factor
 from .parallel import PARALLEL_MIN_PRODUCT_WORK, parallelize_outer
@@ -165,7 +165,8 @@ def gemm(
         at = co if co in s.loops() else parallel if parallel and parallel.endswith(f".{co}.fused") else None
         if at is not None:
             try:
-                s.cache_read(panel, at)
+                with transaction():
+                    s.cache_read(panel, at)
             except ScheduleError:  # a panel too big for a local buffer
                 pass
 
