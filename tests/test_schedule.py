@@ -529,6 +529,37 @@ def test_failure_after_partial_rewrite_restores_the_kernel() -> None:
     s.kernel.verify()
 
 
+def test_primitives_on_a_throwaway_copy_keep_no_backup(monkeypatch) -> None:
+    """Inside schedule_on_clone a failing primitive drops the whole copy, so primitives
+    clone the kernel once (the copy), not once each as a backup; a failure the strategy
+    catches and goes on from is rolled back by transaction(): the same partial rewrite
+    of cache_write as above, then the strategy's next step applies to the intact kernel."""
+    from xdsl.dialects import func
+
+    from tensorkiln.schedule.nest import transaction
+    from tensorkiln.schedule.schedule import schedule_on_clone
+
+    kernel = tk.parse_module(TRIANGLE).ops.first
+    clones = []
+    original_clone = func.FuncOp.clone
+    monkeypatch.setattr(func.FuncOp, "clone", lambda self, *a, **k: clones.append(1) or original_clone(self, *a, **k))
+    before = str(kernel)
+
+    def strategy(s: Schedule) -> None:
+        intact = str(s.kernel)
+        with pytest.raises(ScheduleError, match="cache_write"):
+            with transaction():
+                s.cache_write("o")
+        assert str(s.kernel) == intact
+        s.split("i", 2)
+        s.unroll("i.inner")
+
+    trial = schedule_on_clone(kernel, strategy)
+    assert len(clones) == 2  # the copy, and the backup of the one transaction
+    assert str(kernel) == before and "i.inner" in str(trial)
+    trial.verify()
+
+
 def test_replay_errors() -> None:
     kernel = matmul_kernel()
     with pytest.raises(ScheduleError, match="not JSON"):
