@@ -56,6 +56,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects import loop
+from . import llvm_ops
 from ..runtime.packed_call import packed_entry_name
 from .denormals import FlushMode, enter_flush_mode, flushes_denormals, leave_flush_mode
 from .hoist_temporaries import hoisted_temporaries
@@ -198,9 +199,9 @@ class _FunctionConverter:
             case loop.YieldOp():
                 pass
             case loop.LoadOp():
-                self.values[op.result] = self._ins(llvm.LoadOp(self.address(op.buffer, op.indices), op.result.type))
+                self.values[op.result] = self._ins(llvm_ops.load(self.address(op.buffer, op.indices), op.result.type))
             case loop.StoreOp():
-                self._ins(llvm.StoreOp(self.values[op.value], self.address(op.buffer, op.indices)))
+                self._ins(llvm_ops.store(self.values[op.value], self.address(op.buffer, op.indices)))
             case loop.AllocOp():
                 self.convert_alloc(op)
             case loop.FreeOp():
@@ -326,18 +327,16 @@ class _FunctionConverter:
         for axis in reversed(range(len(indices))):
             idx = indices[axis]
             term = idx if _is_one(stride) else self._mul(idx, stride)
-            offset = term if offset is None else self._ins(llvm.AddOp(offset, term))
+            offset = term if offset is None else self._ins(llvm_ops.add(offset, term))
             if axis:
                 stride = self._mul_sizes(stride, buf.sizes[axis])
         if offset is None:
             return buf.pointer
-        return self._ins(
-            llvm.GEPOp.from_mixed_indices(buf.pointer, [offset], pointee_type=buf.element, inbounds=True)
-        )
+        return self._ins(llvm_ops.gep(buf.pointer, offset, buf.element))
 
     def _mul(self, value: SSAValue, factor: int | SSAValue) -> SSAValue:
         f = int_constant(self.b, factor) if isinstance(factor, int) else factor
-        return self._ins(llvm.MulOp(value, f))
+        return self._ins(llvm_ops.mul(value, f))
 
     def _mul_sizes(self, a: int | SSAValue, c: int | SSAValue) -> int | SSAValue:
         if isinstance(a, int) and isinstance(c, int):

@@ -26,6 +26,7 @@ from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from ..dialects.scalar import ErfcOp, LgammaOp, RemFOp
+from . import llvm_ops
 
 Converter = Callable[[Builder, Operation, Sequence[SSAValue]], SSAValue]
 
@@ -66,7 +67,7 @@ def intrinsic(b: Builder, name: str, args: Sequence[SSAValue], result: Attribute
 
 
 def int_constant(b: Builder, value: int, t: Attribute = i64) -> SSAValue:
-    return _ins(b, llvm.ConstantOp(IntegerAttr(value, t), t))
+    return _ins(b, llvm_ops.constant(value, t))
 
 
 # ---------------------------------------------------------------------------
@@ -83,7 +84,7 @@ def _constant(b: Builder, op: arith.ConstantOp, _: Sequence[SSAValue]) -> SSAVal
         v = value.value.data
         if t == i1:
             v = 1 if v else 0
-        return _ins(b, llvm.ConstantOp(IntegerAttr(v, t), t))
+        return _ins(b, llvm_ops.constant(v, t))
     raise NotImplementedError(f"arith.constant of {value}")
 
 

@@ -99,6 +99,7 @@ from xdsl.traits import Pure
 
 from ..dialects import loop
 from ..dialects.scalar import RemFOp
+from . import llvm_ops
 from .scalar_to_llvm import SCALAR_CONVERTERS, int_constant, llvm_type
 
 if TYPE_CHECKING:
@@ -686,7 +687,7 @@ class _Vectorizer:
             return self.conv.values[v]
         if kind == LINEAR:
             offset = int_constant(self.b, lane * self.plan.strides[v], self.conv.values[v].type)
-            return self.ins(llvm.AddOp(self.conv.values[v], offset))
+            return self.ins(llvm_ops.add(self.conv.values[v], offset))
         return self.extract(self.vectors[v], lane)
 
     def extract(self, vec: SSAValue, lane: int) -> SSAValue:
@@ -731,12 +732,12 @@ class _Vectorizer:
                 self.vectors[o.result] = self.ins(llvm.TruncOp(raw, VectorType(i1, [self.lanes])))
                 return
             vt = vector_type(t, self.lanes)
-            self.vectors[o.result] = self.ins(llvm.LoadOp(address, vt, alignment=size))
+            self.vectors[o.result] = self.ins(llvm_ops.load(address, vt, alignment=size))
             return
         lanes = []
         for lane in range(self.lanes):
             address = self.conv.address_of(buf, [self.lane(i, lane) for i in o.indices])
-            lanes.append(self.ins(llvm.LoadOp(address, llvm_type(t))))
+            lanes.append(self.ins(llvm_ops.load(address, llvm_type(t))))
         self.vectors[o.result] = self.assemble(lanes)
 
     def emit_store(self, o: loop.StoreOp) -> None:
@@ -746,11 +747,11 @@ class _Vectorizer:
             value = self.vector(o.value) if o.value not in self.vectors else self.vectors[o.value]
             if o.value.type == i1:  # one byte per boolean (see emit_load)
                 value = self.ins(llvm.ZExtOp(value, VectorType(i8, [self.lanes])))
-            self.ins(llvm.StoreOp(value, self.conv.address(o.buffer, o.indices), alignment=size))
+            self.ins(llvm_ops.store(value, self.conv.address(o.buffer, o.indices), alignment=size))
             return
         for lane in range(self.lanes):
             address = self.conv.address_of(buf, [self.lane(i, lane) for i in o.indices])
-            self.ins(llvm.StoreOp(self.lane(o.value, lane), address))
+            self.ins(llvm_ops.store(self.lane(o.value, lane), address))
 
     def operand_vectors(self, o: Operation) -> list[SSAValue]:
         return [self.vectors[v] if v in self.vectors else self.vector(v) for v in o.operands]
