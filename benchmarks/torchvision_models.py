@@ -28,6 +28,7 @@ import torch  # noqa: E402
 
 import tensorkiln as tk  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
+from tensorkiln.tools.model_check import randomize_zeros  # noqa: E402
 
 MODELS = (
     "resnet50", "mobilenet_v3_large", "efficientnet_b0", "regnet_y_400mf", "densenet121",
@@ -38,13 +39,7 @@ MODELS = (
 def _model(name: str) -> torch.nn.Module:
     import torchvision
 
-    model = getattr(torchvision.models, name)(weights=None).eval()
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for p in model.parameters():
-            if not p.abs().max():  # zero-initialised heads would hide every layer before them
-                p.copy_(torch.randn(p.shape, generator=generator) * 0.05)
-    return model
+    return randomize_zeros(getattr(torchvision.models, name)(weights=None).eval())
 
 
 def bench(name: str, repeat: int, with_ort: bool) -> list[str]:

@@ -177,13 +177,15 @@ def _cases(T: Any, torch: Any) -> dict[str, Callable[[], tuple[Any, dict]]]:
 
 
 def _tensors(value: Any) -> list[Any]:
-    """The tensors of a model output (ModelOutput, tuple, tensor), in order."""
+    """The tensors of a model output (ModelOutput, dict, tuple, tensor), in order."""
     import torch
 
     if isinstance(value, torch.Tensor):
         return [value]
     if hasattr(value, "to_tuple"):
         value = value.to_tuple()
+    if isinstance(value, dict):
+        value = tuple(value.values())
     if isinstance(value, tuple | list):
         return [t for v in value for t in _tensors(v)]
     return []
