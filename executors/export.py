@@ -7,7 +7,9 @@
                     SHA-256, the weights' names, shapes and dtypes
       graph.json    the graph executor's program (runtime/graph_program.py documents it)
       model.so      the native code: the object code of the build linked by the system
-                    C compiler (``cc -shared``), every kernel and the AOT entry exported
+                    C compiler (``cc -shared``), every kernel and the AOT entry exported,
+                    each with its ``<name>_packed`` companion taking one argument array
+                    (what the runtime calls: ``runtime/packed_call.py``)
       weights.npz   the weights, ``w0``, ``w1``... (numpy's format; read with
                     ``allow_pickle=False``), replaceable by others of the same shapes
       externals/    only when the model calls BYOC external modules: ``<k>.bin``, each
