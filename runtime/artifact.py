@@ -90,8 +90,12 @@ class DeployedModule(CompiledModule):
         executor: str,
         external_modules: list[Any] = (),
     ):
+        try:
+            entry = library.address(packed_entry_name(meta["entry"]))
+        except ArtifactError as error:
+            raise ArtifactError(f"{error} (an artifact exported before entries had packed companions: export it again)") from None
         super().__init__(
-            library.address(packed_entry_name(meta["entry"])), program.signature, weights, keep_alive=library,
+            entry, program.signature, weights, keep_alive=library,
             temporaries=program if meta.get("entry_temporaries") else None,
         )
         self.external_modules = list(external_modules)  # kept alive: the library calls them

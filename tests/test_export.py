@@ -151,6 +151,12 @@ def _drop_a_weight(path: Path) -> None:
     np.savez(path / "weights.npz", **weights)
 
 
+def _rename_the_entry(path: Path) -> None:
+    meta = json.loads((path / "meta.json").read_text())
+    meta["entry"] = "old_main"
+    (path / "meta.json").write_text(json.dumps(meta))
+
+
 def _pickled_weight(path: Path) -> None:
     weights = _weights(path)
     weights["w0"] = np.array([{"evil": 1}], dtype=object)
@@ -172,6 +178,7 @@ def _pickled_weight(path: Path) -> None:
         (_reshape_a_weight, r"weight 'w0' is float32\[3, 3\], the model needs float32\[23, 19\]|weight 'w0' is float32\[3, 3\]"),
         (_drop_a_weight, r"weight 'w1' missing"),
         (_pickled_weight, r"weights\.npz: not a readable \.npz weights file"),
+        (_rename_the_entry, r"no function 'old_main_packed' \(an artifact exported before .*export it again"),
     ],
 )
 def test_a_corrupt_artifact_gives_a_clear_error(exported, damage, message):
