@@ -11,7 +11,13 @@ Not folded:
 - ops whose result is much larger than their inputs (``broadcast_to`` of a scalar to a
   big tensor, a ``concat`` of a splat with itself...): a result over ``max_growth`` times
   the total input bytes *and* over ``min_bytes_to_limit`` bytes stays an op, so the
-  constant data in memory does not blow up;
+  constant data in memory does not blow up. A ``broadcast_to`` of a constant that stays
+  an op still folds into consumers that mix it with other constants of more than one
+  element: they read it as a broadcast view of its source (counted at the source's
+  bytes) and are held to ``max_bytes`` (1 MB) instead. A mask assembled from a splat and
+  constants by concatenations and slices (Swin3D's shifted windows: 8x56x56) so folds
+  whole, where the splat alone (8x49x49, 77 KB) would not; a broadcast only moved,
+  copied, or read by computed values stays a broadcast, read as one element;
 - ops with a symbolic result shape, ops with regions, ops without reference semantics,
   and ops whose result is unused (``dce`` removes those).
 
@@ -48,6 +54,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects.graph import ConstantOp, GraphOp
+from ..dialects.graph.shape import BroadcastToOp
 from ..dialects.graph.types import WeightAttr, element_type_of, num_elements, numpy_dtype, shape_of
 
 #: name of folded constants longer than this fall back to the first input's name
@@ -60,6 +67,23 @@ def constant_array(value: SSAValue) -> np.ndarray | None:
     if isinstance(owner, ConstantOp):
         return owner.array()
     return None
+
+
+def _constant_source(value: SSAValue) -> SSAValue:
+    """The constant a ``broadcast_to`` of a constant reads, else ``value`` itself."""
+    owner = value.owner
+    if isinstance(owner, BroadcastToOp) and isinstance(owner.operands[0].owner, ConstantOp):
+        return owner.operands[0]
+    return value
+
+
+def _folding_operand(value: SSAValue) -> np.ndarray | None:
+    """The value of an operand when it is constant or a broadcast of one (a view)."""
+    source = _constant_source(value)
+    array = constant_array(source)
+    if array is None or source is value:
+        return array
+    return np.broadcast_to(array, tuple(shape_of(value.type)))
 
 
 def static_nbytes(t: TensorType) -> int | None:
@@ -101,13 +125,20 @@ class FoldConstantsPattern(RewritePattern):
     max_growth: float = 2.0
     min_bytes_to_limit: int = 64 * 1024
     inline_limit: int = 0
+    max_bytes: int = 1 << 20
 
     def too_large(self, op: Operation) -> bool:
         result = static_nbytes(op.results[0].type)
         if result is None:
             return True
-        inputs = sum(static_nbytes(v.type) or 0 for v in op.operands)
-        return result > self.max_growth * inputs and result > self.min_bytes_to_limit
+        sources = [_constant_source(v) for v in op.operands]
+        inputs = sum(static_nbytes(v.type) or 0 for v in sources)
+        # a splat mixed with other constants (not moved or copied alone: that stays a splat)
+        mixes_a_splat = any(s is not v for s, v in zip(sources, op.operands)) and any(
+            s is v and (num_elements(shape_of(v.type)) or 0) > 1 for s, v in zip(sources, op.operands)
+        )
+        limit = self.max_bytes if mixes_a_splat else self.min_bytes_to_limit
+        return result > self.max_growth * inputs and result > limit
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if (
@@ -119,7 +150,7 @@ class FoldConstantsPattern(RewritePattern):
             or not op.results[0].uses
         ):
             return
-        arrays = [constant_array(v) for v in op.operands]
+        arrays = [_folding_operand(v) for v in op.operands]
         if any(a is None for a in arrays) or self.too_large(op):
             return
         result_type = op.results[0].type

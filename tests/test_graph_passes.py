@@ -92,6 +92,27 @@ def test_fold_constants_size_limit():
     assert any(a.shape == (4, 4) and np.all(a == 3.0) for a in consts)
 
 
+def test_fold_constants_folds_a_mask_built_around_a_big_splat(rng):
+    """Swin3D's shifted-window mask: a splat (8x49x49, 77 KB: not folded alone) concatenated
+    with region labels, sliced and concatenated again, folds into one 8x56x56 constant;
+    a splat only reshaped, or read by computed values, stays a broadcast."""
+    b = tk.GraphBuilder()
+    x = b.input("x", (8, 56, 56))
+    splat = b.broadcast_to(b.constant(np.float32(0.0)), (8, 49, 49))
+    right = b.constant(rng.integers(1, 9, (8, 49, 7)).astype(np.float32), "right")
+    bottom = b.constant(rng.integers(1, 9, (8, 7, 56)).astype(np.float32), "bottom")
+    mask = b.concat([b.concat([splat, right], axis=2), bottom], axis=1)
+    labels = b.constant(rng.integers(1, 9, (8, 56, 4)).astype(np.float32), "labels")
+    mask = b.concat([b.slice(mask, [0], [52], axes=[2]), labels], axis=2)
+    lone = b.reshape(b.broadcast_to(b.constant(np.float32(2.0)), (8, 49, 49)), (8, 2401))
+    y = b.add(b.add(x, mask), b.mul(b.broadcast_to(b.constant(np.float32(3.0)), (8, 56, 56)), x))
+    module = b.finish(b.add(y, b.reshape(b.reduce_sum(lone, [1], False), (8, 1, 1))))
+    optimized = _check_pass(module, ["fold-constants", "dce"], [rng.standard_normal((8, 56, 56)).astype(np.float32)])
+    assert "graph.concat" not in _ops(optimized) and "graph.slice" not in _ops(optimized)
+    assert _ops(optimized).count("graph.broadcast_to") == 2  # x * 3 and the lone splat's
+    assert any(op.array().shape == (8, 56, 56) for op in optimized.walk() if isinstance(op, ConstantOp))
+
+
 def test_fold_constants_keeps_0d_values_0d(rng):
     """A chain of 0-d constants folds to 0-d arrays (np.ascontiguousarray made them 1-d:
     torch.lerp's weight chain failed to fold with 'gave shape (1,)')."""
