@@ -424,17 +424,23 @@ _BACKUP_EACH = contextvars.ContextVar("tk_schedule_backup_each", default=True)
 
 
 @contextlib.contextmanager
+def _setting(variable: contextvars.ContextVar, value: bool) -> Iterator[None]:
+    token = variable.set(value)
+    try:
+        yield
+    finally:
+        variable.reset(token)
+
+
+@contextlib.contextmanager
 def throwaway_kernel() -> Iterator[None]:
     """Inside this block the kernel is a copy that is dropped when a primitive fails
     (``schedule_on_clone``): primitives keep no backup to restore it from. The backup, a
     clone of the whole kernel per primitive, was half the scheduling time of a model
     (DenseNet-121: 9.5 of 18 s). Code in the block that catches a failing primitive and
     goes on must wrap it in :func:`transaction`."""
-    token = _BACKUP_EACH.set(False)
-    try:
+    with _setting(_BACKUP_EACH, False):
         yield
-    finally:
-        _BACKUP_EACH.reset(token)
 
 
 @contextlib.contextmanager
@@ -450,11 +456,8 @@ def transaction() -> Iterator[None]:
         except ScheduleError:
             pass  # the kernel is as it was before cache_read
     """
-    token = _BACKUP_EACH.set(True)
-    try:
+    with _setting(_BACKUP_EACH, True):
         yield
-    finally:
-        _BACKUP_EACH.reset(token)
 
 
 @contextlib.contextmanager
@@ -463,11 +466,8 @@ def deferred_verification() -> Iterator[None]:
     half the time of a primitive); the caller verifies it once at the end -- the tuner,
     instantiating hundreds of candidate schedules and dropping any that fails. A
     failing primitive still restores the kernel and raises :class:`ScheduleError`."""
-    token = _VERIFY_EACH.set(False)
-    try:
+    with _setting(_VERIFY_EACH, False):
         yield
-    finally:
-        _VERIFY_EACH.reset(token)
 
 
 def transformation(name: str):

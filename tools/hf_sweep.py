@@ -15,12 +15,13 @@ that the whole survey takes minutes; the weights are random.
 from __future__ import annotations
 
 import argparse
-import time
-from collections import Counter
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from tensorkiln.tools.model_check import output_tensors, survey
 
 SEQUENCE, VOCABULARY = 13, 99
 SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, vocab_size=VOCABULARY)
@@ -176,21 +177,6 @@ def _cases(T: Any, torch: Any) -> dict[str, Callable[[], tuple[Any, dict]]]:
     }  # fmt: skip
 
 
-def _tensors(value: Any) -> list[Any]:
-    """The tensors of a model output (ModelOutput, dict, tuple, tensor), in order."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if hasattr(value, "to_tuple"):
-        value = value.to_tuple()
-    if isinstance(value, dict):
-        value = tuple(value.values())
-    if isinstance(value, tuple | list):
-        return [t for v in value for t in _tensors(v)]
-    return []
-
-
 #: token inputs whose sequence axis (1) is symbolic with ``--dynamic``
 SEQUENCE_INPUTS = ("input_ids", "attention_mask", "decoder_input_ids")
 
@@ -259,7 +245,7 @@ def check(make: Callable[[], tuple[Any, dict]], dynamic: bool = False) -> tuple[
         for run in [inputs] if shapes is None else [_resized(inputs, n) for n in (5, 13, 40)]:
             stage = "run"
             with torch.no_grad():
-                want = [t.numpy() for t in _tensors(model(**run))]
+                want = [t.numpy() for t in output_tensors(model(**run))]
             got = lib(*(t.numpy() for t in run.values()))
             got = list(got) if isinstance(got, tuple) else [got]
             if len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want)):
@@ -288,13 +274,7 @@ def main() -> None:
     unknown = sorted(set(names) - set(cases))
     if unknown:
         raise SystemExit(f"unknown models {unknown}; known: {', '.join(cases)}")
-    counts: Counter[str] = Counter()
-    for name in names:
-        start = time.perf_counter()
-        status, detail = check(cases[name], args.dynamic)
-        counts[status] += 1
-        print(f"{name} {status} {detail} ({time.perf_counter() - start:.1f} s)", flush=True)
-    print("summary:", ", ".join(f"{status} {n}" for status, n in counts.most_common()))
+    survey((name, functools.partial(check, cases[name], args.dynamic)) for name in names)
 
 
 if __name__ == "__main__":

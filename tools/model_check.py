@@ -12,11 +12,38 @@ message).
 from __future__ import annotations
 
 import time
+from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-from tensorkiln.tools.hf_sweep import _tensors
+
+def output_tensors(value: Any) -> list[Any]:
+    """The tensors of a model output (ModelOutput, dict, tuple, tensor), in order."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if hasattr(value, "to_tuple"):
+        value = value.to_tuple()
+    if isinstance(value, dict):
+        value = tuple(value.values())
+    if isinstance(value, tuple | list):
+        return [t for v in value for t in output_tensors(v)]
+    return []
+
+
+def survey(checks: Iterable[tuple[str, Callable[[], tuple[str, str]]]]) -> None:
+    """Run each ``(label, check)``, printing ``label STATUS detail (seconds)`` as it ends,
+    then a summary by status."""
+    counts: Counter[str] = Counter()
+    for label, check in checks:
+        start = time.perf_counter()
+        status, detail = check()
+        counts[status] += 1
+        print(f"{label} {status} {detail} ({time.perf_counter() - start:.1f} s)", flush=True)
+    print("summary:", ", ".join(f"{status} {n}" for status, n in counts.most_common()))
 
 
 def randomize_zeros(model: Any, seed: int = 0) -> Any:
@@ -53,7 +80,7 @@ def check_model(model: Any, inputs: tuple[Any, ...]) -> tuple[str, str]:
         build_s = time.perf_counter() - start
         stage = "run"
         with torch.no_grad():
-            want = [t.numpy() for t in _tensors(model(*inputs))]
+            want = [t.numpy() for t in output_tensors(model(*inputs))]
         got = lib(*(t.numpy() for t in inputs))
         got = list(got) if isinstance(got, tuple) else [got]
         if not want:
@@ -67,4 +94,4 @@ def check_model(model: Any, inputs: tuple[Any, ...]) -> tuple[str, str]:
     return status, f"build {build_s:.1f} s, rel. L2 error {max(errors):.1e} ({len(errors)} outputs)"
 
 
-__all__ = ["check_model", "randomize_zeros"]
+__all__ = ["check_model", "output_tensors", "randomize_zeros", "survey"]

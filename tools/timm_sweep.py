@@ -14,11 +14,10 @@ their parameters on the meta device (no weights are made for the others).
 from __future__ import annotations
 
 import argparse
-import time
-from collections import Counter
+import functools
 from typing import Any
 
-from tensorkiln.tools.model_check import check_model, randomize_zeros
+from tensorkiln.tools.model_check import check_model, randomize_zeros, survey
 
 
 def _smallest_per_module(timm: Any, torch: Any) -> dict[str, tuple[str, float]]:
@@ -72,13 +71,10 @@ def main() -> None:
                 chosen[_registry._model_to_module[name]] = (name, sum(p.numel() for p in timm.create_model(name).parameters()) / 1e6)
     else:
         chosen = _smallest_per_module(timm, torch)
-    counts: Counter[str] = Counter()
-    for module, (name, millions) in sorted(chosen.items()):
-        start = time.perf_counter()
-        status, detail = check(timm, name, millions, args.max_params)
-        counts[status] += 1
-        print(f"{module}/{name} {status} {detail} ({time.perf_counter() - start:.1f} s)", flush=True)
-    print("summary:", ", ".join(f"{status} {n}" for status, n in counts.most_common()))
+    survey(
+        (f"{module}/{name}", functools.partial(check, timm, name, millions, args.max_params))
+        for module, (name, millions) in sorted(chosen.items())
+    )
 
 
 if __name__ == "__main__":

@@ -17,11 +17,10 @@ every layer.
 from __future__ import annotations
 
 import argparse
-import time
-from collections import Counter
+import functools
 from typing import Any
 
-from tensorkiln.tools.model_check import check_model, randomize_zeros
+from tensorkiln.tools.model_check import check_model, randomize_zeros, survey
 
 #: torchvision module -> the input of its models (batch 1)
 INPUTS = {
@@ -90,13 +89,7 @@ def main() -> None:
     unknown = sorted(set(names) - set(families))
     if unknown:
         raise SystemExit(f"unknown models {unknown}; known: {', '.join(families)}")
-    counts: Counter[str] = Counter()
-    for name in names:
-        start = time.perf_counter()
-        status, detail = check(torchvision, name, families[name], args.max_params)
-        counts[status] += 1
-        print(f"{name} {status} {detail} ({time.perf_counter() - start:.1f} s)", flush=True)
-    print("summary:", ", ".join(f"{status} {n}" for status, n in counts.most_common()))
+    survey((name, functools.partial(check, torchvision, name, families[name], args.max_params)) for name in names)
 
 
 if __name__ == "__main__":
