@@ -70,9 +70,14 @@ def constant_array(value: SSAValue) -> np.ndarray | None:
 
 
 def _constant_source(value: SSAValue) -> SSAValue:
-    """The constant a ``broadcast_to`` of a constant reads, else ``value`` itself."""
+    """The constant a ``broadcast_to`` of a constant to a static shape reads, else
+    ``value`` itself."""
     owner = value.owner
-    if isinstance(owner, BroadcastToOp) and isinstance(owner.operands[0].owner, ConstantOp):
+    if (
+        isinstance(owner, BroadcastToOp)
+        and isinstance(owner.operands[0].owner, ConstantOp)
+        and num_elements(shape_of(value.type)) is not None
+    ):
         return owner.operands[0]
     return value
 
