@@ -49,11 +49,12 @@ free. So ``cat([-x2, x1])`` (rotary embeddings) stays one kernel, and a long cha
 arithmetic before a concatenation is computed once, in a kernel of its own.
 
 A view -- a reshape, slice or transpose, which only moves elements -- read by several
-groups is copied for each of them (XLA's fusion duplicates cheap producers the same way):
-each copy joins its readers' group, so the kernels read the view's source directly instead
-of one kernel materializing the view for the others (the real and imaginary halves of an
-FFT's result, sliced once and read by two products). A group that does not take its copy
-reads the original, which stays a kernel of its own as before.
+groups and nothing else is copied for each of them (XLA's fusion duplicates cheap
+producers the same way): each copy joins its readers' group, so the kernels read the
+view's source directly instead of one kernel materializing the view for the others (the
+real and imaginary halves of an FFT's result, sliced once and read by two products).
+When one group cannot take its copy (a dense reading the view), none does: the view
+stays a kernel of its own, as before, rather than being computed both ways.
 
 Example: ``relu(add(conv2d(x, w), r))`` becomes one ``graph.fused "conv2d_add_relu"``;
 layer norm (mean, x - mean, its square's mean, rsqrt, scale, shift) becomes one
