@@ -274,7 +274,7 @@ class _FunctionConverter:
         self.block = body
         self.convert_block_ops(op.body.block)
         # nsw: the induction variable never wraps (bounds are buffer sizes)
-        nxt = self._ins(llvm.AddOp(iv, step, overflow=llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,))))
+        nxt = self._ins(llvm_ops.add(iv, step, llvm_ops.NO_SIGNED_WRAP))
         self._ins(llvm.BrOp(header, nxt))
         # in program order: the exit comes after every block the body added
         self.region.add_block(exit_block)

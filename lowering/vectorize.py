@@ -107,8 +107,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("tensorkiln.lowering")
 
-_NSW = llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,))
-
 
 # ---------------------------------------------------------------------------
 # llvm.fcmp / llvm.select on vectors (see the module docstring)
@@ -869,12 +867,12 @@ def _vector_loop(
     accumulated = [r for r in plan.reductions if not r.ordered]
     updated = []
     for c in range(copies):
-        at = iv if c == 0 else conv._ins(llvm.AddOp(iv, int_constant(conv.b, c * lanes), overflow=_NSW))
+        at = iv if c == 0 else conv._ins(llvm_ops.add(iv, int_constant(conv.b, c * lanes), llvm_ops.NO_SIGNED_WRAP))
         conv.values[op.induction_var] = at
         vectorizer = _Vectorizer(conv, plan, header.args[1 + c * n : 1 + (c + 1) * n])
         vectorizer.emit(list(op.body.block.ops))
         updated += [vectorizer.new_accumulators[r.combine] for r in accumulated]
-    nxt = conv._ins(llvm.AddOp(iv, int_constant(conv.b, copies * lanes), overflow=_NSW))
+    nxt = conv._ins(llvm_ops.add(iv, int_constant(conv.b, copies * lanes), llvm_ops.NO_SIGNED_WRAP))
     conv._ins(llvm.BrOp(header, nxt, *updated))
     conv.region.add_block(exit_block)
     conv.block = exit_block
