@@ -382,7 +382,7 @@ class StochasticDepth(nn.Module):
     def forward(self, x):
         if not self.training or self.p == 0.0:
             return x
-        keep = torch.empty([x.shape[0]] + [1] * (x.ndim - 1), dtype=x.dtype).bernoulli_(1 - self.p)
+        keep = torch.empty([x.shape[0]] + [1] * (x.ndim - 1), dtype=x.dtype, device=x.device).bernoulli_(1 - self.p)
         return x * keep / (1 - self.p)
 
 
@@ -473,7 +473,7 @@ class MultiheadSelfAttention(nn.Module):
 
     def forward(self, x, memory):
         y, weights = self.self_attn(x, x, x, need_weights=True)
-        padding = torch.zeros(memory.shape[:2], dtype=torch.bool)
+        padding = torch.zeros(memory.shape[:2], dtype=torch.bool, device=memory.device)
         padding[:, -2:] = True  # the last two memory positions are padding
         z, _ = self.cross_attn(y, memory, memory, key_padding_mask=padding, need_weights=False)
         return z, weights
@@ -494,7 +494,7 @@ class ScaledDotProductAttention(nn.Module):
         q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
         plain = F.scaled_dot_product_attention(q, k, v)
         causal = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        band = torch.ones(t, t, dtype=torch.bool).tril(1).triu(-1)  # attend to neighbours only
+        band = torch.ones(t, t, dtype=torch.bool, device=x.device).tril(1).triu(-1)  # attend to neighbours only
         banded = F.scaled_dot_product_attention(q, k, v, attn_mask=band)
         y = torch.cat([plain, causal, banded], dim=-1).transpose(1, 2).reshape(b, t, 3 * d)
         return self.out(y)
@@ -512,7 +512,7 @@ class EmbeddingModel(nn.Module):
         self.fc2 = nn.Linear(2 * d, d)
 
     def forward(self, ids):
-        positions = torch.arange(ids.shape[1])
+        positions = torch.arange(ids.shape[1], device=ids.device)
         h = self.norm(self.tok(ids) + self.pos(positions))
         h = F.gelu(self.fc1(h))  # erf form
         return F.gelu(self.fc2(h), approximate="tanh")
@@ -554,7 +554,7 @@ class GPT(nn.Module):
         self.lm_head.weight = self.wte.weight  # tied, as in GPT-2
 
     def forward(self, ids):
-        pos = torch.arange(0, ids.shape[1], dtype=torch.long)
+        pos = torch.arange(0, ids.shape[1], dtype=torch.long, device=ids.device)
         x = self.wte(ids) + self.wpe(pos)
         return self.lm_head(self.ln_f(self.blocks(x)))
 
@@ -701,9 +701,9 @@ class TensorFactoryOps(nn.Module):
     """arange, full, zeros, ones (and the *_like forms) mixed with an input."""
 
     def forward(self, x):  # x: (b, 6, 10)
-        ramp = torch.arange(10, dtype=torch.float32)  # (10,)
-        steps = torch.arange(1, 13, 2)  # int64 (6,)
-        base = torch.full((6, 10), 0.25) + torch.zeros(6, 10) - torch.ones(6, 1)
+        ramp = torch.arange(10, dtype=torch.float32, device=x.device)  # (10,)
+        steps = torch.arange(1, 13, 2, device=x.device)  # int64 (6,)
+        base = torch.full((6, 10), 0.25, device=x.device) + torch.zeros(6, 10, device=x.device) - torch.ones(6, 1, device=x.device)
         like = torch.ones_like(x) * 2.0 + torch.zeros_like(x)
         return x * ramp + base + like * steps.view(6, 1).to(x.dtype)
 

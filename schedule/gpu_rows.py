@@ -26,7 +26,13 @@ and then the row's elements::
     }
 
 Each phase replays the row's scalar ops before it (cheap: index arithmetic, a division
-by the row length), the stages already reduced replaced by their shared results. The
+by the row length), the stages already reduced replaced by their shared results.
+
+A row of an input that several of these loops read (softmax's ``x``: the max, the sum
+and the elements) is first copied into shared memory by the block (``cache_rows``, up
+to ``ROW_CACHE_BYTES``), and the loops read that copy: the row crosses device memory
+once instead of once per loop, and the copy's loads are independent of each other,
+where the stages' are chained through their accumulators. The
 combination across threads uses :func:`~tensorkiln.schedule.gpu_reduction.block_allreduce`
 (warp shuffles), so only reassociable combiners are accepted, as for block_reduction.
 
@@ -40,6 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from ..dialects import loop
@@ -58,6 +65,8 @@ from .strategies.analysis import row_nest
 P = "row_blocks"
 #: threads per block of the one-thread-per-row fallback
 ROW_THREADS = 256
+#: shared memory a block may spend on cached input rows (softmax over 8192 floats: 32 KB)
+ROW_CACHE_BYTES = 32 * 1024
 
 
 @dataclass
@@ -123,6 +132,73 @@ def _stage(ops: list[Operation], r: int) -> _Stage:
     return _Stage(r - 2, acc, init, reduction, Combiner(combine, olds[0]))
 
 
+@dataclass
+class _RowCache:
+    """A row of kernel argument ``buffer`` (the indices before the last: ``prefix``, fixed
+    for the row) that ``loads`` read along their loops' induction variables."""
+
+    buffer: SSAValue
+    prefix: tuple[SSAValue, ...]
+    loads: list[loop.LoadOp]
+
+
+def _row_caches(kernel: func.FuncOp, top: loop.ForOp, first: int, loops: list[loop.ForOp]) -> list[_RowCache]:
+    """The input rows worth a shared copy: read whole by two or more of ``loops`` (which
+    all run over the same static columns), their prefixes known before the row's op
+    ``first``; as many as fit in ``ROW_CACHE_BYTES``."""
+    cols = static_value(loops[0].ub)
+    if cols is None or any((static_value(f.lb), static_value(f.step), static_value(f.ub)) != (0, 1, cols) for f in loops):
+        return []
+    inside = {r for op in top.walk() for r in op.results}
+    inside |= {a for op in top.walk() for region in op.regions for block in region.blocks for a in block.args}
+    known = {top.induction_var} | {r for op in body_ops(top)[:first] for r in op.results}
+    arguments = set(kernel.body.block.args)
+    caches: dict[tuple[SSAValue, ...], _RowCache] = {}
+    readers: dict[tuple[SSAValue, ...], set[int]] = {}
+    for n, for_op in enumerate(loops):
+        for load in for_op.walk():
+            if not (isinstance(load, loop.LoadOp) and load.buffer in arguments and load.indices):
+                continue
+            *prefix, last = load.indices
+            if last is not for_op.induction_var or any(v in inside and v not in known for v in prefix):
+                continue
+            key = (load.buffer, *prefix)
+            caches.setdefault(key, _RowCache(load.buffer, tuple(prefix), [])).loads.append(load)
+            readers.setdefault(key, set()).add(n)
+    chosen, budget = [], ROW_CACHE_BYTES
+    for key, cache in caches.items():
+        size = cols * cache.buffer.type.element_type.bitwidth // 8
+        if len(readers[key]) > 1 and size <= budget:
+            chosen.append(cache)
+            budget -= size
+    return chosen
+
+
+def _cache_rows(b: Emitter, caches: list[_RowCache], cols: int, threads: SSAValue, replay) -> None:
+    """Shared copies of ``caches``' rows, filled by the block's threads; their loads
+    (the row's original ops) now read the copies."""
+    shared = [b.add(loop.AllocOp(MemRefType(c.buffer.type.element_type, [cols]), scope="shared")) for c in caches]
+    body, t = b.loop(b.const(0), threads, b.const(1), "threadIdx.x", "cache_rows")
+    pe = Emitter(body)
+    mapping = replay(pe)
+    for cache, copy in zip(caches, shared):
+        if cols % REDUCTION_THREADS == 0:  # the same count for every thread: unrolled, the loads all in flight
+            column_body, c = pe.loop(pe.const(0), pe.const(cols // REDUCTION_THREADS), pe.const(1), "unrolled", "cache_column")
+            ce = Emitter(column_body)
+            j = ce.add(arith.AddiOp(t, ce.add(arith.MuliOp(c, threads))))
+        else:
+            column_body, j = pe.loop(t, pe.const(cols), threads, "serial", "cache_column")
+            ce = Emitter(column_body)
+        value = ce.add(loop.LoadOp(cache.buffer, [mapping.get(v, v) for v in cache.prefix] + [j]))
+        ce.add(loop.StoreOp(value, copy, [j]))
+        for load in cache.loads:
+            cached = loop.LoadOp(copy, [load.indices[-1]])
+            load.parent_block().insert_op_before(cached, load)
+            load.result.replace_all_uses_with(cached.result)
+            load.detach()
+            load.erase()
+
+
 def _strided(pe: Emitter, for_op: loop.ForOp, t: SSAValue, threads: SSAValue, mapping: dict[SSAValue, SSAValue]) -> None:
     """``for_op``'s iterations t, t + threads, ... (its body cloned) in thread ``t``."""
     step = mapping.get(for_op.step, for_op.step)
@@ -176,6 +252,10 @@ def row_blocks(schedule: Schedule) -> None:
             k += 1
         return mapping
 
+    first = stages[0].index if stages else len(ops) - 1
+    caches = _row_caches(kernel, top, first, [st.reduction for st in stages] + [ops[-1]])
+    if caches:
+        _cache_rows(b, caches, static_value(ops[-1].ub), t_count, lambda pe: replay(pe, first))
     for n, stage in enumerate(stages):
 
         def partial(pe: Emitter, t: SSAValue, stage: _Stage = stage) -> SSAValue:
@@ -212,4 +292,4 @@ def one_thread_per_row(schedule: Schedule) -> None:
     schedule.bind(inner, "threadIdx.x")
 
 
-__all__ = ["ROW_THREADS", "one_thread_per_row", "row_blocks"]
+__all__ = ["ROW_CACHE_BYTES", "ROW_THREADS", "one_thread_per_row", "row_blocks"]

@@ -85,7 +85,7 @@ def test_gemm_templates_on_the_gpu(m, k, n):
     a, b = rng.standard_normal((m, k)).astype("f4"), rng.standard_normal((k, n)).astype("f4")
     g = tk.GraphBuilder()
     lib = tk.build(g.finish(g.matmul(g.input("a", (m, k)), g.input("b", (k, n)))), target="cuda")
-    assert _rel(lib(a, output="numpy"), a.astype("f8") @ b) < TOLERANCE
+    assert _rel(lib(a, b, output="numpy"), a.astype("f8") @ b) < TOLERANCE
 
 
 def test_conv_implicit_gemm_on_the_gpu():

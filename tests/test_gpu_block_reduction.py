@@ -6,6 +6,8 @@ work, partial warps of work and rows of one element."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -202,3 +204,45 @@ def test_layer_norm(shape):
     assert _shuffling_kernels(module), "the row statistics are not block reductions"
     got = build_emulated(module)(x.numpy())
     np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=2e-5, atol=5e-5)
+
+
+@pytest.mark.parametrize("shape, cached", [((3, 1024), True), ((4, 2, 301), True), ((2, 9000), False)])
+def test_rows_read_by_several_stages_are_copied_to_shared_memory(shape, cached):
+    """Softmax reads its row three times (max, sum, elements): a row that fits in
+    ``ROW_CACHE_BYTES`` crosses device memory once, into shared memory (an unrolled copy
+    when the threads divide it evenly), and every stage reads that copy."""
+    from tensorkiln.schedule.gpu_rows import ROW_CACHE_BYTES
+
+    b = tk.GraphBuilder()
+    module = b.finish(b.softmax(b.input("x", shape), -1))
+    source = tk.emit_source(module, target="cuda")
+    cols = shape[-1]
+    assert (cols * 4 <= ROW_CACHE_BYTES) == cached
+    row_buffer = re.search(rf"__shared__ __align__\(16\) float (v\d+)\[{cols}\];", source)
+    input_reads = len(re.findall(r"\ba0\[", source))
+    if cached:
+        assert row_buffer and input_reads == 1, source
+        assert len(re.findall(rf"\b{row_buffer.group(1)}\[", source)) == 5  # declared, the copy, 2 stages, the elements
+        assert ("#pragma unroll" in source) == (cols % gpu_reduction.REDUCTION_THREADS == 0)
+    else:
+        assert not row_buffer and input_reads == 3
+    a = _rows(np.float32, shape, cols) * 4
+    np.testing.assert_allclose(build_emulated(module)(a), _softmax(a, -1), rtol=2e-5, atol=2e-5)
+
+
+def test_layer_norm_caches_its_input_row_not_its_weights():
+    """Layer norm's input row is read by the mean, the variance and the elements (cached);
+    its weight and bias once each, by the elements (read from device memory)."""
+    torch = pytest.importorskip("torch", reason="layer_norm comes from the torch frontend")
+    from tensorkiln.frontends.torch import from_exported_program
+
+    torch.manual_seed(5)
+    model = torch.nn.LayerNorm(768).eval()
+    with torch.no_grad():
+        model.weight.normal_()
+        model.bias.normal_()
+    x = torch.randn(3, 5, 768) * 3 + 1
+    module = from_exported_program(torch.export.export(model, (x,)))
+    source = tk.emit_source(module, target="cuda")
+    assert len(re.findall(r"__shared__ __align__\(16\) float v\d+\[768\];", source)) == 1, source
+    np.testing.assert_allclose(build_emulated(module)(x.numpy()), model(x).detach().numpy(), rtol=2e-5, atol=5e-5)

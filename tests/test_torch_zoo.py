@@ -172,3 +172,15 @@ def test_dynamic_batch_matches_torch(name, executor, batch):
     with torch.no_grad():
         expected = _model(name)(*args)
     assert_matches_torch(run(*(a.numpy() for a in args)), expected, f"{name} ({executor}, batch {batch})")
+
+
+@pytest.mark.parametrize("name", list(ZOO))
+def test_zoo_model_runs_on_its_inputs_device(name):
+    """The tensors a model makes in forward (masks, positions, ramps) follow its inputs'
+    device, so the GPU benchmark can time torch CUDA on it; the meta device stands in."""
+    model = ZOO[name].build().to("meta").eval()
+    inputs = [x.to("meta") for x in random_inputs(ZOO[name], seed=0)]
+    with torch.no_grad():
+        out = model(*inputs)
+    outs = out if isinstance(out, tuple | list) else (out,)
+    assert all(o.device.type == "meta" for o in outs)
