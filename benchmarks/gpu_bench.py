@@ -115,6 +115,18 @@ def workloads(tk, torch, np, device: str = "cuda"):
         module = b.finish(b.softmax(b.input("x", (rows, cols)), -1))
         return module, (randn(rows, cols),), lambda tx: torch.softmax(tx, -1), None, 2 * rows * cols * 4
 
+    def layer_norm():  # the row statistics and the normalisation: one row kernel
+        rows, cols = 8192, 4096
+        gamma, beta = randn(cols), randn(cols)
+        b = tk.GraphBuilder()
+        x = b.input("x", (rows, cols))
+        centred = b.sub(x, b.reduce_mean(x, (1,), keepdims=True))
+        var = b.reduce_mean(b.mul(centred, centred), (1,), keepdims=True)
+        y = b.mul(centred, b.rsqrt(b.add(var, np.array(1e-5, np.float32))))
+        module = b.finish(b.add(b.mul(y, gamma), beta))
+        tg, tb = torch.from_numpy(gamma).to(device), torch.from_numpy(beta).to(device)
+        return module, (randn(rows, cols),), lambda tx: F.layer_norm(tx, (cols,), tg, tb), None, 2 * rows * cols * 4
+
     def elementwise():
         n = 1 << 26
         w, bias = randn(n), randn(n)
@@ -130,7 +142,7 @@ def workloads(tk, torch, np, device: str = "cuda"):
         module = b.finish(b.reduce_sum(b.abs(b.input("x", (n,))), (0,)))
         return module, (randn(n),), lambda tx: tx.abs().sum(), None, n * 4
 
-    return {"GEMM 4096^3 fp32": gemm, "conv 3x3 64->64 16x56x56 +relu": conv, "softmax 8192x4096": softmax,
+    return {"GEMM 4096^3 fp32": gemm, "conv 3x3 64->64 16x56x56 +relu": conv, "softmax 8192x4096": softmax, "layer norm 8192x4096": layer_norm,
             "tanh(x*w+b) 64M": elementwise, "dense 8x4096->4096 +bias+relu": dense_few_rows,
             "sum(|x|) of 64M": full_sum, TF32_WORKLOAD: gemm_tf32}  # fmt: skip
 
