@@ -28,22 +28,41 @@ from report import table, write_section  # noqa: E402
 SECTION = "gpu"
 
 
-def cuda_median(cp, fns, repeat: int) -> list[float]:
-    """Median seconds of each fn (a GPU launch sequence), interleaved, CUDA events."""
+#: calls per timed group when the host runs ahead of the GPU (``cuda_median(queued=True)``)
+QUEUED_CALLS = 5
+
+
+def cuda_median(cp, fns, repeat: int, queued: bool = True) -> list[float]:
+    """Median seconds per call of each fn (a GPU launch sequence), interleaved, CUDA events.
+
+    ``queued``: each timed group of ``QUEUED_CALLS`` calls follows an untimed one with no
+    wait between them, so the host prepares the next launches while the GPU runs (how
+    ``triton.testing.do_bench`` times): the GPU's time when the host keeps up, the host's
+    when it does not. Else one call and a wait for it: the latency a caller sees, the
+    host's work included (the GPU idles through it)."""
     for fn in fns:  # warm-up (compilation, memory pools)
         fn()
         fn()
     cp.cuda.Device().synchronize()
+    calls = QUEUED_CALLS if queued else 1
     times = [[] for _ in fns]
     for _ in range(repeat):
         for k, fn in enumerate(fns):
+            if queued:
+                fn()
             start, stop = cp.cuda.Event(), cp.cuda.Event()
             start.record()
-            fn()
+            for _ in range(calls):
+                fn()
             stop.record()
             stop.synchronize()
-            times[k].append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+            times[k].append(cp.cuda.get_elapsed_time(start, stop) / 1e3 / calls)
     return [statistics.median(t) for t in times]
+
+
+def latency_ms(cp, fns, repeat: int) -> list[str]:
+    """One call then a wait, per fn (``cuda_median(queued=False)``), in ms as table cells."""
+    return [f"{t * 1e3:.3f}" for t in cuda_median(cp, fns, repeat, queued=False)]
 
 
 def copy_bandwidth(cp, repeat: int) -> float:
@@ -189,11 +208,13 @@ def run_cublas(tk, np, cp, repeat, failures) -> list[list[str]]:
             lib = tk.build(tk.byoc.partition_for(module, "cublas"), target="cuda")
             compile_s = time.perf_counter() - start
             dev = [cp.asarray(x) for x in inputs]
-            ours, theirs = cuda_median(cp, [lambda: lib(*dev), lambda: plain(cp, *dev)], repeat)
+            calls = [lambda: lib(*dev), lambda: plain(cp, *dev)]
+            ours, theirs = cuda_median(cp, calls, repeat)
+            latency = latency_ms(cp, calls, repeat)
             got, want = cp.asnumpy(lib(*dev)), cp.asnumpy(plain(cp, *dev))
             error = float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
             rows.append([name, f"{ours * 1e3:.3f}", f"{theirs * 1e3:.3f}", f"{theirs / ours:.2f}x",
-                         f"{flops / ours / 1e12:.1f}", f"{error:.1e}", f"{compile_s:.1f}"])  # fmt: skip
+                         f"{flops / ours / 1e12:.1f}", *latency, f"{error:.1e}", f"{compile_s:.1f}"])  # fmt: skip
             print(rows[-1], flush=True)
         except Exception as error:  # one workload failing must not lose the others
             failures.append(f"cublas {name}: {type(error).__name__}: {error}")
@@ -233,7 +254,9 @@ def main() -> int:
             compile_s = time.perf_counter() - start
             dev = [cp.asarray(x) for x in inputs]
             tin = [torch.from_numpy(x).cuda() for x in inputs]
-            ours, theirs = cuda_median(cp, [lambda: lib(*dev), lambda: torch_fn(*tin)], args.repeat)
+            calls = [lambda: lib(*dev), lambda: torch_fn(*tin)]
+            ours, theirs = cuda_median(cp, calls, args.repeat)
+            latency = latency_ms(cp, calls, args.repeat)
             got = cp.asnumpy(lib(*dev))
             want = torch_fn(*tin).cpu().numpy()
             error = float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
@@ -241,7 +264,7 @@ def main() -> int:
                 rate = f"{flops / ours / 1e12:.1f} TFLOP/s (torch {flops / theirs / 1e12:.1f})"
             else:
                 rate = f"{nbytes / ours / 1e9:.0f} GB/s = {nbytes / ours / ceiling:.0%} of copy"
-            rows.append([name, f"{ours * 1e3:.3f}", f"{theirs * 1e3:.3f}", f"{theirs / ours:.2f}x", rate, f"{error:.1e}", f"{compile_s:.1f}"])
+            rows.append([name, f"{ours * 1e3:.3f}", f"{theirs * 1e3:.3f}", f"{theirs / ours:.2f}x", rate, *latency, f"{error:.1e}", f"{compile_s:.1f}"])
             print(rows[-1], flush=True)
         except Exception as error:  # one workload failing must not lose the others
             failures.append(f"{name}: {type(error).__name__}: {error}")
@@ -253,18 +276,21 @@ def main() -> int:
         "",
         f"`benchmarks/gpu_bench.py` on {device}: medians of {args.repeat} interleaved runs timed with CUDA "
         f"events; TF32 off on both sides. Device-to-device copy ceiling: {ceiling / 1e9:.0f} GB/s "
-        "(bytes read + written). `speed` = torch time / ours (above 1: we are faster).",
+        "(bytes read + written). `ours ms` / `torch ms`: per call with the host running ahead "
+        f"(groups of {QUEUED_CALLS} calls after an untimed one, as triton's do_bench: the GPU's time "
+        "when the host keeps up); `speed` = torch / ours on those (above 1: we are faster); "
+        "`call ms`: one call and a wait for it (the latency a caller sees, the host's work included).",
         "",
-        table(["workload", "ours ms", "torch ms", "speed", "rate", "rel. error", "compile s"], rows),
+        table(["workload", "ours ms", "torch ms", "speed", "rate", "ours call ms", "torch call ms", "rel. error", "compile s"], rows),
         "",
-        table(["zoo model", "ours ms", "torch ms", "speed", "rel. error"], zoo_rows) if zoo_rows else "",
+        table(["zoo model", "ours ms", "torch ms", "speed", "ours call ms", "torch call ms", "rel. error"], zoo_rows) if zoo_rows else "",
         "",
         "BYOC: the model partitioned for `cublas` (`tk.byoc.partition_for`) and built for `target=\"cuda\"` "
         "(cuBLAS on the device buffers, called by the generated host program) vs the same cupy calls made "
         "directly; fp32 cuBLAS (cupy's TF32 is off unless CUPY_TF32=1), same CUDA-event medians. "
         "`speed` = cupy time / offload time (1.00x: the offload adds nothing); `rel. error` vs the cupy result.",
         "",
-        table(["cuBLAS offload", "offload ms", "cupy ms", "speed", "TFLOP/s", "rel. error", "compile s"], cublas_rows)
+        table(["cuBLAS offload", "offload ms", "cupy ms", "speed", "TFLOP/s", "offload call ms", "cupy call ms", "rel. error", "compile s"], cublas_rows)
         if cublas_rows else "",
         "",
         ("Failed: " + "; ".join(failures)) if failures else "",
@@ -294,13 +320,15 @@ def run_zoo(tk, torch, np, cp, repeat, deadline, failures) -> list[list[str]]:
             cuda_model = model.cuda()
             tin = [x.cuda() for x in inputs]
             with torch.no_grad():
-                ours, theirs = cuda_median(cp, [lambda: lib(*dev), lambda: cuda_model(*tin)], repeat)
+                calls = [lambda: lib(*dev), lambda: cuda_model(*tin)]
+                ours, theirs = cuda_median(cp, calls, repeat)
+                latency = latency_ms(cp, calls, repeat)
                 want = cuda_model(*tin)
             want = (want[0] if isinstance(want, tuple | list) else want).float().cpu().numpy()
             got = lib(*dev)
             got = cp.asnumpy(got[0] if isinstance(got, tuple) else got).astype(np.float32)
             error = float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
-            rows.append([name, f"{ours * 1e3:.3f}", f"{theirs * 1e3:.3f}", f"{theirs / ours:.2f}x", f"{error:.1e}"])
+            rows.append([name, f"{ours * 1e3:.3f}", f"{theirs * 1e3:.3f}", f"{theirs / ours:.2f}x", *latency, f"{error:.1e}"])
             print(rows[-1], flush=True)
         except Exception as error:
             failures.append(f"zoo {name}: {type(error).__name__}: {str(error)[:200]}")

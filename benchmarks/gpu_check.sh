@@ -8,7 +8,7 @@
 # Here, first:   bash benchmarks/gpu_wheels.sh
 # Then the device tool's run, with carry [".whl"] and timeout_s 450:
 #                bash benchmarks/gpu_check.sh
-# What comes back under $OUT: gpu_tests.log, gpu_bench.log, gpu_section.md, BENCHMARKS.md
+# What comes back under $OUT: gpu_tests.log, gpu_bench.log, gpu_section.md, gpu_variants.log, BENCHMARKS.md
 # (merge the section here with: python benchmarks/gpu_bench.py --import-section FILE).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +34,8 @@ timeout 180 python3 -m pytest -q -p no:cacheprovider --timeout=60 -rf tests/test
 tests_rc=${PIPESTATUS[0]}
 timeout 200 python3 benchmarks/gpu_bench.py --out "$OUT" 2>&1 | tee "$OUT/gpu_bench.log"
 bench_rc=${PIPESTATUS[0]}
+# the kernels alone (no host program): generated ones beside hand-written reference points
+python3 benchmarks/gpu_variants/gen.py /tmp/gpu_variants && timeout 60 python3 benchmarks/gpu_variants/run.py /tmp/gpu_variants 2>&1 | tee "$OUT/gpu_variants.log"
 cp BENCHMARKS.md "$OUT/" 2>/dev/null
 echo "gpu_check: tests rc=$tests_rc, benchmarks rc=$bench_rc"
 exit $(( tests_rc != 0 || bench_rc != 0 ))
