@@ -61,3 +61,27 @@ def test_cublas_offload_workloads_build_on_the_cupy_stand_in(monkeypatch):
         if flops < 1e8:  # the big ones would take seconds of CPU time here
             dev = [fake.asarray(x) for x in inputs]
             np.testing.assert_allclose(np.asarray(lib(*dev)), np.asarray(plain(fake, *dev)), rtol=1e-5, atol=1e-5)
+
+
+def test_kernel_variants_are_written_and_compile(tmp_path):
+    """benchmarks/gpu_variants: gen.py writes the generated kernels run.py times (softmax
+    with and without the shared row copy), and they and the hand-written reference points
+    compile with nvcc for sm_90 (run.py itself needs a GPU)."""
+    import shutil
+
+    import pytest
+
+    pytest.importorskip("torch")
+    variants = ROOT / "benchmarks" / "gpu_variants"
+    result = subprocess.run([sys.executable, str(variants / "gen.py"), str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    generated = {p.name: p.read_text() for p in tmp_path.glob("*.cu")}
+    assert set(generated) == {"softmax_plain.cu", "softmax_cached.cu", "softmax_cached_fmaxf.cu", "layer_norm_cached.cu", "sum_abs.cu"}
+    assert generated["softmax_plain.cu"].count("a0[") == 3 and generated["softmax_cached.cu"].count("a0[") == 1
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("no nvcc on this machine: the sources were written, not compiled")
+    for source in [*tmp_path.glob("*.cu"), variants / "hand.cu"]:
+        result = subprocess.run([nvcc, "--ptx", "-arch=sm_90", "-std=c++17", "-o", str(tmp_path / "out.ptx"), str(source)],
+                                capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert result.returncode == 0, f"{source.name}: {result.stderr}"

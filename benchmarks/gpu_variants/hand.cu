@@ -5,31 +5,17 @@
 #define COLS 4096
 #define T 256
 
-__device__ __forceinline__ float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
+struct Max { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
+struct Sum { __device__ float operator()(float a, float b) const { return a + b; } };
+
 // every thread gets the block's result; `red` holds T/32 floats
-__device__ __forceinline__ float block_max(float v, float* red) {
-  v = warp_max(v);
+template <class Op> __device__ __forceinline__ float block_reduce(float v, float* red, Op op) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
   __syncthreads();
   float r = red[0];
   #pragma unroll
-  for (int w = 1; w < T / 32; ++w) r = fmaxf(r, red[w]);
-  return r;
-}
-__device__ __forceinline__ float block_sum(float v, float* red) {
-  v = warp_sum(v);
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float r = red[0];
-  #pragma unroll
-  for (int w = 1; w < T / 32; ++w) r += red[w];
+  for (int w = 1; w < T / 32; ++w) r = op(r, red[w]);
   return r;
 }
 
@@ -43,14 +29,14 @@ extern "C" __global__ void __launch_bounds__(T) softmax_regs_vec4(const float* _
   float m = __int_as_float(0xff800000);
   #pragma unroll
   for (int c = 0; c < COLS / 4 / T; ++c) m = fmaxf(m, fmaxf(fmaxf(v[c].x, v[c].y), fmaxf(v[c].z, v[c].w)));
-  m = block_max(m, red0);
+  m = block_reduce(m, red0, Max());
   float s = 0.f;
   #pragma unroll
   for (int c = 0; c < COLS / 4 / T; ++c) {
     v[c].x = expf(v[c].x - m); v[c].y = expf(v[c].y - m); v[c].z = expf(v[c].z - m); v[c].w = expf(v[c].w - m);
     s += (v[c].x + v[c].y) + (v[c].z + v[c].w);
   }
-  const float r = 1.f / block_sum(s, red1);
+  const float r = 1.f / block_reduce(s, red1, Sum());
   #pragma unroll
   for (int c = 0; c < COLS / 4 / T; ++c) yr[c * T + threadIdx.x] = make_float4(v[c].x * r, v[c].y * r, v[c].z * r, v[c].w * r);
 }
@@ -65,11 +51,11 @@ extern "C" __global__ void __launch_bounds__(T) softmax_regs_scalar(const float*
   float m = __int_as_float(0xff800000);
   #pragma unroll
   for (int c = 0; c < COLS / T; ++c) m = fmaxf(m, v[c]);
-  m = block_max(m, red0);
+  m = block_reduce(m, red0, Max());
   float s = 0.f;
   #pragma unroll
   for (int c = 0; c < COLS / T; ++c) { v[c] = expf(v[c] - m); s += v[c]; }
-  const float r = 1.f / block_sum(s, red1);
+  const float r = 1.f / block_reduce(s, red1, Sum());
   #pragma unroll
   for (int c = 0; c < COLS / T; ++c) yr[c * T + threadIdx.x] = v[c] * r;
 }
@@ -87,10 +73,10 @@ extern "C" __global__ void __launch_bounds__(T) softmax_shared_vec4(const float*
   __syncthreads();
   float m = __int_as_float(0xff800000);
   for (int k = threadIdx.x; k < COLS; k += T) m = fmaxf(m, row[k]);
-  m = block_max(m, red0);
+  m = block_reduce(m, red0, Max());
   float s = 0.f;
   for (int k = threadIdx.x; k < COLS; k += T) s += expf(row[k] - m);
-  const float r = 1.f / block_sum(s, red1);
+  const float r = 1.f / block_reduce(s, red1, Sum());
   #pragma unroll
   for (int c = 0; c < COLS / 4 / T; ++c) {
     float4 e = rowv[c * T + threadIdx.x];
@@ -106,7 +92,7 @@ extern "C" __global__ void __launch_bounds__(T) sum_abs_acc4(const float* __rest
   for (int k = threadIdx.x; k < 8192; k += 4 * T) {
     a0 += fabsf(xr[k]); a1 += fabsf(xr[k + T]); a2 += fabsf(xr[k + 2 * T]); a3 += fabsf(xr[k + 3 * T]);
   }
-  const float s = block_sum((a0 + a1) + (a2 + a3), red);
+  const float s = block_reduce((a0 + a1) + (a2 + a3), red, Sum());
   if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
 
@@ -120,6 +106,6 @@ extern "C" __global__ void __launch_bounds__(T) sum_abs_vec4(const float* __rest
     a0 += (fabsf(p.x) + fabsf(p.y)) + (fabsf(p.z) + fabsf(p.w));
     a1 += (fabsf(q.x) + fabsf(q.y)) + (fabsf(q.z) + fabsf(q.w));
   }
-  const float s = block_sum(a0 + a1, red);
+  const float s = block_reduce(a0 + a1, red, Sum());
   if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
