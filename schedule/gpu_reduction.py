@@ -318,16 +318,59 @@ def strided_partial(pe: Emitter, nest: ReductionNest, mapping: dict[SSAValue, SS
     """Emit one thread's share of the reduction of the output element that ``mapping``
     gives the loops of (``nest.pre`` already cloned there): its iterations ``first``,
     ``first + count``, ... combined from the initial value; returns the partial value."""
-    acc = pe.add(loop.AllocOp(nest.acc.result.type, scope="local"))
-    mapping[nest.acc.result] = acc
-    pe.clone([nest.init], mapping)
-    r = nest.reduction
+    combiner = Combiner(nest.combine, nest.old)
+    return accumulate_strided(pe, nest.reduction, nest.acc, nest.init, combiner, mapping, first, count)
+
+
+#: independent accumulators per thread in a strided partial: their loads are in flight
+#: together, where one accumulator chains each load behind the last combine
+ACCUMULATORS = 4
+
+
+def accumulate_strided(
+    pe: Emitter,
+    reduction: loop.ForOp,
+    acc: loop.AllocOp,
+    init: loop.StoreOp,
+    combine: Combiner,
+    mapping: dict[SSAValue, SSAValue],
+    first: SSAValue,
+    count: SSAValue,
+) -> SSAValue:
+    """The iterations ``first``, ``first + count``, ... of ``reduction`` (a loop that
+    combines into the scalar ``acc``, initialised by ``init``), emitted into ``pe`` with
+    ``ACCUMULATORS`` accumulators: a main loop taking that many iterations a step, each
+    into its own accumulator, then the rest into the first; returns their combination.
+    ``mapping`` maps the values defined outside the loop."""
+    r = reduction
     step = mapping.get(r.step, r.step)
     lb = pe.add(arith.AddiOp(mapping.get(r.lb, r.lb), pe.add(arith.MuliOp(first, step))))
-    k_body, k = pe.loop(lb, mapping.get(r.ub, r.ub), pe.add(arith.MuliOp(count, step)), "serial", r.loop_name.data)
-    mapping[r.induction_var] = k
-    Emitter(k_body).clone(body_ops(r), mapping)
-    return pe.add(loop.LoadOp(acc, []))
+    ub = mapping.get(r.ub, r.ub)
+    stride = pe.add(arith.MuliOp(count, step))  # between a thread's iterations
+    n = ACCUMULATORS
+    accs = []
+    for _ in range(n):
+        accs.append(pe.add(loop.AllocOp(acc.result.type, scope="local")))
+        pe.clone([init], mapping | {acc.result: accs[-1]})
+    # the main loop runs while its last iteration k + (n-1)*stride is below ub
+    spread = pe.add(arith.MuliOp(stride, pe.const(n - 1)))
+    main_step = pe.add(arith.MuliOp(stride, pe.const(n)))
+    main_ub = pe.add(arith.SubiOp(ub, spread))
+    offsets = [pe.add(arith.MuliOp(stride, pe.const(u))) for u in range(1, n)]
+    main_body, k = pe.loop(lb, main_ub, main_step, "serial", r.loop_name.data)
+    me = Emitter(main_body)
+    for acc_u, k_u in zip(accs, [k] + [me.add(arith.AddiOp(k, offset)) for offset in offsets]):
+        me.clone(body_ops(r), mapping | {acc.result: acc_u, r.induction_var: k_u})
+    # the rest start after the main loop's ceil((main_ub - lb) / main_step) steps (none if negative)
+    span = pe.add(arith.AddiOp(pe.add(arith.SubiOp(main_ub, lb)), pe.add(arith.SubiOp(main_step, pe.const(1)))))
+    steps = pe.add(arith.DivSIOp(pe.add(arith.MaxSIOp(span, pe.const(0))), main_step))
+    rest_lb = pe.add(arith.AddiOp(lb, pe.add(arith.MuliOp(steps, main_step))))
+    rest_body, k = pe.loop(rest_lb, ub, stride, "serial", f"{r.loop_name.data}.rest")
+    Emitter(rest_body).clone(body_ops(r), mapping | {acc.result: accs[0], r.induction_var: k})
+    values = [pe.add(loop.LoadOp(a, [])) for a in accs]
+    while len(values) > 1:  # pairwise: ((a0 . a1) . (a2 . a3))
+        values = [combine(pe, values[i], values[i + 1]) if i + 1 < len(values) else values[i] for i in range(0, len(values), 2)]
+    return values[0]
 
 
 def write_result(pe: Emitter, nest: ReductionNest, mapping: dict[SSAValue, SSAValue], value: SSAValue) -> None:
@@ -386,10 +429,12 @@ def block_reduction(schedule) -> None:
 
 
 __all__ = [
+    "ACCUMULATORS",
     "MIN_BLOCK_REDUCTION",
     "REDUCTION_THREADS",
     "Combiner",
     "ReductionNest",
+    "accumulate_strided",
     "block_allreduce",
     "block_reduction",
     "fuse_all",

@@ -55,6 +55,7 @@ from .gpu_reduction import (
     REDUCTION_THREADS,
     Combiner,
     Emitter,
+    accumulate_strided,
     block_allreduce,
     reassociable,
 )
@@ -260,11 +261,7 @@ def row_blocks(schedule: Schedule) -> None:
 
         def partial(pe: Emitter, t: SSAValue, stage: _Stage = stage) -> SSAValue:
             mapping = replay(pe, stage.index)
-            acc = pe.add(loop.AllocOp(stage.acc.result.type, scope="local"))
-            mapping[stage.acc.result] = acc
-            pe.clone([stage.init], mapping)
-            _strided(pe, stage.reduction, t, t_count, mapping)
-            return pe.add(loop.LoadOp(acc, []))
+            return accumulate_strided(pe, stage.reduction, stage.acc, stage.init, stage.combiner, mapping, t, t_count)
 
         element_type = stage.acc.result.type.element_type
         results[stage.acc.result] = block_allreduce(b, element_type, stage.combiner, partial, threads, f"stage{n}")

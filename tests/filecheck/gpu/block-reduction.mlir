@@ -42,9 +42,19 @@ builtin.module {
 // CHECK:      %[[RESULT:.*]] = memref.alloca() : memref<1xf32, 3 : i32>
 // CHECK-NOT:  "gpu.barrier"()
 // CHECK:      "gpu.thread_id"() <{dimension = #gpu<dim x>}>
+// four accumulators: the main loop takes four of the thread's iterations a step, the
+// rest go to the first; then the four are combined pairwise
 // CHECK:      loop.for {{.*}} name("k0")
+// CHECK-COUNT-4: arith.maximumf
+// CHECK:      loop.for {{.*}} name("k0.rest")
 // CHECK:        arith.maximumf
-// CHECK:      %[[P:.*]] = memref.load {{.*}} : memref<f32>
+// CHECK:      %[[A0:.*]] = memref.load {{.*}} : memref<f32>
+// CHECK-NEXT: %[[A1:.*]] = memref.load {{.*}} : memref<f32>
+// CHECK-NEXT: %[[A2:.*]] = memref.load {{.*}} : memref<f32>
+// CHECK-NEXT: %[[A3:.*]] = memref.load {{.*}} : memref<f32>
+// CHECK-NEXT: %[[A01:.*]] = arith.maximumf {{.*}}%[[A0]]{{.*}} : f32
+// CHECK-NEXT: %[[A23:.*]] = arith.maximumf {{.*}}%[[A2]]{{.*}} : f32
+// CHECK-NEXT: %[[P:.*]] = arith.maximumf {{.*}}%[[A01]]{{.*}} : f32
 // CHECK-NEXT: %[[S16:.*]] = loop.shuffle_xor %[[P]], 16, 32 : f32
 // CHECK-NEXT: %[[M16:.*]] = arith.maximumf %[[P]], %[[S16]] : f32
 // CHECK-NEXT: %[[S8:.*]] = loop.shuffle_xor %[[M16]], 8, 32 : f32
