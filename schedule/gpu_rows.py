@@ -153,7 +153,8 @@ def _row_caches(kernel: func.FuncOp, top: loop.ForOp, first: int, loops: list[lo
     inside = {r for op in top.walk() for r in op.results}
     inside |= {a for op in top.walk() for region in op.regions for block in region.blocks for a in block.args}
     known = {top.induction_var} | {r for op in body_ops(top)[:first] for r in op.results}
-    arguments = set(kernel.body.block.args)
+    written = {op.buffer for op in kernel.walk() if isinstance(op, loop.StoreOp)}
+    arguments = set(kernel.body.block.args) - written  # a copy of a buffer the kernel writes could go stale
     caches: dict[tuple[SSAValue, ...], _RowCache] = {}
     readers: dict[tuple[SSAValue, ...], set[int]] = {}
     for n, for_op in enumerate(loops):
@@ -168,7 +169,7 @@ def _row_caches(kernel: func.FuncOp, top: loop.ForOp, first: int, loops: list[lo
             readers.setdefault(key, set()).add(n)
     chosen, budget = [], ROW_CACHE_BYTES
     for key, cache in caches.items():
-        size = cols * cache.buffer.type.element_type.bitwidth // 8
+        size = cols * ((cache.buffer.type.element_type.bitwidth + 7) // 8)
         if len(readers[key]) > 1 and size <= budget:
             chosen.append(cache)
             budget -= size

@@ -104,7 +104,9 @@ def test_torch_functions_match_eager(rng, dtype, n):
 
 def test_singular_matrices_have_determinant_zero():
     """An exactly singular matrix meets a zero pivot: det 0, slogdet (0, -inf), logdet
-    -inf, as torch's (a zero column, and a row that is a multiple of another)."""
+    -inf (a zero column, and a row that is a multiple of another). torch agrees where its
+    LAPACK meets the zero pivot exactly; some builds leave a rounding residue (-6.7e-16
+    for the first matrix on an AVX-512 machine), and there its slogdet differs."""
     a = np.array(
         [[[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]], [[0.0, 2.0, 3.0], [0.0, 4.0, 5.0], [0.0, 1.0, 1.0]]],
         np.float64,
@@ -120,8 +122,12 @@ def test_singular_matrices_have_determinant_zero():
     np.testing.assert_array_equal(sign, [0.0, 0.0])
     np.testing.assert_array_equal(logabs, [-np.inf, -np.inf])
     np.testing.assert_array_equal(logdet, [-np.inf, -np.inf])
-    for got, want in zip((det, sign, logabs, logdet), Dets()(torch.from_numpy(a))):
-        np.testing.assert_array_equal(got, want.numpy())
+    want = [w.numpy() for w in Dets()(torch.from_numpy(a))]
+    np.testing.assert_allclose(det, want[0], rtol=0, atol=1e-12)
+    exact = want[0] == 0
+    assert exact.any(), "torch met no zero pivot exactly: nothing left to compare"
+    for got, w in zip((sign, logabs, logdet), want[1:]):
+        np.testing.assert_array_equal(got[exact], w[exact])
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
