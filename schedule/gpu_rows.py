@@ -25,6 +25,10 @@ and then the row's elements::
       }
     }
 
+A row may also end in scalar ops instead of an element loop (argmax: the row's maximum,
+then the first index holding it, then one store): one thread of the block runs them,
+reading the stages from shared memory (:func:`_stage_rows`).
+
 Each phase replays the row's scalar ops before it (cheap: index arithmetic, a division
 by the row length), the stages already reduced replaced by their shared results.
 
@@ -61,7 +65,7 @@ from .gpu_reduction import (
 )
 from .nest import ScheduleError, body_ops, static_value
 from .schedule import Schedule
-from .strategies.analysis import row_nest
+from .strategies.analysis import OUTPUT_LOOP, row_nest
 
 P = "row_blocks"
 #: threads per block of the one-thread-per-row fallback
@@ -92,18 +96,37 @@ def _fuse_band(s: Schedule, outermost: str) -> str:
         fused = s.fuse(fused, inner[0].loop_name.data)
 
 
-def _prepare(s: Schedule) -> tuple[str, list[str], str]:
-    """Fuse the row loops, each stage's reduction nest and the element nest, each into
-    one loop; returns their names."""
+def _prepare(s: Schedule) -> tuple[str, list[str], str | None]:
+    """Fuse the row loops, each stage's reduction nest and the element nest (None for
+    rows that end in scalar ops: :func:`_stage_rows`), each into one loop; returns their
+    names."""
     nest = row_nest(s.kernel)
-    if nest is None:
-        raise ScheduleError(P, "not a kernel of row stages")
-    row = nest.rows[0]
-    for name in nest.rows[1:]:
+    if nest is not None:
+        rows, stage_names, elements = nest.rows, nest.stages, nest.elements[0]
+    else:
+        rows, stage_names, elements = *_stage_rows(s.kernel), None
+    row = rows[0]
+    for name in rows[1:]:
         row = s.fuse(row, name)
-    stages = [_fuse_band(s, stage) for stage in nest.stages]
-    elements = _fuse_band(s, nest.elements[0])
-    return row, stages, elements
+    stages = [_fuse_band(s, stage) for stage in stage_names]
+    return row, stages, elements if elements is None else _fuse_band(s, elements)
+
+
+def _stage_rows(kernel: func.FuncOp) -> tuple[list[str], list[str]]:
+    """The row loops and stage loops of a kernel whose every output element reduces its
+    row in two or more stages and ends in scalar ops (argmax: the row's maximum, then the
+    first index holding it), without an element loop; one stage is block_reduction's."""
+    tops = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
+    if len(tops) != 1:
+        raise ScheduleError(P, "not a kernel of row stages")
+    rows, inner = [tops[0]], body_ops(tops[0])
+    while len(inner) == 1 and isinstance(inner[0], loop.ForOp) and OUTPUT_LOOP.fullmatch(inner[0].loop_name.data):
+        rows.append(inner[0])
+        inner = body_ops(inner[0])
+    stages = [op.loop_name.data for op in inner if isinstance(op, loop.ForOp)]
+    if not OUTPUT_LOOP.fullmatch(rows[0].loop_name.data) or len(stages) < 2 or not all(n.startswith("k") for n in stages):
+        raise ScheduleError(P, "not a kernel of row stages")
+    return [f.loop_name.data for f in rows], stages
 
 
 def _find(kernel: func.FuncOp, name: str) -> loop.ForOp:
@@ -218,18 +241,21 @@ def row_blocks(schedule: Schedule) -> None:
     if static_value(top.lb) != 0 or static_value(top.step) != 1:
         raise ScheduleError(P, f"the row loop '{row_name}' does not run from 0 by 1")
     ops = body_ops(top)
-    if not isinstance(ops[-1], loop.ForOp) or ops[-1].loop_name.data != element_name:
+    if element_name is not None and (not isinstance(ops[-1], loop.ForOp) or ops[-1].loop_name.data != element_name):
         raise ScheduleError(P, "the row's element loop is not last")
-    stages = [_stage(ops, k) for k, op in enumerate(ops[:-1]) if isinstance(op, loop.ForOp)]
+    stages = [_stage(ops, k) for k, op in enumerate(ops) if isinstance(op, loop.ForOp) and op.loop_name.data != element_name]
     if [st.reduction.loop_name.data for st in stages] != stage_names:
         raise ScheduleError(P, "unexpected loops in the row")
     trips = [static_value(st.reduction.ub) for st in stages]
     if all(n is not None and n < MIN_BLOCK_REDUCTION for n in trips):
         raise ScheduleError(P, f"rows of {max(trips)} are too short for a block")
     skipped = {id(op) for st in stages for op in (st.acc, st.init, st.reduction)}
-    for op in ops[:-1]:
+    # between the stages only scalar ops (a row without elements ends in its epilogue's stores)
+    for op in ops[: stages[-1].index + 3]:
         if id(op) not in skipped and (op.regions or isinstance(op, loop.StoreOp | loop.AllocOp)):
             raise ScheduleError(P, f"unexpected '{op.name}' between the stages")
+    if element_name is None and any(op.regions for op in ops[stages[-1].index + 3 :]):
+        raise ScheduleError(P, "loops after the last stage")
     threads = REDUCTION_THREADS
     anchor = Block()
     e = Emitter(anchor)
@@ -254,10 +280,11 @@ def row_blocks(schedule: Schedule) -> None:
             k += 1
         return mapping
 
-    first = stages[0].index if stages else len(ops) - 1
-    caches = _row_caches(kernel, top, first, [st.reduction for st in stages] + [ops[-1]])
+    first = stages[0].index
+    readers = [st.reduction for st in stages] + ([ops[-1]] if element_name is not None else [])
+    caches = _row_caches(kernel, top, first, readers)
     if caches:
-        _cache_rows(b, caches, static_value(ops[-1].ub), t_count, lambda pe: replay(pe, first))
+        _cache_rows(b, caches, static_value(readers[0].ub), t_count, lambda pe: replay(pe, first))
     for n, stage in enumerate(stages):
 
         def partial(pe: Emitter, t: SSAValue, stage: _Stage = stage) -> SSAValue:
@@ -266,10 +293,14 @@ def row_blocks(schedule: Schedule) -> None:
 
         element_type = stage.acc.result.type.element_type
         results[stage.acc.result] = block_allreduce(b, element_type, stage.combiner, partial, threads, f"stage{n}")
-    body, t = b.loop(b.const(0), t_count, b.const(1), "threadIdx.x", "elements")
-    pe = Emitter(body)
-    mapping = replay(pe, len(ops) - 1)
-    _strided(pe, ops[-1], t, t_count, mapping)
+    if element_name is None:  # the epilogue, in one thread
+        body, _ = b.loop(b.const(0), b.const(1), b.const(1), "threadIdx.x", "write")
+        replay(Emitter(body), len(ops))
+    else:
+        body, t = b.loop(b.const(0), t_count, b.const(1), "threadIdx.x", "elements")
+        pe = Emitter(body)
+        mapping = replay(pe, len(ops) - 1)
+        _strided(pe, ops[-1], t, t_count, mapping)
     for op in list(anchor.ops):
         op.detach()
         kernel.body.block.insert_op_before(op, top)

@@ -12,10 +12,10 @@ used: one thread per output element.
 * ``one_thread_per_element`` (every other kernel): the output loops fused into one,
   split by ``BLOCK_THREADS``, the outer part bound to ``blockIdx.x``, the inner to
   ``threadIdx.x``; reductions stay serial loops inside each thread.
-* ``row_blocks`` (kernels of row stages: softmax, layer norm): one block per row, a
-  block reduction per stage with a barrier between stages, then the row's elements
-  strided over the block's threads; ``one_thread_per_row`` where it does not fit
-  (``gpu_rows.py``).
+* ``row_blocks`` (kernels of row stages: softmax, layer norm; argmax/argmin, whose two
+  stages end in a store): one block per row, a block reduction per stage with a barrier
+  between stages, then the row's elements strided over the block's threads (or one
+  thread's epilogue); ``one_thread_per_row`` where it does not fit (``gpu_rows.py``).
 * ``block_reduction`` (any kernel reducing along one loop of at least
   ``MIN_BLOCK_REDUCTION`` iterations with a reassociable combiner: softmax's max and
   sum, layer-norm statistics, sums): one block per output element, its threads'

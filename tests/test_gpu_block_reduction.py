@@ -260,3 +260,38 @@ def test_every_element_is_accumulated_once(length):
     assert set(_strategies(module).values()) == {"block_reduction"}
     a = _rows("int32", (3, length), length)
     np.testing.assert_array_equal(build_emulated(module)(a), a.sum(1))
+
+
+@pytest.mark.parametrize("shape", [(3, 1000), (2, 5, 301), (1, 4097)])
+def test_arg_reductions_take_a_block_per_row(shape):
+    """argmax/argmin are two stages (the row's extreme, then the first index holding it)
+    ending in a store: one block per row (``row_blocks`` without an element loop), not a
+    thread serially walking the row. Ties and NaNs: the first index wins, as in numpy."""
+    b = tk.GraphBuilder()
+    x = b.input("x", shape)
+    module = b.finish(b.argmax(x, -1), b.argmin(x, -1))
+    assert set(_strategies(module).values()) == {"row_blocks"}, _strategies(module)
+    rng = np.random.default_rng(sum(shape))
+    a = rng.integers(-3, 4, shape).astype(np.float32)  # many ties
+    a.reshape(-1, shape[-1])[0, [shape[-1] // 3, shape[-1] - 1]] = np.nan  # first row: NaN wins, first one
+    biggest, smallest = build_emulated(module)(a)
+    np.testing.assert_array_equal(biggest, a.argmax(-1))
+    np.testing.assert_array_equal(smallest, a.argmin(-1))
+
+
+def test_max_along_a_dim_returns_values_and_first_indices():
+    """torch.max(x, dim): the values and the indices of the first maximum, on the GPU
+    kernels run with GPU semantics."""
+    torch = pytest.importorskip("torch", reason="torch.max(dim) comes from the torch frontend")
+    from tensorkiln.frontends.torch import from_exported_program
+
+    class MaxAlong(torch.nn.Module):
+        def forward(self, x):
+            values, indices = torch.max(x, dim=1)
+            return values, indices, torch.argmin(x, dim=1)
+
+    x = torch.randint(-5, 6, (4, 700)).float()
+    module = from_exported_program(torch.export.export(MaxAlong(), (x,)))
+    assert "one_thread_per_element" not in _strategies(module).values(), _strategies(module)
+    for got, want in zip(build_emulated(module)(x.numpy()), MaxAlong()(x)):
+        np.testing.assert_array_equal(got, want.numpy())
