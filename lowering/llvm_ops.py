@@ -6,20 +6,29 @@ make the same ops with ``Operation.create`` from attributes made once (9-14 us e
 for the address arithmetic, constants, loads and stores that are most of loop-to-llvm's
 output: DenseNet-121's kernels are ~50,000 of them. Each makes exactly the op its xDSL
 constructor makes, property for property (``tests/test_llvm_ops.py`` compares them).
+:func:`make` does the same for any other op whose constructor's output depends only on
+its operands' types and its other arguments (compares, float arithmetic, selects, vector
+shuffles): the first op of each kind is made by xDSL, the rest copy its properties;
+:func:`br` and :func:`cond_br` for the branches.
 
 Example::
 
     offset = b.insert(mul(row, constant(8)))
     pointer = b.insert(gep(base, offset, f32))
+    total = b.insert(make(llvm.FAddOp, x, y, fastmath))
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, UnitAttr, i32, i64
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+OpT = TypeVar("OpT", bound=Operation)
 
 #: the flags of an add or mul without ``nsw``/``nuw`` (xDSL's default)
 _NO_FLAGS = IntegerAttr(0, 32)
@@ -34,6 +43,12 @@ _ORDERING = IntegerAttr(0, 64)  # not atomic
 def integer(value: int, t: Attribute = i64) -> IntegerAttr:
     """``IntegerAttr(value, t)``, made once per value and type."""
     return IntegerAttr(value, t)
+
+
+@lru_cache(maxsize=16)
+def icmp_predicate(name: str) -> IntegerAttr:
+    """An ``llvm.icmp`` predicate (``"slt"``, ``"eq"``, ...) as its attribute, made once."""
+    return IntegerAttr(llvm.ICmpPredicateFlag(name).to_int(), i64)
 
 
 def constant(value: int, t: Attribute = i64) -> llvm.ConstantOp:
@@ -71,4 +86,55 @@ def store(value: SSAValue, address: SSAValue, alignment: int | None = None) -> l
     return llvm.StoreOp.create(operands=[value, address], properties=properties)
 
 
-__all__ = ["NO_SIGNED_WRAP", "add", "constant", "gep", "integer", "load", "mul", "store"]
+@dataclass(frozen=True)
+class _Template:
+    """What xDSL's constructor made of some arguments: the properties (``passed``: those
+    that were arguments, by property name and argument position), attributes and result types."""
+
+    properties: dict[str, Attribute]
+    passed: tuple[tuple[str, int], ...]
+    attributes: dict[str, Attribute]
+    result_types: list[Attribute]
+
+
+#: (op class, its arguments with values replaced by their types) -> its template
+_TEMPLATES: dict[tuple, _Template] = {}
+
+
+def make(cls: type[OpT], *args: object) -> OpT:
+    """``cls(*args)`` (SSA values and hashable constructor arguments, positional; the SSA
+    values are the operands, in order), made by ``Operation.create`` from what the first
+    ``cls(...)`` with the same operand types and equal other arguments made. A property
+    that was an argument is this call's argument (an equal attribute may differ inside:
+    a fastmath flag as a string or as its enum)."""
+    key = (cls, *(a.type if isinstance(a, SSAValue) else a for a in args))
+    template = _TEMPLATES.get(key)
+    if template is None:
+        op = cls(*args)
+        passed = tuple((name, k) for name, value in op.properties.items() for k, a in enumerate(args) if value is a)
+        _TEMPLATES[key] = _Template(dict(op.properties), passed, dict(op.attributes), list(op.result_types))
+        return op
+    properties = dict(template.properties)
+    for name, k in template.passed:
+        properties[name] = args[k]
+    operands = [a for a in args if isinstance(a, SSAValue)]
+    return cls.create(operands=operands, result_types=template.result_types, properties=properties, attributes=dict(template.attributes))
+
+
+def br(dest: Block, *args: SSAValue) -> llvm.BrOp:
+    """``llvm.br ^dest(args)``."""
+    return llvm.BrOp.create(operands=list(args), successors=[dest])
+
+
+#: a conditional branch's operand groups: the condition, no arguments for either block
+_CONDITION_ONLY = DenseArrayBase.from_list(i32, [1, 0, 0])
+
+
+def cond_br(condition: SSAValue, then: Block, otherwise: Block) -> llvm.CondBrOp:
+    """``llvm.cond_br condition, ^then, ^otherwise`` (neither block takes arguments)."""
+    return llvm.CondBrOp.create(
+        operands=[condition], successors=[then, otherwise], properties={"operandSegmentSizes": _CONDITION_ONLY}
+    )
+
+
+__all__ = ["NO_SIGNED_WRAP", "add", "br", "cond_br", "constant", "gep", "icmp_predicate", "integer", "load", "make", "mul", "store"]

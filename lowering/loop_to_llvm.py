@@ -150,7 +150,7 @@ class _FunctionConverter:
 
     def finish(self, arg_attrs: list[DictionaryAttr], result: Attribute | None = None) -> llvm.FuncOp:
         """Close the entry block and wrap the region into ``llvm.func @name``."""
-        self.entry.add_op(llvm.BrOp(self.region.blocks[1]))
+        self.entry.add_op(llvm_ops.br(self.region.blocks[1]))
         function_type = llvm.LLVMFunctionType([a.type for a in self.entry.args], result)
         out = llvm.FuncOp(self.name, function_type, linkage=llvm.LinkageAttr("external"), body=self.region)
         out.arg_attrs = llvm.ArrayAttr(arg_attrs)
@@ -265,17 +265,17 @@ class _FunctionConverter:
         body = Block()
         exit_block = Block()
         self.region.add_block([header, body])
-        self._ins(llvm.BrOp(header, lb))
+        self._ins(llvm_ops.br(header, lb))
         iv = header.args[0]
         self.block = header
-        in_range = self._ins(llvm.ICmpOp(iv, ub, IntegerAttr(llvm.ICmpPredicateFlag("slt").to_int(), i64)))
-        self._ins(llvm.CondBrOp(in_range, body, [], exit_block, []))
+        in_range = self._ins(llvm_ops.make(llvm.ICmpOp, iv, ub, llvm_ops.icmp_predicate("slt")))
+        self._ins(llvm_ops.cond_br(in_range, body, exit_block))
         self.values[op.induction_var] = iv
         self.block = body
         self.convert_block_ops(op.body.block)
         # nsw: the induction variable never wraps (bounds are buffer sizes)
         nxt = self._ins(llvm_ops.add(iv, step, llvm_ops.NO_SIGNED_WRAP))
-        self._ins(llvm.BrOp(header, nxt))
+        self._ins(llvm_ops.br(header, nxt))
         # in program order: the exit comes after every block the body added
         self.region.add_block(exit_block)
         self.block = exit_block
@@ -304,13 +304,13 @@ class _FunctionConverter:
             if guarded:
                 copy = Block()
                 self.region.add_block(copy)
-                runs = self._ins(llvm.ICmpOp(iv, self.values[op.ub], _icmp("slt")))
-                self._ins(llvm.CondBrOp(runs, copy, [], exit_block, []))
+                runs = self._ins(llvm_ops.make(llvm.ICmpOp, iv, self.values[op.ub], llvm_ops.icmp_predicate("slt")))
+                self._ins(llvm_ops.cond_br(runs, copy, exit_block))
                 self.block = copy
             self.values[op.induction_var] = iv
             self.convert_block_ops(op.body.block)
         if guarded:
-            self._ins(llvm.BrOp(exit_block))
+            self._ins(llvm_ops.br(exit_block))
             self.region.add_block(exit_block)
             self.block = exit_block
 
@@ -398,9 +398,6 @@ def static_upper_bound(value: SSAValue) -> int | None:
         return min(bounds) if bounds else None
     return None
 
-
-def _icmp(name: str) -> IntegerAttr:
-    return IntegerAttr(llvm.ICmpPredicateFlag(name).to_int(), i64)
 
 
 def _declare_external_calls(module: ModuleOp) -> None:

@@ -44,10 +44,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, llvm
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, IntegerType, UnitAttr, i8, i32, i64
+from xdsl.dialects.builtin import DictionaryAttr, IntegerType, UnitAttr, i8, i32, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ..dialects import loop
+from . import llvm_ops
 from .scalar_to_llvm import int_constant
 
 if TYPE_CHECKING:
@@ -104,9 +105,6 @@ def _from_slot(ins: Callable[[Operation], SSAValue], raw: SSAValue, t: Attribute
         raw = ins(llvm.BitcastOp(raw, t))
     return raw
 
-
-def _icmp(name: str) -> IntegerAttr:
-    return IntegerAttr(llvm.ICmpPredicateFlag(name).to_int(), i64)
 
 
 def convert_parallel(conv: _FunctionConverter, op: loop.ForOp) -> None:
@@ -181,7 +179,7 @@ def convert_parallel(conv: _FunctionConverter, op: loop.ForOp) -> None:
     thread.block = header
     more = ins(llvm.CallOp("GOMP_loop_nonmonotonic_dynamic_next", begin_p, end_p, return_type=i8))
     zero8 = int_constant(thread.b, 0, i8)
-    ins(llvm.CondBrOp(ins(llvm.ICmpOp(more, zero8, _icmp("ne"))), chunk_block, [], exit_block, []))
+    ins(llvm.CondBrOp(ins(llvm.ICmpOp(more, zero8, llvm_ops.icmp_predicate("ne"))), chunk_block, [], exit_block, []))
     thread.block = chunk_block
     begin_v = ins(llvm.LoadOp(begin_p, i64))
     end_v = ins(llvm.LoadOp(end_p, i64))
@@ -230,13 +228,13 @@ def _chunk_size(conv: _FunctionConverter, lb: SSAValue, ub: SSAValue, step: SSAV
     ins = conv._ins
     zero32 = int_constant(conv.b, 0, i32)
     default = ins(llvm.CallOp("omp_get_max_threads", return_type=i32))
-    count = ins(llvm.SelectOp(ins(llvm.ICmpOp(threads, zero32, _icmp("eq"))), default, threads))
+    count = ins(llvm.SelectOp(ins(llvm.ICmpOp(threads, zero32, llvm_ops.icmp_predicate("eq"))), default, threads))
     one = int_constant(conv.b, 1)
     span = ins(llvm.SubOp(ins(llvm.AddOp(ins(llvm.SubOp(ub, lb)), step)), one))
     trips = ins(llvm.SDivOp(span, step))
     pieces = ins(llvm.MulOp(ins(llvm.SExtOp(count, i64)), int_constant(conv.b, CHUNKS_PER_THREAD)))
     chunk = ins(llvm.SDivOp(trips, pieces))
-    return ins(llvm.SelectOp(ins(llvm.ICmpOp(chunk, one, _icmp("slt"))), one, chunk))
+    return ins(llvm.SelectOp(ins(llvm.ICmpOp(chunk, one, llvm_ops.icmp_predicate("slt"))), one, chunk))
 
 
 __all__ = ["NUM_THREADS_SYMBOL", "convert_parallel", "free_values"]

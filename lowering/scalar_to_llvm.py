@@ -171,7 +171,7 @@ _FLOAT_BINARY = {
 
 @converts(*_FLOAT_BINARY)
 def _float_binary(b: Builder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
-    return _ins(b, _FLOAT_BINARY[type(op)](args[0], args[1], _fastmath(op)))
+    return _ins(b, llvm_ops.make(_FLOAT_BINARY[type(op)], args[0], args[1], _fastmath(op)))
 
 
 @converts(arith.NegfOp)
@@ -198,7 +198,7 @@ _INT_BINARY = {
 
 @converts(*_INT_BINARY)
 def _int_binary(b: Builder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
-    return _ins(b, _INT_BINARY[type(op)](args[0], args[1]))
+    return _ins(b, llvm_ops.make(_INT_BINARY[type(op)], args[0], args[1]))
 
 
 @converts(arith.FloorDivSIOp)
@@ -210,20 +210,17 @@ def _floordiv(b: Builder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
     q = _ins(b, llvm.SDivOp(a, d))
     r = _ins(b, llvm.SRemOp(a, d))
     zero = int_constant(b, 0, t)
-    inexact = _ins(b, llvm.ICmpOp(r, zero, _icmp("ne")))
-    signs_differ = _ins(b, llvm.ICmpOp(_ins(b, llvm.XOrOp(r, d)), zero, _icmp("slt")))
+    inexact = _ins(b, llvm.ICmpOp(r, zero, llvm_ops.icmp_predicate("ne")))
+    signs_differ = _ins(b, llvm.ICmpOp(_ins(b, llvm.XOrOp(r, d)), zero, llvm_ops.icmp_predicate("slt")))
     adjust = _ins(b, llvm.AndOp(inexact, signs_differ))
     return _ins(b, llvm.SubOp(q, _ins(b, llvm.ZExtOp(adjust, t))))
 
-
-def _icmp(name: str) -> IntegerAttr:
-    return IntegerAttr(llvm.ICmpPredicateFlag(name).to_int(), i64)
 
 
 def _select_by(predicate: str) -> Converter:
     def convert(b: Builder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
         a, c = args
-        return _ins(b, llvm.SelectOp(_ins(b, llvm.ICmpOp(a, c, _icmp(predicate))), a, c))
+        return _ins(b, llvm_ops.make(llvm.SelectOp, _ins(b, llvm_ops.make(llvm.ICmpOp, a, c, llvm_ops.icmp_predicate(predicate))), a, c))
 
     return convert
 
@@ -252,17 +249,17 @@ converts(arith.MinnumfOp)(_float_intrinsic("minnum"))
 @converts(arith.CmpfOp)
 def _cmpf(b: Builder, op: arith.CmpfOp, args: Sequence[SSAValue]) -> SSAValue:
     # arith and llvm number the predicates alike.
-    return _ins(b, llvm.FCmpOp(args[0], args[1], IntegerAttr(op.predicate.value.data, i64)))
+    return _ins(b, llvm_ops.make(llvm.FCmpOp, args[0], args[1], llvm_ops.integer(op.predicate.value.data)))
 
 
 @converts(arith.CmpiOp)
 def _cmpi(b: Builder, op: arith.CmpiOp, args: Sequence[SSAValue]) -> SSAValue:
-    return _ins(b, llvm.ICmpOp(args[0], args[1], IntegerAttr(op.predicate.value.data, i64)))
+    return _ins(b, llvm_ops.make(llvm.ICmpOp, args[0], args[1], llvm_ops.integer(op.predicate.value.data)))
 
 
 @converts(arith.SelectOp)
 def _select(b: Builder, op: arith.SelectOp, args: Sequence[SSAValue]) -> SSAValue:
-    return _ins(b, llvm.SelectOp(*args))
+    return _ins(b, llvm_ops.make(llvm.SelectOp, *args))
 
 
 # ---------------------------------------------------------------------------

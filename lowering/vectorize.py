@@ -62,6 +62,7 @@ import logging
 import math as pymath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.builder import Builder
@@ -101,6 +102,12 @@ from ..dialects import loop
 from ..dialects.scalar import RemFOp
 from . import llvm_ops
 from .scalar_to_llvm import SCALAR_CONVERTERS, int_constant, llvm_type
+
+
+@lru_cache(maxsize=16)
+def _broadcast_mask(lanes: int) -> DenseArrayBase:
+    """A shufflevector mask taking lane 0 into every one of ``lanes`` lanes."""
+    return DenseArrayBase.from_list(i32, [0] * lanes)
 
 if TYPE_CHECKING:
     from .loop_to_llvm import _FunctionConverter
@@ -204,15 +211,15 @@ def _cmpf(b: Builder, op: arith.CmpfOp, args: Sequence[SSAValue], lanes: int) ->
 
 
 def _select(b: Builder, op: arith.SelectOp, args: Sequence[SSAValue], lanes: int) -> SSAValue:
-    return _ins(b, VectorSelectOp(*args))
+    return _ins(b, llvm_ops.make(VectorSelectOp, *args))
 
 
 def _minmax(predicate: str) -> VectorConverter:
     def convert(b: Builder, op: Operation, args: Sequence[SSAValue], lanes: int) -> SSAValue:
         a, c = args
         pred = IntegerAttr(llvm.ICmpPredicateFlag(predicate).to_int(), i64)
-        take_a = _ins(b, llvm.ICmpOp(a, c, pred))
-        return _ins(b, VectorSelectOp(take_a, a, c))
+        take_a = _ins(b, llvm_ops.make(llvm.ICmpOp, a, c, pred))
+        return _ins(b, llvm_ops.make(VectorSelectOp, take_a, a, c))
 
     return convert
 
@@ -659,8 +666,8 @@ class _Vectorizer:
 
     def splat(self, scalar: SSAValue) -> SSAValue:
         vt = VectorType(scalar.type, [self.lanes])
-        single = self.ins(llvm.InsertElementOp(self.ins(llvm.UndefOp(vt)), scalar, int_constant(self.b, 0, i32)))
-        return self.ins(llvm.ShuffleVectorOp(single, single, DenseArrayBase.from_list(i32, [0] * self.lanes), vt))
+        single = self.ins(llvm_ops.make(llvm.InsertElementOp, self.ins(llvm_ops.make(llvm.UndefOp, vt)), scalar, int_constant(self.b, 0, i32)))
+        return self.ins(llvm_ops.make(llvm.ShuffleVectorOp, single, single, _broadcast_mask(self.lanes), vt))
 
     def vector(self, v: SSAValue) -> SSAValue:
         """``v`` as a vector of its lanes."""
@@ -696,9 +703,9 @@ class _Vectorizer:
         return self.ins(llvm.BitcastOp(one, element))
 
     def assemble(self, scalars: Sequence[SSAValue]) -> SSAValue:
-        vec = self.ins(llvm.UndefOp(VectorType(scalars[0].type, [self.lanes])))
+        vec = self.ins(llvm_ops.make(llvm.UndefOp, VectorType(scalars[0].type, [self.lanes])))
         for lane, s in enumerate(scalars):
-            vec = self.ins(llvm.InsertElementOp(vec, s, int_constant(self.b, lane, i32)))
+            vec = self.ins(llvm_ops.make(llvm.InsertElementOp, vec, s, int_constant(self.b, lane, i32)))
         return vec
 
     # -- the body -----------------------------------------------------------------
@@ -858,11 +865,11 @@ def _vector_loop(
     body = Block()
     exit_block = Block()
     conv.region.add_block([header, body])
-    conv._ins(llvm.BrOp(header, start, *accumulators))
+    conv._ins(llvm_ops.br(header, start, *accumulators))
     conv.block = header
     iv = header.args[0]
-    fits = conv._ins(llvm.ICmpOp(iv, limit, IntegerAttr(llvm.ICmpPredicateFlag("sle").to_int(), i64)))
-    conv._ins(llvm.CondBrOp(fits, body, [], exit_block, []))
+    fits = conv._ins(llvm_ops.make(llvm.ICmpOp, iv, limit, llvm_ops.integer(llvm.ICmpPredicateFlag("sle").to_int())))
+    conv._ins(llvm_ops.cond_br(fits, body, exit_block))
     conv.block = body
     accumulated = [r for r in plan.reductions if not r.ordered]
     updated = []
@@ -873,7 +880,7 @@ def _vector_loop(
         vectorizer.emit(list(op.body.block.ops))
         updated += [vectorizer.new_accumulators[r.combine] for r in accumulated]
     nxt = conv._ins(llvm_ops.add(iv, int_constant(conv.b, copies * lanes), llvm_ops.NO_SIGNED_WRAP))
-    conv._ins(llvm.BrOp(header, nxt, *updated))
+    conv._ins(llvm_ops.br(header, nxt, *updated))
     conv.region.add_block(exit_block)
     conv.block = exit_block
     return iv, list(header.args[1:])
