@@ -15,8 +15,11 @@ te-to-loop writes a reduction as, for each output element::
       %warps = loop.alloc() {scope = "shared"} : memref<8xf32>
       %result = loop.alloc() {scope = "shared"} : memref<1xf32>
       loop.for %t = 0 to 256 threadIdx.x {              // each thread: a strided partial
-        <pre ops>; %p = local; %p[] = %init
-        loop.for %k = %lb + t*s to %ub step 256*s { <k body on %p> }
+        <pre ops>; %p0..%p3 = local; %pi[] = %init       // four accumulators:
+        loop.for %k = %lb + t*s to %ub - 3*256*s step 4*256*s {   // their loads in flight together
+          <k body on %p0>; <k + 256*s body on %p1>; ...; <k + 3*256*s body on %p3> }
+        loop.for %k = <where that ended> to %ub step 256*s { <k body on %p0> }   // the rest
+        %p = combine(combine(%p0, %p1), combine(%p2, %p3))
         %v = combine(%p[], shuffle_xor(%p[], 16))        // a butterfly within each warp:
         ... offsets 8, 4, 2, 1                          // every lane ends with its warp's value
         loop.for %_ = %t % 32 to 1 { %warps[%t / 32] = %v }   // lane 0 of each warp

@@ -30,15 +30,16 @@ then the first index holding it, then one store): one thread of the block runs t
 reading the stages from shared memory (:func:`_stage_rows`).
 
 Each phase replays the row's scalar ops before it (cheap: index arithmetic, a division
-by the row length), the stages already reduced replaced by their shared results.
+by the row length), the stages already reduced replaced by their shared results. The
+combination across threads uses :func:`~tensorkiln.schedule.gpu_reduction.block_allreduce`
+(warp shuffles), so only reassociable combiners are accepted, as for block_reduction;
+each thread's partial keeps several accumulators (``accumulate_strided``).
 
 A row of an input that several of these loops read (softmax's ``x``: the max, the sum
 and the elements) is first copied into shared memory by the block (``cache_rows``, up
-to ``ROW_CACHE_BYTES``), and the loops read that copy: the row crosses device memory
-once instead of once per loop, and the copy's loads are independent of each other,
-where the stages' are chained through their accumulators. The
-combination across threads uses :func:`~tensorkiln.schedule.gpu_reduction.block_allreduce`
-(warp shuffles), so only reassociable combiners are accepted, as for block_reduction.
+to ``ROW_CACHE_BYTES``; an unrolled copy when the threads divide the row), and the loops
+read that copy: the row crosses device memory once instead of once per loop (on an H200,
+softmax over 8192x4096: 80% -> 89% of the copy bandwidth).
 
 :func:`one_thread_per_row` is the fallback (rows too short for a block, a combiner
 that cannot be reassociated): the row loops fused, split by ``BLOCK_THREADS`` and bound
