@@ -229,3 +229,43 @@ def test_assert_async_checks_one_hot_classes_and_user_asserts():
     np.testing.assert_allclose(lib(np.abs(X[1])), 2 * np.abs(X[1]))
     with pytest.raises(RuntimeCheckError, match="sum must be positive"):
         lib(-np.abs(X[1]))
+
+
+def test_checks_on_indices_computed_from_constants_are_dropped_in_the_build():
+    """Reflect and replicate padding index with positions computed from constants: their
+    checks are true whatever the input, so the build drops them (no predicate results,
+    no kernels computing them); a check on an input's indices stays and still raises."""
+
+    class PadsAndLookup(torch.nn.Module):
+        def forward(self, x, ids):
+            reflected = F.pad(x, (1, 2, 2, 1), mode="reflect")
+            replicated = F.pad(x, (2, 0, 1, 1), mode="replicate")
+            return reflected[..., 1:-1, :-2] * replicated[..., 1:, 1:], F.embedding(ids, x[0, 0])
+
+    x, ids = torch.randn(2, 3, 6, 7), torch.tensor([[0, 5, 2]])
+    module = from_exported_program(torch.export.export(PadsAndLookup(), (x, ids)))
+    assert sum(op.name == "graph.check" for op in module.walk()) > 1  # the pads' checks, the lookup's
+    lib = tk.build(module)
+    assert [c.error for c in lib.signature.checks] == ["IndexError"]  # the lookup's alone
+    for got, want in zip(_ours(lib, x.numpy(), ids.numpy()), _torch(PadsAndLookup(), x.numpy(), ids.numpy())):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(IndexError, match="embedding"):
+        lib(x.numpy(), np.array([[0, 6, 2]]))
+
+
+def test_a_check_is_settled_only_by_constants_through_a_short_cone():
+    """``settled_true``: a predicate of constants alone that holds everywhere; not one that
+    reads an input, not one that fails somewhere, not one past ``SETTLED_CONE_OPS`` ops."""
+    from tensorkiln.passes.checks_to_outputs import SETTLED_CONE_OPS, settled_true
+
+    b = tk.GraphBuilder()
+    x = b.input("x", (5,), "int64")
+    positions = b.constant(np.arange(5, dtype=np.int64))
+    bound = b.constant(np.array(5, dtype=np.int64))
+    assert settled_true(b.compare(positions, bound, "lt"))
+    assert not settled_true(b.compare(positions, b.constant(np.array(4, dtype=np.int64)), "lt"))  # 4 < 4 fails
+    assert not settled_true(b.compare(x, bound, "lt"))
+    long = positions
+    for _ in range(SETTLED_CONE_OPS):
+        long = b.add(long, b.constant(np.array(0, dtype=np.int64)))
+    assert not settled_true(b.compare(long, bound, "lt"))
