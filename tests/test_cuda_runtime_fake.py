@@ -98,3 +98,25 @@ def test_bfloat16_lives_on_the_device_as_int16_bits(launches):
     torch = pytest.importorskip("torch")
     lib(torch.from_numpy(x.astype(np.float32)).bfloat16())  # a CPU torch bfloat16 tensor: copied as its bits
     np.testing.assert_array_equal(launches[-1][3][0], x.view(np.int16))
+
+
+def test_host_program_folds_constant_index_arithmetic(launches):
+    """A static model's host program launches with literal grid sizes (computed when it
+    was printed, not at every call); a symbolic batch keeps its arithmetic, and both
+    launch the same grid for the same batch."""
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((13, 37)).astype(np.float32)
+
+    def build(rows):
+        b = tk.GraphBuilder()
+        return tk.build(b.finish(b.relu(b.dense(b.input("x", (rows, 37)), w))), target="cuda")
+
+    static, symbolic = build(70), build("n")
+    (line,) = [s.strip() for s in static.host_source.splitlines() if "rt.launch(" in s]
+    assert line.startswith("rt.launch('dense_relu_0', (2, 1, 1), (16, 16, 1), ")
+    assert not any(op in static.host_source.split("def main")[1] for op in (" + ", " - ", " * ", "//", "max("))
+    assert "//" in symbolic.host_source.split("def main")[1] or "_divsi" in symbolic.host_source.split("def main")[1]
+    x = rng.standard_normal((70, 37)).astype(np.float32)
+    static(x)
+    symbolic(x)
+    assert launches[0][1] == launches[1][1] == (2, 1, 1)

@@ -26,6 +26,7 @@ nothing, so the runtime can exec it without xDSL.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 from xdsl.dialects import arith, func, gpu
@@ -62,26 +63,35 @@ def dtype_name(t: object) -> str:
     return name
 
 
-_BINARY: dict[type[Operation], Callable[[str, str], str]] = {
-    arith.AddiOp: lambda a, b: f"{a} + {b}",
-    arith.SubiOp: lambda a, b: f"{a} - {b}",
-    arith.MuliOp: lambda a, b: f"{a} * {b}",
-    arith.DivSIOp: lambda a, b: f"_divsi({a}, {b})",
-    arith.DivUIOp: lambda a, b: f"{a} // {b}",
-    arith.RemSIOp: lambda a, b: f"_remsi({a}, {b})",
-    arith.RemUIOp: lambda a, b: f"{a} % {b}",
-    arith.FloorDivSIOp: lambda a, b: f"{a} // {b}",
-    arith.CeilDivSIOp: lambda a, b: f"-(-{a} // {b})",
-    arith.MaxSIOp: lambda a, b: f"max({a}, {b})",
-    arith.MinSIOp: lambda a, b: f"min({a}, {b})",
+#: each host-side binary op: its Python expression (a format of its operands' names) and
+#: what it computes, to fold constant operands when printing (the same helpers as the program)
+_HELPER_FUNCTIONS: dict[str, Callable[[int, int], int]] = {}
+exec(HELPERS, _HELPER_FUNCTIONS)
+_BINARY: dict[type[Operation], tuple[str, Callable[[int, int], int]]] = {
+    arith.AddiOp: ("{} + {}", operator.add),
+    arith.SubiOp: ("{} - {}", operator.sub),
+    arith.MuliOp: ("{} * {}", operator.mul),
+    arith.DivSIOp: ("_divsi({}, {})", _HELPER_FUNCTIONS["_divsi"]),
+    arith.DivUIOp: ("{} // {}", operator.floordiv),
+    arith.RemSIOp: ("_remsi({}, {})", _HELPER_FUNCTIONS["_remsi"]),
+    arith.RemUIOp: ("{} % {}", operator.mod),
+    arith.FloorDivSIOp: ("{} // {}", operator.floordiv),
+    arith.CeilDivSIOp: ("-(-{} // {})", lambda a, b: -(-a // b)),
+    arith.MaxSIOp: ("max({}, {})", max),
+    arith.MinSIOp: ("min({}, {})", min),
 }
 
 
 def print_host(function: func.FuncOp) -> str:
-    """Python source of ``def <name>(rt, *buffers)`` for a host function."""
+    """Python source of ``def <name>(rt, *buffers)`` for a host function. Index arithmetic
+    on constants is done here, once: a static model's launches get literal grid sizes
+    instead of recomputing them at every call."""
     names: dict[SSAValue, str] = {}
+    known: dict[SSAValue, int] = {}  # values computed while printing
 
     def name(v: SSAValue) -> str:
+        if v in known:
+            return str(known[v])
         if v not in names:
             names[v] = f"v{len(names)}"
         return names[v]
@@ -101,10 +111,16 @@ def print_host(function: func.FuncOp) -> str:
             case loop.FreeOp():
                 lines.append(f"{name(op.buffer)} = None")
             case arith.ConstantOp() if isinstance(op.value, IntegerAttr):
-                lines.append(f"{name(op.result)} = {op.value.value.data}")
+                known[op.result] = op.value.value.data
             case _ if type(op) in _BINARY:
-                a, b = (name(v) for v in op.operands)
-                lines.append(f"{name(op.results[0])} = {_BINARY[type(op)](a, b)}")
+                expression, compute = _BINARY[type(op)]
+                if all(v in known for v in op.operands):
+                    try:
+                        known[op.results[0]] = compute(*(known[v] for v in op.operands))
+                        continue
+                    except ZeroDivisionError:  # printed: it raises when run, as it would unfolded
+                        pass
+                lines.append(f"{name(op.results[0])} = {expression.format(*(name(v) for v in op.operands))}")
             case gpu.LaunchFuncOp():
                 kernel = op.kernel.nested_references.data[-1].data
                 grid = ", ".join(name(v) for v in (op.gridSizeX, op.gridSizeY, op.gridSizeZ))

@@ -113,18 +113,19 @@ class _Launcher:
         return self.cp.empty(shape, dtype)
 
     def launch(self, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], buffers: Sequence[Any], dynamic: Sequence[tuple[int, ...]]) -> None:
-        if any(g <= 0 for g in grid):
+        # (called for every launch of every call: the common case takes few steps)
+        if min(grid) <= 0:
             return  # an empty tensor: nothing to compute
-        for axis, (g, limit) in enumerate(zip(grid, GRID_LIMITS)):
-            if g > limit:
-                raise ValueError(f"kernel '{kernel}': grid {grid} exceeds CUDA's limit {limit} on axis {'xyz'[axis]}")
-        args: list[Any] = []
-        for buf, dims in zip(buffers, dynamic):
+        if grid[0] > GRID_LIMITS[0] or grid[1] > GRID_LIMITS[1] or grid[2] > GRID_LIMITS[2]:
+            axis = next(k for k, (g, limit) in enumerate(zip(grid, GRID_LIMITS)) if g > limit)
+            raise ValueError(f"kernel '{kernel}': grid {grid} exceeds CUDA's limit {GRID_LIMITS[axis]} on axis {'xyz'[axis]}")
+        for buf in buffers:
             if buf.size > MAX_ELEMENTS:
                 raise ValueError(f"kernel '{kernel}': a buffer of {buf.size} elements is too large for 32-bit indexing")
-            args.append(buf)
-            args += [np.int32(buf.shape[d]) for d in dims]
-        self.kernels[kernel](tuple(grid), tuple(block), tuple(args))
+        args = tuple(buffers)
+        if any(dynamic):  # each buffer followed by its dynamic dims
+            args = tuple(a for buf, dims in zip(buffers, dynamic) for a in (buf, *(np.int32(buf.shape[d]) for d in dims)))
+        self.kernels[kernel](tuple(grid), tuple(block), args)
 
     def call_external(self, symbol: str, buffers: Sequence[Any]) -> None:
         """Run external module ``symbol``: ``buffers`` are its inputs, then its outputs."""
