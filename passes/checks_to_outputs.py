@@ -34,14 +34,15 @@ and, on the GPU, a copy to the host at every call, to say what the compiler know
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ..dialects.graph import ConstantOp, GraphOp
@@ -76,7 +77,7 @@ def settled_true(pred: SSAValue) -> bool:
     return result is not None and bool(np.all(result))
 
 
-def _evaluate(op: object, value, budget: list[int]) -> np.ndarray | None:
+def _evaluate(op: object, value: Callable[[SSAValue], np.ndarray | None], budget: list[int]) -> np.ndarray | None:
     """The array ``op`` makes from its operands' ``value``s, or None (not constant, a
     random op, no reference semantics, too many ops or elements)."""
     if isinstance(op, ConstantOp):
