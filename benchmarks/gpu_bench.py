@@ -146,6 +146,12 @@ def workloads(tk, torch, np, device: str = "cuda"):
         tg, tb = torch.from_numpy(gamma).to(device), torch.from_numpy(beta).to(device)
         return module, (randn(rows, cols),), lambda tx: F.layer_norm(tx, (cols,), tg, tb), None, 2 * rows * cols * 4
 
+    def argmax():  # greedy decoding's last step over a GPT-2-size vocabulary, 64 sequences
+        rows, vocab = 64, 50257
+        b = tk.GraphBuilder()
+        module = b.finish(b.argmax(b.input("logits", (rows, vocab)), -1))
+        return module, (randn(rows, vocab),), lambda tx: torch.argmax(tx, -1), None, rows * vocab * 4
+
     def elementwise():
         n = 1 << 26
         w, bias = randn(n), randn(n)
@@ -161,7 +167,7 @@ def workloads(tk, torch, np, device: str = "cuda"):
         module = b.finish(b.reduce_sum(b.abs(b.input("x", (n,))), (0,)))
         return module, (randn(n),), lambda tx: tx.abs().sum(), None, n * 4
 
-    return {"GEMM 4096^3 fp32": gemm, "conv 3x3 64->64 16x56x56 +relu": conv, "softmax 8192x4096": softmax, "layer norm 8192x4096": layer_norm,
+    return {"GEMM 4096^3 fp32": gemm, "conv 3x3 64->64 16x56x56 +relu": conv, "softmax 8192x4096": softmax, "layer norm 8192x4096": layer_norm, "argmax 64x50257": argmax,
             "tanh(x*w+b) 64M": elementwise, "dense 8x4096->4096 +bias+relu": dense_few_rows,
             "sum(|x|) of 64M": full_sum, TF32_WORKLOAD: gemm_tf32}  # fmt: skip
 
