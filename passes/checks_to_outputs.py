@@ -41,9 +41,10 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
 from ..dialects.graph import ConstantOp, GraphOp
 from ..dialects.graph.host import CheckOp
@@ -103,9 +104,9 @@ def _evaluate(op: object, value: Callable[[SSAValue], np.ndarray | None], budget
     return array if array is not None and array.size <= SETTLED_MAX_ELEMENTS else None
 
 
-def _erase_unused(op: Operation) -> None:
-    """Erase ``op`` if nothing reads its results, then the same for what it read."""
-    if not isinstance(op, GraphOp) or any(r.uses for r in op.results) or op.parent is None:
+def _erase_unused(op: Operation | Block) -> None:
+    """Erase ``op`` if it is dead (xDSL's test, as the ``dce`` pass), then the same for what it read."""
+    if not isinstance(op, Operation) or op.parent is None or not is_trivially_dead(op):
         return
     operands = [v.owner for v in op.operands]
     Rewriter.erase_op(op)
