@@ -35,9 +35,9 @@ _LAZY = {
     "create_executor": "api",
     "emit_source": "api",
     "parse_module": "api",
-    "cache_info": "executors.compile_cache",
-    "clear_cache_info": "executors.compile_cache",
-    "set_cache_dir": "executors.compile_cache",
+    "cache_info": "driver.compile_cache",
+    "clear_cache_info": "driver.compile_cache",
+    "set_cache_dir": "driver.compile_cache",
     "extract_tasks": "tuning",
     "tune": "tuning",
 }

@@ -29,7 +29,7 @@ class Executor:
     def _callable(self, function: str) -> Callable[..., Any]:
         if self.kind == "interpreter":
             return interpret(self.module, function)
-        from .executors.vm_compiler import build_vm, needs_vm
+        from .driver.vm import build_vm, needs_vm
 
         if self.kind == "vm":
             return build_vm(self.module, self.target, function=function)
@@ -114,7 +114,7 @@ def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") 
         return emit_cuda_source(module, target=target)
     from .backends.llvm.jit import CPUTarget, llvm_ir
     from .build import compilable_copy, optimize_and_schedule, to_llvm
-    from .executors.native_build import dedupe_kernels
+    from .passes.dedupe_kernels import dedupe_kernels
     from .interpreter import find_function
     from .lowering.hoist_temporaries import hoist_temporaries
     from .passes.pipeline import PassContext, run_pipeline

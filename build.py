@@ -17,8 +17,8 @@ from .dialects.graph.control import CONTROL_FLOW_OPS
 from .dialects.graph.host import HOST_OPS
 from .dialects.graph.types import WeightAttr
 from .errors import UnsupportedOperatorError
-from .executors.export import export_library
-from .executors.native_build import compile_loops
+from .driver.export import export_library
+from .driver.native_build import compile_loops
 from .interpreter import find_function
 from .lowering.graph_to_te import unsupported_ops
 from .passes.checks_to_outputs import checks_as_outputs
@@ -166,7 +166,7 @@ def build(
         from .backends.cuda.pipeline import build_cuda
 
         return build_cuda(module, target, function=function, opt_level=opt_level)
-    from .executors.vm_compiler import build_vm, needs_vm
+    from .driver.vm import build_vm, needs_vm
 
     if needs_vm(find_function(module, function)):  # control flow, data-dependent sizes: the VM
         return build_vm(module, target, function=function, opt_level=opt_level, dump_ir=dump_ir)

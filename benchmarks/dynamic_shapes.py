@@ -22,7 +22,7 @@ from report import machine, table, write_section  # noqa: E402
 import torch  # noqa: E402
 
 import tensorkiln as tk  # noqa: E402
-from tensorkiln.executors import compile_cache  # noqa: E402
+from tensorkiln.driver import compile_cache  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 
 DENSE_LAYERS = [(768, 3072), (3072, 768), (784, 512)]

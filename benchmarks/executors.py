@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 import tensorkiln as tk  # noqa: E402
 from report import machine, table, write_section  # noqa: E402
 from tensorkiln.examples.models import elementwise_chain, mlp, small_cnn  # noqa: E402
-from tensorkiln.executors import compile_cache  # noqa: E402
+from tensorkiln.driver import compile_cache  # noqa: E402
 from tensorkiln.runtime import load_module  # noqa: E402
 
 try:

@@ -25,7 +25,7 @@ import torch  # noqa: E402
 
 import tensorkiln as tk  # noqa: E402
 from tensorkiln.examples.torch_zoo import ZOO, random_inputs  # noqa: E402
-from tensorkiln.executors import compile_cache  # noqa: E402
+from tensorkiln.driver import compile_cache  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 
 F = torch.nn.functional

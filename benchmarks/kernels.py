@@ -35,7 +35,7 @@ from report import machine, table, write_section  # noqa: E402
 
 import torch  # noqa: E402
 
-from tensorkiln.executors import compile_cache  # noqa: E402
+from tensorkiln.driver import compile_cache  # noqa: E402
 
 nn, F = torch.nn, torch.nn.functional
 

@@ -25,7 +25,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 import tensorkiln as tk  # noqa: E402
-from tensorkiln.executors import compile_cache  # noqa: E402
+from tensorkiln.driver import compile_cache  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 from tensorkiln.frontends.torch.context import tensor_to_numpy  # noqa: E402
 

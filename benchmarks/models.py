@@ -49,7 +49,7 @@ import torch  # noqa: E402
 
 import tensorkiln as tk  # noqa: E402
 from tensorkiln.errors import UnsupportedOperatorError  # noqa: E402
-from tensorkiln.executors import compile_cache  # noqa: E402
+from tensorkiln.driver import compile_cache  # noqa: E402
 from tensorkiln.examples.torch_zoo import ZOO, ZooEntry, random_inputs, resnet50_full  # noqa: E402
 from tensorkiln.frontends.torch import TorchImportError, from_exported_program  # noqa: E402
 from tensorkiln.frontends.torch.importer import _decompose  # noqa: E402

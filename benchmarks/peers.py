@@ -227,7 +227,7 @@ def time_workloads(
 def run_workloads(cases: Sequence[Workload], summarize: Callable[[object, object], list[str]]) -> tuple[list[list[str]], int]:
     """A workload benchmark's command line (``--repeat N``, ``--no-compile``), run with
     cold builds (the compile cache off): its :func:`time_workloads` rows and the repeat count."""
-    from tensorkiln.executors import compile_cache
+    from tensorkiln.driver import compile_cache
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=30)

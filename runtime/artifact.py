@@ -1,6 +1,6 @@
 """Loading a deployed model (``lib.export_library(path)``) with numpy and ctypes only.
 
-``load_module(path)`` reads the artifact directory (``executors/export.py`` describes
+``load_module(path)`` reads the artifact directory (``driver/export.py`` describes
 it), checks everything before any native code runs (a corrupt or truncated file, a
 missing or reshaped weight gives an :class:`ArtifactError` naming the file and what is
 wrong, never a crash), loads the shared library with ``dlopen`` and returns a callable

@@ -1,7 +1,7 @@
 """The graph executor's program: kernel calls over tensors, and the JSON format it is saved in.
 
 Pure stdlib + numpy: a deployed model reads this without the compiler. The compiler
-derives a program from a lowered host function (``tensorkiln.executors.host_program``).
+derives a program from a lowered host function (``tensorkiln.driver.host_program``).
 
 Format (``graph.json``, ``"format": "tensorkiln.graph/1"``)::
 

@@ -24,7 +24,7 @@ arrays, so a register can be copied by reference). Instructions, as tuples:
 
 ``graph.if`` becomes ``jump_unless`` over the two branches, ``graph.while`` a
 condition block, a ``jump_unless`` out of the loop, the body and a ``jump`` back; the
-straight-line code between is compiled (``tensorkiln.executors.vm_compiler``).
+straight-line code between is compiled (``tensorkiln.driver.vm``).
 A ``graph.data_size`` ends a function (what follows needs its size), a ``graph.check``
 does not (its predicate is one more result of the function it is computed in).
 """

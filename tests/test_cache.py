@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorkiln as tk
-from tensorkiln.executors import compile_cache
+from tensorkiln.driver import compile_cache
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch", reason="the torch frontend tests need torch
 import tensorkiln as tk  # noqa: E402
 from tensorkiln.dialects.graph.host import CheckOp, DataSizeOp  # noqa: E402
 from tensorkiln.errors import UnsupportedOperatorError  # noqa: E402
-from tensorkiln.executors.vm_compiler import VMModule  # noqa: E402
+from tensorkiln.driver.vm import VMModule  # noqa: E402
 from tensorkiln.frontends.builder import GraphBuilder  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 from tensorkiln.runtime import load_module  # noqa: E402

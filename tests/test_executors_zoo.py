@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch", reason="the zoo needs torch")
 
 import tensorkiln as tk  # noqa: E402
 from tensorkiln.examples.torch_zoo import ZOO, random_inputs  # noqa: E402
-from tensorkiln.executors.vm_compiler import vm_of  # noqa: E402
+from tensorkiln.driver.vm import vm_of  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 
 TOLERANCE = 1e-5  # relative L2 error, float32

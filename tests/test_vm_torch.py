@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch", reason="the torch frontend needs torch")
 import tensorkiln as tk  # noqa: E402
 from tensorkiln.dialects.graph.control import IfOp, WhileOp  # noqa: E402
 from tensorkiln.errors import UnsupportedOperatorError  # noqa: E402
-from tensorkiln.executors.vm_compiler import VMModule  # noqa: E402
+from tensorkiln.driver.vm import VMModule  # noqa: E402
 from tensorkiln.frontends.torch import TorchImportError, from_exported_program  # noqa: E402
 
 

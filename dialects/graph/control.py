@@ -22,7 +22,7 @@ A *predicate* is a tensor with one element (bool, int or float); nonzero is true
   may depend on the data.
 
 The numpy reference semantics (the interpreter's) are here, beside the ops; the VM
-(``tensorkiln.executors.vm_compiler``) compiles the straight-line code between and
+(``tensorkiln.driver.vm``) compiles the straight-line code between and
 inside these ops and runs the control flow.
 """
 

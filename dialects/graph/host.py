@@ -4,7 +4,7 @@ A compiled function allocates its outputs from the sizes its inputs give, so a s
 that depends on the *values* of a tensor (how many elements of a mask are true, the
 rows ``nonzero`` finds) must be read on the host, between functions, as the VM reads
 the predicate of ``graph.if``. A model with ``graph.data_size`` runs on the VM
-(``tensorkiln.executors.vm_compiler``).
+(``tensorkiln.driver.vm``).
 
 - ``graph.data_size``: its operand is a 0-d integer tensor (a count the model computed);
   its result is a *size carrier*: a tensor with no elements whose first dim is a new

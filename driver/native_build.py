@@ -27,7 +27,7 @@ from ..passes.pipeline import fewer_gc_pauses
 from ..runtime.graph_program import GraphProgram
 from ..runtime.signature import Signature
 from . import compile_cache
-from .dedupe_kernels import KERNEL_ATTR, dedupe_kernels
+from ..passes.dedupe_kernels import KERNEL_ATTR, dedupe_kernels
 from .host_program import graph_program
 
 
