@@ -7,28 +7,25 @@ companion: ``packed_call.py``). A call then only binds the inputs, allocates the
 patches their pointers into the argument arrays that use them, and runs ``fn(args)`` per
 node: the dispatch loop does no other Python work.
 
-Not reentrant: two threads calling one executor at once would share its storages.
+Safe to call from several threads at once: a call takes a binding no other call is
+using (``binding_pool.py``; concurrent callers get a copy each).
 """
 
 from __future__ import annotations
 
 import ctypes
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from .binding_pool import BindingPool
 from .graph_program import GraphProgram
 from .packed_call import packed_caller, packed_entry_name
 
 #: storages are aligned like the compiler's heap buffers (a cache line)
 ALIGNMENT = 64
-
-#: how many bindings (symbol values) keep their storages and argument lists
-MAX_BINDINGS = 4
-
 
 def aligned_bytes(nbytes: int) -> np.ndarray:
     """An uninitialised, ``ALIGNMENT``-aligned byte array of ``nbytes`` (at least 1)."""
@@ -98,42 +95,38 @@ class GraphExecutor:
         for node in program.nodes:
             if node.kernel not in self.functions:
                 self.functions[node.kernel] = packed_caller(lookup(packed_entry_name(node.kernel)))
-        self._bindings: OrderedDict[tuple[tuple[str, int], ...], _Binding] = OrderedDict()
+        self._bindings: BindingPool[_Binding] = BindingPool(lambda symbols: _Binding(self, symbols))
 
-    def _binding(self, symbols: dict[str, int]) -> _Binding:
-        key = tuple(sorted(symbols.items()))
-        bound = self._bindings.get(key)
-        if bound is None:
-            bound = _Binding(self, symbols)
-            self._bindings[key] = bound
-            while len(self._bindings) > MAX_BINDINGS:
-                self._bindings.popitem(last=False)
-        return bound
-
-    def _prepare(self, args: Sequence[Any]) -> tuple[_Binding, list[np.ndarray]]:
-        arrays, symbols = self.signature.bind(args)
-        bound = self._binding(symbols)
+    def _prepare(self, bound: _Binding, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """The outputs of a call, allocated, and every pointer patched into ``bound``."""
         outputs = [np.empty(shape, spec.dtype) for shape, spec in zip(bound.output_shapes, self.signature.entry_outputs)]
         slots = [a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs]
         for args_list, position, slot in bound.patches:
             args_list[position] = slots[slot]
-        return bound, outputs
+        return outputs
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
-        bound, outputs = self._prepare(args)
-        for fn, call_args in bound.calls:
-            fn(call_args)
+        arrays, symbols = self.signature.bind(args)
+        key, bound = self._bindings.take(symbols)
+        try:
+            outputs = self._prepare(bound, arrays)
+            for fn, call_args in bound.calls:
+                fn(call_args)
+        finally:
+            self._bindings.give_back(key, bound)
         return self.signature.results(outputs)
 
     def run_timed(self, *args: Any) -> tuple[np.ndarray | tuple[np.ndarray, ...], list[float]]:
         """Run once, timing every kernel call: (outputs, seconds per node)."""
-        bound, outputs = self._prepare(args)
+        arrays, symbols = self.signature.bind(args)
         clock = time.perf_counter
         seconds = []
-        for fn, call_args in bound.calls:
-            start = clock()
-            fn(call_args)
-            seconds.append(clock() - start)
+        with self._bindings.using(symbols) as bound:
+            outputs = self._prepare(bound, arrays)
+            for fn, call_args in bound.calls:
+                start = clock()
+                fn(call_args)
+                seconds.append(clock() - start)
         return self.signature.results(outputs), seconds
 
 

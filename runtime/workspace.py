@@ -21,20 +21,19 @@ Example::
 from __future__ import annotations
 
 import ctypes
-import threading
-from collections import OrderedDict
 
 import numpy as np
 
-from .graph_executor import MAX_BINDINGS, aligned_bytes
+from .binding_pool import BindingPool
+from .graph_executor import aligned_bytes
 from .graph_program import GraphProgram
 
 
 class _Workspace:
     """The storages of one binding and the entry's trailing arguments into them."""
 
-    def __init__(self, program: GraphProgram, temporaries: list[int], symbols: dict[str, int], key: tuple):
-        self.key = key
+    def __init__(self, program: GraphProgram, temporaries: list[int], symbols: dict[str, int]):
+        self.key = tuple(sorted(symbols.items()))  # the pool's key (binding_pool.py)
         self.storages: list[np.ndarray] = [aligned_bytes(n) for n in program.storage_bytes(symbols)]
         self.arguments: list[int] = []
         for k in temporaries:
@@ -46,15 +45,14 @@ class _Workspace:
 
 class Workspaces:
     """Workspaces of a graph program's temporaries, pooled per set of symbol values
-    (the last ``MAX_BINDINGS`` sets are kept)."""
+    (``binding_pool.py``)."""
 
     def __init__(self, program: GraphProgram):
         if not program.storages and any(t.kind == "temp" for t in program.tensors):
             raise ValueError("the program has temporaries but no memory plan (run plan_memory)")
         self.program = program
         self.temporaries = [k for k, t in enumerate(program.tensors) if t.kind == "temp"]
-        self._idle: OrderedDict[tuple[tuple[str, int], ...], list[_Workspace]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._pool: BindingPool[_Workspace] = BindingPool(lambda s: _Workspace(program, self.temporaries, s))
 
     def argument_types(self) -> list[type]:
         """The ctypes of the entry's trailing arguments: per temporary a pointer, then
@@ -66,20 +64,11 @@ class Workspaces:
 
     def take(self, symbols: dict[str, int]) -> _Workspace:
         """A workspace for ``symbols`` that no other call is using (made if none is idle)."""
-        key = tuple(sorted(symbols.items()))
-        with self._lock:
-            idle = self._idle.get(key)
-            if idle:
-                return idle.pop()
-        return _Workspace(self.program, self.temporaries, symbols, key)
+        return self._pool.take(symbols)[1]
 
     def give_back(self, workspace: _Workspace) -> None:
         """Return a workspace taken with :meth:`take` once its call has finished."""
-        with self._lock:
-            self._idle.setdefault(workspace.key, []).append(workspace)
-            self._idle.move_to_end(workspace.key)
-            while len(self._idle) > MAX_BINDINGS:
-                self._idle.popitem(last=False)
+        self._pool.give_back(workspace.key, workspace)
 
 
 __all__ = ["Workspaces"]
