@@ -294,6 +294,7 @@ _FLOAT_INTRINSICS: dict[type[Operation], str] = {
     math.Exp2Op: "exp2",
     math.Log2Op: "log2",
     math.Log10Op: "log10",
+    math.RoundEvenOp: "roundeven",
 }
 
 
