@@ -12,7 +12,8 @@ from xdsl.parser import Parser
 
 from .build import build
 from .universe import make_context
-from .interpreter import find_function, interpret
+from .dialects.functions import find_function
+from .interpreter import interpret
 
 
 class Executor:
@@ -115,7 +116,7 @@ def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") 
     from .backends.llvm.jit import CPUTarget, llvm_ir
     from .build import compilable_copy, optimize_and_schedule, to_llvm
     from .passes.dedupe_kernels import dedupe_kernels
-    from .interpreter import find_function
+    from .dialects.functions import find_function
     from .lowering.hoist_temporaries import hoist_temporaries
     from .passes.pipeline import PassContext, run_pipeline
 

@@ -19,14 +19,14 @@ from .dialects.graph.types import WeightAttr
 from .errors import UnsupportedOperatorError
 from .driver.export import export_library
 from .driver.native_build import compile_loops
-from .interpreter import find_function
+from .dialects.functions import find_function
 from .lowering.graph_to_te import unsupported_ops
 from .passes.checks_to_outputs import checks_as_outputs
 from .passes.pipeline import PassContext, optimize_graph, run_pipeline
 from .runtime.module import CompiledModule
 from .runtime.packed_call import packed_entry_name
 from .runtime.signature import Signature
-from .signature import signature_of
+from .dialects.functions import signature_of
 
 
 def weight_array(data: WeightAttr | DenseIntOrFPElementsAttr) -> np.ndarray:

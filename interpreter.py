@@ -10,24 +10,17 @@ from collections.abc import Callable
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType, bf16, f16
 
 from .dialects.graph import FusedOp, GraphOp
-from .passes.legalize_16bit_floats import legalize_16bit_floats, uses_16bit_floats
-from .signature import signature_of
+from .passes.pipeline import LEGALIZE_16BIT_FLOATS, PassContext, run_pipeline
+from .dialects.functions import find_function, signature_of
 
 
-def find_function(module: ModuleOp, name: str = "main") -> func.FuncOp:
-    """The function ``name`` of a module, or the module's only function."""
-    functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
-    for f in functions:
-        if f.sym_name.data == name:
-            return f
-    if len(functions) == 1:
-        return functions[0]
-    raise ValueError(
-        f"module has no function '{name}' (functions: {', '.join(f.sym_name.data for f in functions) or 'none'})"
-    )
+def _uses_16bit_floats(function: func.FuncOp) -> bool:
+    """Whether a float16 or bfloat16 tensor appears in ``function`` (its arguments or an op's result)."""
+    values = [*function.body.block.args, *(r for op in function.walk() for r in op.results)]
+    return any(isinstance(v.type, TensorType) and v.type.element_type in (bf16, f16) for v in values)
 
 
 def evaluate_function(function: func.FuncOp, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -58,9 +51,9 @@ def interpret(module: ModuleOp, function: str = "main") -> Callable[..., np.ndar
     """
     fn = find_function(module, function)
     signature = signature_of(fn)
-    if uses_16bit_floats(fn):  # 16-bit float ops compute in float32, as compiled code does
+    if _uses_16bit_floats(fn):  # 16-bit float ops compute in float32, as compiled code does
         module = module.clone()
-        legalize_16bit_floats(module)
+        run_pipeline(module, (LEGALIZE_16BIT_FLOATS,), PassContext(opt_level=0, dump_ir=False))
         fn = find_function(module, function)
 
     def run(*args: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:

@@ -7,50 +7,31 @@
 other installed plugin.
 """
 
+import importlib
+
 from xdsl.context import Context
 from xdsl.universe import Universe
 
 
-def _graph():
-    from tensorkiln.dialects.graph import Graph
+def _load(module: str, name: str):
+    """A factory of ``tensorkiln.<module>.<name>``, imported on first use (as xDSL's
+    universe loads dialects and passes): this registry names every layer's code and
+    imports none of it."""
 
-    return Graph
-
-
-def _te():
-    from tensorkiln.dialects.te import TE
-
-    return TE
-
-
-def _loop():
-    from tensorkiln.dialects.loop import Loop
-
-    return Loop
-
-
-def _scalar():
-    from tensorkiln.dialects.scalar import Scalar
-
-    return Scalar
-
-
-def _pass(module: str, cls: str):
     def load():
-        import importlib
-
-        return getattr(importlib.import_module(f"tensorkiln.{module}"), cls)
+        return getattr(importlib.import_module(f"tensorkiln.{module}"), name)
 
     return load
 
 
-def _byoc():
-    from tensorkiln.byoc.dialect import BYOC
-
-    return BYOC
-
-
-DIALECTS = {"graph": _graph, "te": _te, "loop": _loop, "scalar": _scalar, "byoc": _byoc}
+#: dialect name -> (module, class)
+DIALECTS = {
+    "graph": ("dialects.graph", "Graph"),
+    "te": ("dialects.te", "TE"),
+    "loop": ("dialects.loop", "Loop"),
+    "scalar": ("dialects.scalar", "Scalar"),
+    "byoc": ("byoc.dialect", "BYOC"),
+}
 
 #: pass name -> (module, class); the one list of our passes
 PASSES = {
@@ -97,9 +78,9 @@ PASSES = {
 TARGETS = {"cuda": ("backends.cuda.printer", "CudaTarget")}
 
 TENSORKILN_UNIVERSE = Universe(
-    all_dialects=DIALECTS,
-    all_passes={name: _pass(*where) for name, where in PASSES.items()},
-    all_targets={name: _pass(*where) for name, where in TARGETS.items()},
+    all_dialects={name: _load(*where) for name, where in DIALECTS.items()},
+    all_passes={name: _load(*where) for name, where in PASSES.items()},
+    all_targets={name: _load(*where) for name, where in TARGETS.items()},
 )
 
 

@@ -22,7 +22,7 @@ from tensorkiln.build import lower_to_loops  # noqa: E402
 from tensorkiln.dialects import loop  # noqa: E402
 from tensorkiln.examples.torch_zoo import BasicBlock  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
-from tensorkiln.interpreter import find_function  # noqa: E402
+from tensorkiln.dialects.functions import find_function  # noqa: E402
 from tensorkiln.passes.pipeline import PassContext, optimize_graph  # noqa: E402
 
 

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp, UnitAttr
 
 from ..backends.llvm.jit import CPUTarget
 from ..backends.llvm.object_code import ObjectCode, ObjectModule, compile_object
-from ..interpreter import find_function
+from ..dialects.functions import find_function
 from ..lowering.hoist_temporaries import hoist_temporaries
 from ..lowering.loop_to_llvm import PACKED_ENTRY_ATTR
 from ..lowering.te_to_loop import WEIGHTS_ATTR, entry_layout

@@ -31,13 +31,12 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from ..dialects.graph import ConstantOp
 from ..dialects.graph.control import CONTROL_FLOW_OPS, IfOp, RegionYieldOp, WhileOp
 from ..dialects.graph.host import CheckOp, DataSizeOp
-from ..interpreter import find_function
 from ..runtime.artifact import META, VM_ARTIFACT_FORMAT, VM_CONSTANTS, VM_PROGRAM
 from ..runtime.module import CompiledModule
 from ..runtime.profiler import BenchmarkResult, KernelStat, ProfileReport
 from ..runtime.npz import save_arrays
 from ..runtime.vm import VirtualMachine, VMProgram
-from ..signature import signature_of
+from ..dialects.functions import find_function, signature_of
 from .export import ExportError
 
 

@@ -30,7 +30,7 @@ from xdsl.ir import Block, Region, SSAValue
 from ..dialects.graph import GRAPH_OPS, ConstantOp
 from ..dialects.graph.host import CheckOp, DataSizeOp
 from ..dialects.graph.types import Dim, element_type_of, numpy_dtype
-from ..signature import RANDOM_STATE_ATTR
+from ..dialects.functions import RANDOM_STATE_ATTR
 
 _OPS_BY_METHOD = {op.name.removeprefix("graph."): op for op in GRAPH_OPS}
 

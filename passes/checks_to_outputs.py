@@ -52,7 +52,7 @@ from ..dialects.graph.random import RANDOM_OPS
 from ..dialects.graph.shape import ReshapeOp
 from ..dialects.graph.types import shape_of
 from ..runtime.signature import RuntimeCheck
-from ..signature import function_checks, set_function_checks
+from ..dialects.functions import function_checks, set_function_checks
 
 
 #: the most ops between constants and a check's predicate for the check to be decided here

@@ -43,6 +43,8 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import VerifyException
 
+from ..universe import full_universe, make_context
+
 #: environment variable giving the IR dump directory when a context does not
 DUMP_IR_ENV = "TK_DUMP_IR"
 
@@ -247,8 +249,6 @@ class PipelineReport:
 
 
 def _available_passes() -> dict[str, Any]:
-    from ..universe import full_universe
-
     return full_universe().all_passes
 
 
@@ -411,8 +411,6 @@ def _describe_invalid(module: ModuleOp, error: Exception) -> str:
 
 
 def _xdsl_context() -> Context:
-    from ..universe import make_context
-
     return make_context()
 
 

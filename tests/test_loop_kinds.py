@@ -648,8 +648,8 @@ def _annotate(function: func.FuncOp) -> None:
 
 def _build_annotated(module):
     from tensorkiln.build import jit_loops, lower_to_loops
-    from tensorkiln.interpreter import find_function
-    from tensorkiln.signature import signature_of
+    from tensorkiln.dialects.functions import find_function
+    from tensorkiln.dialects.functions import signature_of
 
     loops = lower_to_loops(module)
     kinds = set()

@@ -15,11 +15,11 @@ from xdsl.dialects.builtin import ModuleOp
 
 import tensorkiln as tk
 from tensorkiln.build import jit_loops, lower_to_loops
-from tensorkiln.interpreter import find_function
+from tensorkiln.dialects.functions import find_function
 from tensorkiln.passes.pipeline import PassContext, optimize_graph
 from tensorkiln.runtime.module import CompiledModule
 from tensorkiln.schedule import PRIMITIVES, Schedule, ScheduleError, kernels, trace_from_json, trace_to_json
-from tensorkiln.signature import signature_of
+from tensorkiln.dialects.functions import signature_of
 
 ScheduleFn = Callable[[Schedule], object]
 

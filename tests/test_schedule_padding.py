@@ -63,8 +63,8 @@ SCHEDULES: dict[str, ScheduleFn] = {
 
 
 def _inputs(module, rng):
-    from tensorkiln.interpreter import find_function
-    from tensorkiln.signature import signature_of
+    from tensorkiln.dialects.functions import find_function
+    from tensorkiln.dialects.functions import signature_of
 
     specs = signature_of(find_function(module, "main")).inputs
     return [rng.standard_normal(spec.shape).astype(np.float32) for spec in specs]

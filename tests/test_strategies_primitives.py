@@ -10,11 +10,11 @@ import pytest
 import tensorkiln as tk
 from tensorkiln.build import jit_loops, lower_to_loops
 from tensorkiln.dialects import loop
-from tensorkiln.interpreter import find_function
+from tensorkiln.dialects.functions import find_function
 from tensorkiln.schedule import Schedule, ScheduleError, kernels
 from tensorkiln.schedule.nest import static_value
 from tensorkiln.schedule.strategies import pack_constant_arguments
-from tensorkiln.signature import signature_of
+from tensorkiln.dialects.functions import signature_of
 
 
 def f32(rng, *shape):

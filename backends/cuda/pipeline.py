@@ -113,12 +113,12 @@ def build_emulated(module: ModuleOp, *, function: str = "main", opt_level: int |
     from ...backends.llvm.jit import CPUTarget, jit_compile
     from ...build import compilable_copy, to_llvm, weight_array
     from ...byoc.bind import CompiledModuleWithExternals, bind_externals
-    from ...interpreter import find_function
+    from ...dialects.functions import find_function
     from ...lowering.loop_to_llvm import PACKED_ENTRY_ATTR
     from ...lowering.te_to_loop import entry_layout
     from ...runtime.module import CompiledModule
     from ...runtime.packed_call import packed_entry_name
-    from ...signature import signature_of
+    from ...dialects.functions import signature_of
 
     start = time.perf_counter()
     ctx = _context(opt_level)
@@ -181,9 +181,9 @@ def build_cuda(module: ModuleOp, target: str = "cuda", *, function: str = "main"
     device buffers; each must run on CUDA memory (``cublas``), else HostOnlyExternalError."""
     from ...build import compilable_copy, weight_array
     from ...byoc import external_modules
-    from ...interpreter import find_function
+    from ...dialects.functions import find_function
     from ...lowering.te_to_loop import entry_layout
-    from ...signature import signature_of
+    from ...dialects.functions import signature_of
     from .host import print_host
     from .runtime import CudaModule, check_device_modules, require_cupy
 

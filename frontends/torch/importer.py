@@ -20,7 +20,7 @@ from xdsl.ir import SSAValue
 from ...dialects.graph.types import format_shape, shape_of
 from ...errors import UnsupportedOperatorError
 from ...runtime.dim_expr import free_symbols
-from ...signature import set_dim_ranges
+from ...dialects.functions import set_dim_ranges
 from ..builder import GraphBuilder
 from . import ops  # noqa: F401  (registers the converters)
 from .complex import COMPLEX_CONVERTERS, Complex, convert_complex, has_complex, is_complex_node

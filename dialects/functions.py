@@ -1,17 +1,25 @@
-"""The :class:`~tensorkiln.runtime.signature.Signature` of a graph-dialect function."""
+"""Conventions on a module's functions: finding one by name, and the
+:class:`~tensorkiln.runtime.signature.Signature` of a graph-dialect function with the
+attributes it is read from (``tk.dim_ranges``, ``tk.random_state``, ``tk.checks``).
+
+Example::
+
+    main = find_function(module)          # "main", or the module's only function
+    print([spec.describe() for spec in signature_of(main).inputs])
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, StringAttr, i64
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
 
-from .dialects.graph.host import data_size_symbols
-from .dialects.graph.types import numpy_dtype, shape_of
-from .runtime.dim_arith import linear_symbol
-from .runtime.dim_expr import free_symbols, is_symbol
-from .runtime.signature import RuntimeCheck, Signature, TensorSpec
+from ..runtime.dim_arith import linear_symbol
+from ..runtime.dim_expr import free_symbols, is_symbol
+from ..runtime.signature import RuntimeCheck, Signature, TensorSpec
+from .graph.host import data_size_symbols
+from .graph.types import numpy_dtype, shape_of
 
 
 #: function attribute: the range of each symbolic dim (torch.export's range constraints)
@@ -21,6 +29,19 @@ RANDOM_STATE_ATTR = "tk.random_state"
 #: function attribute: the run-time checks whose predicates are the function's last
 #: results, ``[[message, error], ...]`` (``passes/checks_to_outputs.py``)
 CHECKS_ATTR = "tk.checks"
+
+
+def find_function(module: ModuleOp, name: str = "main") -> func.FuncOp:
+    """The function ``name`` of a module, or the module's only function."""
+    functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    for f in functions:
+        if f.sym_name.data == name:
+            return f
+    if len(functions) == 1:
+        return functions[0]
+    raise ValueError(
+        f"module has no function '{name}' (functions: {', '.join(f.sym_name.data for f in functions) or 'none'})"
+    )
 
 
 def signature_of(function: func.FuncOp) -> Signature:
