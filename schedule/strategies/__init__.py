@@ -82,14 +82,20 @@ def strategy_for(tag: str, kernel: func.FuncOp | None = None, lanes: int = 16) -
 
 
 def apply_default_schedule(
-    kernel: func.FuncOp, lanes: int, constant_args: frozenset[int] = frozenset()
+    kernel: func.FuncOp,
+    lanes: int,
+    constant_args: frozenset[int] = frozenset(),
+    features: frozenset[str] = frozenset(),
 ) -> Strategy | None:
     """Schedule ``kernel`` in place with the first strategy (by plevel) that applies and
-    succeeds; returns it, or None (kernel untouched)."""
-    info = kernel_info(kernel, lanes, constant_args)
+    succeeds; returns it, or None (kernel untouched). ``features``: the target's ISA
+    extensions (``{"+avx512vnni", ...}``, see :func:`target_features`)."""
+    info = kernel_info(kernel, lanes, constant_args, features)
     for strategy in strategies_for(info):
         try:
-            trial = schedule_on_clone(kernel, lambda s: strategy.schedule(s, kernel_info(s.kernel, lanes, constant_args)))
+            trial = schedule_on_clone(
+                kernel, lambda s: strategy.schedule(s, kernel_info(s.kernel, lanes, constant_args, features))
+            )
         except ScheduleError as e:
             log.debug("strategy %s does not fit %s: %s", strategy.name, kernel.sym_name.data, e)
             continue
@@ -105,21 +111,30 @@ def _string(text: str):
     return StringAttr(text)
 
 
+def target_features(features: str) -> frozenset[str]:
+    """The ISA extensions a target has, from its LLVM feature string: its ``+`` entries
+    (``"+avx512f,-avx512vnni,+avx512bf16"`` -> ``{"+avx512f", "+avx512bf16"}``)."""
+    return frozenset(f for f in (part.strip() for part in features.split(",")) if f.startswith("+"))
+
+
 @dataclass(frozen=True)
 class DefaultSchedulePass(ModulePass):
-    """Apply each kernel's default strategy (``vector_bits``: the target's SIMD width),
+    """Apply each kernel's default strategy (``vector_bits``: the target's SIMD width;
+    ``features``: its LLVM feature string, for strategies that need an ISA extension),
     then pack the constant weights that strategies re-laid out."""
 
     name = "default-schedule"
 
     vector_bits: int = 512
+    features: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         constants = constant_arguments(op)
         element_bits = 32
         lanes = max(1, self.vector_bits // element_bits)
+        features = target_features(self.features)
         for kernel in kernels(op):
-            apply_default_schedule(kernel, lanes, constants.get(kernel.sym_name.data, frozenset()))
+            apply_default_schedule(kernel, lanes, constants.get(kernel.sym_name.data, frozenset()), features)
         pack_constant_arguments(op)
 
 
@@ -134,4 +149,5 @@ __all__ = [
     "register_strategy",
     "strategies_for",
     "strategy_for",
+    "target_features",
 ]

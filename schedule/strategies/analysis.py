@@ -99,6 +99,9 @@ class KernelInfo:
     kinds: frozenset[str] = field(default_factory=frozenset)
     #: scan loops (a serial loop per output line: a scan's, a scatter's updates)
     scan_loops: list[str] = field(default_factory=list)
+    #: the target's ISA extensions, as LLVM's ``+`` features (``"+avx512vnni"``,
+    #: ``"+avx512bf16"``...): what a strategy needing an instruction checks
+    features: frozenset[str] = frozenset()
 
     @property
     def vector_registers(self) -> int:
@@ -194,8 +197,11 @@ def _family(kernel: func.FuncOp, outputs: list[str], reductions: list[str]) -> s
     return "reduce" if locals_ and any(s.buffer in args for s in stores) else ""
 
 
-def kernel_info(kernel: func.FuncOp, lanes: int, constant_args: frozenset[int] = frozenset()) -> KernelInfo:
-    """The facts strategies check, for ``kernel`` on a target with ``lanes`` f32 lanes."""
+def kernel_info(
+    kernel: func.FuncOp, lanes: int, constant_args: frozenset[int] = frozenset(), features: frozenset[str] = frozenset()
+) -> KernelInfo:
+    """The facts strategies check, for ``kernel`` on a target with ``lanes`` f32 lanes and
+    the ISA extensions ``features`` (``{"+avx512vnni", ...}``)."""
     tag = kernel.attributes["tk.kernel"].data
     ops = op_names(tag)
     anchor = anchor_op(ops)
@@ -208,7 +214,8 @@ def kernel_info(kernel: func.FuncOp, lanes: int, constant_args: frozenset[int] =
     kinds = {"any"} | ({anchor} if anchor else set()) | ({family} if family else set())
     scans = [n for n in names if SCAN_LOOP.fullmatch(n)]
     return KernelInfo(
-        kernel, tag, lanes, ops, anchor, outputs, reductions, extents, family, constant_args, frozenset(kinds), scans
+        kernel, tag, lanes, ops, anchor, outputs, reductions, extents, family, constant_args, frozenset(kinds), scans,
+        frozenset(features),
     )
 
 
