@@ -30,7 +30,7 @@ DIALECTS = {
     "te": ("dialects.te", "TE"),
     "loop": ("dialects.loop", "Loop"),
     "scalar": ("dialects.scalar", "Scalar"),
-    "byoc": ("byoc.dialect", "BYOC"),
+    "byoc": ("dialects.byoc", "BYOC"),
 }
 
 #: pass name -> (module, class); the one list of our passes

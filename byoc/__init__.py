@@ -83,7 +83,7 @@ def partition_for(
 
 def external_modules(module: ModuleOp) -> list[ExternalModule]:
     """The external modules a (partitioned) module calls, in order."""
-    from .dialect import CallOp
+    from ..dialects.byoc import CallOp
 
     return [op.external for op in module.walk() if isinstance(op, CallOp)]
 

@@ -19,7 +19,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from .dialect import CompositeOp, RegionOp
+from ..dialects.byoc import CompositeOp, RegionOp
 from .outline import outline
 
 

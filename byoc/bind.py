@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from ..backends.llvm.jit import bind_external_symbol
 from ..runtime.module import CompiledModule
-from .dialect import CallOp
+from ..dialects.byoc import CallOp
 from .external import ExternalModule
 
 

@@ -21,7 +21,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from .dialect import CallOp, RegionOp, register_external
+from ..dialects.byoc import CallOp, RegionOp, register_external
 from .external import ExternalModule, spec_of
 from .registry import get_backend
 

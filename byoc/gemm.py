@@ -21,7 +21,7 @@ from ..dialects.graph import ConstantOp
 from ..dialects.graph.elementwise import AddOp, ReluOp, SigmoidOp, TanhOp
 from ..dialects.graph.linalg import BatchMatMulOp, DenseOp, MatMulOp
 from ..dialects.graph.types import shape_of
-from .dialect import CompositeOp, RegionOp, YieldOp
+from ..dialects.byoc import CompositeOp, RegionOp, YieldOp
 from .external import spec_of
 from .gemm_program import GemmProgram, run_step_numpy, step_flops  # noqa: F401  (re-exported)
 from .pattern import Match, Pattern, is_op, wildcard

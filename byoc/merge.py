@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
-from .dialect import CompositeOp, RegionOp
+from ..dialects.byoc import CompositeOp, RegionOp
 from .outline import escaping_values, external_inputs, outline
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from ..dialects.graph import ConstantOp
-from .dialect import YieldOp
+from ..dialects.byoc import YieldOp
 
 
 def external_inputs(members: Sequence[Operation]) -> list[SSAValue]:

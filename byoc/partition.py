@@ -31,7 +31,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects.graph import ConstantOp, GraphOp
-from .dialect import CompositeOp
+from ..dialects.byoc import CompositeOp
 from .outline import outline
 from .pattern import Match
 from .registry import PatternEntry, patterns_for

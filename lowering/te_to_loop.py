@@ -42,7 +42,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import PassFailedException
 
-from ..byoc.dialect import CallOp as ExternalCallOp
+from ..dialects.byoc import CallOp as ExternalCallOp
 from ..dialects import loop, te
 from ..dialects.graph import ConstantOp, FusedOp
 from ..dialects.graph.types import is_float, shape_of

@@ -12,7 +12,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 import tensorkiln as tk
 from tensorkiln.byoc import is_constant, is_op, wildcard
-from tensorkiln.byoc.dialect import CompositeOp, RegionOp
+from tensorkiln.dialects.byoc import CompositeOp, RegionOp
 from tensorkiln.byoc.merge import merge_block
 from tensorkiln.byoc.partition import PartitionPass
 from tensorkiln.byoc.registry import register_patterns, unregister_backend

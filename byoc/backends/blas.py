@@ -17,7 +17,7 @@ and the host code calls it like a kernel.
 
 from __future__ import annotations
 
-from ..dialect import RegionOp
+from ...dialects.byoc import RegionOp
 from ..gemm import GemmParts, gemm_patterns, gemm_program
 from ..registry import register_backend, register_patterns
 from .blas_module import BLASModule, sgemm_address, unavailable

@@ -11,7 +11,7 @@ Unlike ``blas``, it takes batch broadcasting of any shape (``cupy.matmul`` broad
 
 from __future__ import annotations
 
-from ..dialect import RegionOp
+from ...dialects.byoc import RegionOp
 from ..gemm import gemm_patterns, gemm_program
 from ..registry import register_backend, register_patterns
 from .cublas_module import CuBLASModule, unavailable

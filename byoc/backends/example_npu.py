@@ -16,7 +16,7 @@ Example::
 
 from __future__ import annotations
 
-from ..dialect import RegionOp
+from ...dialects.byoc import RegionOp
 from ..gemm import gemm_patterns, gemm_program
 from ..registry import register_backend, register_patterns
 from .gemm_module import program_specs

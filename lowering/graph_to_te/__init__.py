@@ -20,7 +20,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from ...byoc.dialect import CallOp as ExternalCallOp  # lowered by te-to-loop to a call of its symbol
+from ...dialects.byoc import CallOp as ExternalCallOp  # lowered by te-to-loop to a call of its symbol
 from ...dialects import te
 from ...dialects.graph import ConstantOp, FusedOp, GraphOp, YieldOp
 from ...dialects.graph.fusion import fused_body

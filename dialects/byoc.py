@@ -45,8 +45,8 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from ..dialects.syntax import parse_isolated_region_op, print_isolated_region_op
-from .external import spec_of
+from .graph.types import element_type, numpy_dtype, shape_of
+from .syntax import parse_isolated_region_op, print_isolated_region_op
 
 
 def evaluate_block(block: Block, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
@@ -295,11 +295,11 @@ class CallOp(IRDLOperation):
     def verify_(self) -> None:
         ext = self.external
         for what, values, specs in (("inputs", self.inputs, ext.inputs), ("results", self.outputs, ext.outputs)):
-            found = [spec_of(v.type) for v in values]
-            if found != list(specs):
+            found = [(tuple(shape_of(v.type)), np.dtype(numpy_dtype(element_type(v.type))).str) for v in values]
+            expected = [(tuple(s.shape), np.dtype(s.dtype).str) for s in specs]
+            if found != expected:
                 raise VerifyException(
-                    f"byoc.call: {what} {[(s.shape, s.dtype) for s in found]} do not match external module "
-                    f"'{ext.symbol}': {[(s.shape, s.dtype) for s in specs]}"
+                    f"byoc.call: {what} {found} do not match external module '{ext.symbol}': {expected}"
                 )
 
     def reference(self, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
