@@ -1,0 +1,289 @@
+"""ONNX's backend node test suite through tensorkiln: every case imported with ``from_onnx``,
+built with ``tk.build`` (default target) and run on the case's inputs; each output is
+compared with the case's expected output (``rtol``/``atol`` of the case: 1e-3 / 1e-7 by
+default, NaNs equal).
+
+Each case ends as one of:
+
+- ``pass``: every output matches;
+- ``refused``: tensorkiln raised an ``UnsupportedOperatorError`` (an unsupported op,
+  dtype or attribute, named in the message);
+- ``fail``: a wrong answer, a wrong shape or dtype, any other exception, or a crash of
+  the process (cases run in worker subprocesses, chunk by chunk, so a crash is counted,
+  not fatal).
+
+::
+
+    .venv/bin/python benchmarks/onnx_conformance.py [-j 2] [--only test_add,test_relu] [--match conv]
+        [--write-expected] [--no-report] [--show fail]
+
+Writes the per-op table to BENCHMARKS.md (section ``onnx-conformance``) and, with
+``--write-expected``, the status of every case to ``onnx_conformance_expected.json``
+beside this file (what ``tests/test_onnx_conformance.py`` holds the suite to).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+EXPECTED_FILE = HERE / "onnx_conformance_expected.json"
+#: cases a worker runs before the next worker process takes over (bounds leaks and crash cost)
+CHUNK = 40
+#: seconds a chunk may run
+CHUNK_TIMEOUT = 900
+
+
+def load_cases() -> list[Any]:
+    """ONNX's node test cases, in a fixed order (by name)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from onnx.backend.test.case.node import collect_testcases
+
+        cases = collect_testcases()
+    return sorted(cases, key=lambda c: c.name)
+
+
+def op_types(case: Any) -> str:
+    """The op a case tests: its single node's op, else the op named by the case."""
+    nodes = case.model.graph.node
+    if len(nodes) == 1:
+        return nodes[0].op_type
+    return "(expanded) " + case.name.removeprefix("test_").split("_expanded")[0] if "_expanded" in case.name else "(model) " + case.name
+
+
+def compare(expected: list[np.ndarray], got: list[np.ndarray], rtol: float, atol: float) -> str | None:
+    """None when ``got`` matches ``expected``, else what differs."""
+    if len(got) != len(expected):
+        return f"{len(got)} outputs, expected {len(expected)}"
+    for k, (e, g) in enumerate(zip(expected, got)):
+        e, g = np.asarray(e), np.asarray(g)
+        if e.dtype != g.dtype:
+            return f"output {k}: dtype {g.dtype}, expected {e.dtype}"
+        if e.shape != g.shape:
+            return f"output {k}: shape {g.shape}, expected {e.shape}"
+        if e.dtype.kind in "fc" or e.dtype.name == "bfloat16":
+            e64, g64 = e.astype(np.float64), g.astype(np.float64)
+            close = np.isclose(g64, e64, rtol=rtol, atol=atol, equal_nan=True)
+            if not close.all():
+                bad = np.argwhere(~close)[0]
+                return f"output {k}: {int((~close).sum())} of {e.size} elements differ (at {tuple(bad)}: {g64[tuple(bad)]} vs {e64[tuple(bad)]})"
+        elif not np.array_equal(e, g):
+            return f"output {k}: {int((e != g).sum())} of {e.size} elements differ"
+    return None
+
+
+def run_case(case: Any) -> tuple[str, str]:
+    """(status, detail) of one case (module docstring)."""
+    import tensorkiln as tk
+    from tensorkiln.errors import UnsupportedOperatorError
+    from tensorkiln.frontends.onnx import from_onnx
+
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            module = from_onnx(case.model)
+            lib = tk.build(module)
+            for inputs, outputs in case.data_sets:
+                got = lib(*inputs)
+                got = list(got) if isinstance(got, list | tuple) else [got]
+                problem = compare(outputs, got, case.rtol, case.atol)
+                if problem:
+                    return "fail", f"wrong answer: {problem}"
+    except UnsupportedOperatorError as e:
+        return "refused", f"{type(e).__name__}: {_one_line(str(e))}"
+    except Exception as e:  # noqa: BLE001  (every other error is a failure of the case)
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        return "fail", f"{type(e).__name__}: {_one_line(str(e))} [{Path(where.filename).name}:{where.lineno}]"
+    return "pass", ""
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------
+# workers
+
+
+def worker(names: list[str], out: Path) -> None:
+    """Run the named cases, appending one JSON line per case to ``out`` as each ends."""
+    cases = {c.name: c for c in load_cases()}
+    with out.open("a") as f:
+        for name in names:
+            f.write(json.dumps({"name": name, "started": True}) + "\n")
+            f.flush()
+            start = time.perf_counter()
+            status, detail = run_case(cases[name])
+            record = {"name": name, "status": status, "detail": detail, "seconds": round(time.perf_counter() - start, 2)}
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+
+
+def _read_records(path: Path) -> tuple[dict[str, dict], str | None]:
+    """Finished records, and the case that started without finishing (a crash)."""
+    done: dict[str, dict] = {}
+    started = None
+    if path.exists():
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("started"):
+                started = record["name"]
+            else:
+                done[record["name"]] = record
+                started = None
+    return done, started
+
+
+def run_chunk(names: list[str]) -> dict[str, dict]:
+    """Run ``names`` in worker processes; a case that kills its worker is a failure and
+    the rest of the chunk goes on in a new worker."""
+    results: dict[str, dict] = {}
+    remaining = list(names)
+    with tempfile.TemporaryDirectory() as tmp:
+        while remaining:
+            out = Path(tmp) / f"chunk{len(results)}.jsonl"
+            command = [sys.executable, __file__, "--worker", ",".join(remaining), "--out", str(out)]
+            try:
+                proc = subprocess.run(command, capture_output=True, text=True, timeout=CHUNK_TIMEOUT)
+                died = proc.returncode != 0
+                reason = f"the worker process exited with {proc.returncode}: {_one_line(proc.stderr[-400:])}"
+            except subprocess.TimeoutExpired:
+                died, reason = True, f"timed out (chunk over {CHUNK_TIMEOUT} s)"
+            done, started = _read_records(out)
+            results.update(done)
+            if started is not None:
+                results[started] = {"name": started, "status": "fail", "detail": f"crash: {reason}", "seconds": None}
+            elif died and not done:
+                for name in remaining:
+                    results[name] = {"name": name, "status": "fail", "detail": f"crash: {reason}", "seconds": None}
+            remaining = [n for n in remaining if n not in results]
+    return results
+
+
+def run_all(names: list[str], jobs: int) -> dict[str, dict]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    chunks = [names[k : k + CHUNK] for k in range(0, len(names), CHUNK)]
+    results: dict[str, dict] = {}
+    with ThreadPoolExecutor(jobs) as pool:
+        for k, done in enumerate(pool.map(run_chunk, chunks)):
+            results.update(done)
+            counts = Counter(r["status"] for r in results.values())
+            print(f"[{len(results)}/{len(names)}] {dict(counts)}", file=sys.stderr, flush=True)
+    return results
+
+
+# ---------------------------------------------------------------------------
+# report
+
+
+def table(cases: list[Any], results: dict[str, dict], seconds: float) -> str:
+    by_op: dict[str, Counter] = defaultdict(Counter)
+    for case in cases:
+        if case.name in results:
+            by_op[op_types(case)][results[case.name]["status"]] += 1
+    totals = Counter(r["status"] for r in results.values())
+    import onnx
+
+    lines = [
+        "## ONNX backend node suite: tensorkiln conformance",
+        "",
+        f"`benchmarks/onnx_conformance.py`: every case of `onnx.backend.test.case.node.collect_testcases()` "
+        f"(onnx {onnx.__version__}, {len(results)} cases) through `from_onnx` + `tk.build` (default target), outputs "
+        "compared with the case's rtol/atol (1e-3/1e-7 by default). *refused*: an `UnsupportedOperatorError` naming "
+        "the op, dtype or attribute; *fail*: a wrong answer or any other error. "
+        f"Run on a shared 2-core AMD EPYC (Zen 4), {seconds / 60:.0f} min.",
+        "",
+        f"**{totals['pass']} pass, {totals['refused']} refused by name, {totals['fail']} fail** (of {len(results)}).",
+        "",
+        "| op | cases | pass | refused | fail |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    single = sorted((op, c) for op, c in by_op.items() if not op.startswith("("))
+    grouped = Counter()
+    for op, c in by_op.items():
+        if op.startswith("("):
+            grouped.update({("expanded functions" if op.startswith("(expanded") else "models", s): n for s, n in c.items()})
+    for op, c in single:
+        lines.append(f"| {op} | {sum(c.values())} | {c['pass']} | {c['refused']} | {c['fail']} |")
+    for kind in ("expanded functions", "models"):
+        c = Counter({s: grouped[(k, s)] for k, s in grouped if k == kind})
+        if c:
+            lines.append(f"| *{kind}* | {sum(c.values())} | {c['pass']} | {c['refused']} | {c['fail']} |")
+    reasons = Counter(_reason(r["detail"]) for r in results.values() if r["status"] == "refused")
+    lines += ["", "Most common refusals:", ""]
+    lines += [f"- {n} x {reason}" for reason, n in reasons.most_common(12)]
+    return "\n".join(lines) + "\n"
+
+
+def _reason(detail: str) -> str:
+    """A refusal's message without the node's name, to group alike ones."""
+    import re
+
+    text = re.sub(r"node '[^']*' ", "", detail.split(": ", 1)[-1])
+    text = re.sub(r"input '[^']*'", "input", text)
+    text = re.sub(r"\(([^()]*?)\) x\d+ \([^)]*\)", r"(\1)", text)
+    return _one_line(text, 140)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--only", default="", help="comma-separated case names")
+    parser.add_argument("--match", default="", help="run the cases whose name contains this")
+    parser.add_argument("--write-expected", action="store_true")
+    parser.add_argument("--no-report", action="store_true")
+    parser.add_argument("--show", default="fail", help="list the cases of these statuses (comma-separated)")
+    parser.add_argument("--json", default="", help="write every case's record to this file")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker is not None:
+        worker(args.worker.split(","), Path(args.out))
+        return
+    cases = load_cases()
+    names = [c.name for c in cases]
+    if args.only:
+        names = [n for n in names if n in set(args.only.split(","))]
+    if args.match:
+        names = [n for n in names if args.match in n]
+    start = time.perf_counter()
+    results = run_all(names, args.jobs)
+    seconds = time.perf_counter() - start
+    shown = set(args.show.split(","))
+    for name in names:
+        r = results[name]
+        if r["status"] in shown:
+            print(f"{r['status']:8} {name}: {r['detail']}")
+    totals = Counter(r["status"] for r in results.values())
+    print(f"{totals['pass']} pass, {totals['refused']} refused, {totals['fail']} fail of {len(results)} ({seconds:.0f} s)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1, sort_keys=True))
+    full = len(names) == len(cases)
+    if args.write_expected and full:
+        EXPECTED_FILE.write_text(json.dumps({n: results[n]["status"] for n in names}, indent=0, sort_keys=True) + "\n")
+    if not args.no_report and full:
+        sys.path.insert(0, str(HERE))
+        from report import write_section
+
+        write_section("onnx-conformance", table(cases, results, seconds))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
+    main()

@@ -1,0 +1,233 @@
+"""Elementwise ONNX ops: unary math, arithmetic with broadcasting, comparisons, logic, casts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import reduce as fold
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from ..context import OnnxContext, OnnxNode, refuse
+from ..registry import converter
+
+# ---------------------------------------------------------------------------
+# unary ops that are one graph op
+
+_UNARY = {
+    "Abs": "abs", "Neg": "neg", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Tanh": "tanh", "Sigmoid": "sigmoid",
+    "Erf": "erf", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sin": "sin", "Cos": "cos", "Tan": "tan",
+    "Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh",
+    "Acosh": "acosh", "Atanh": "atanh", "Relu": "relu",
+}  # fmt: skip
+
+#: ops whose graph op takes floats only, though ONNX also defines them on integers
+_INTEGER_IDENTITY = {"Floor", "Ceil", "Round"}
+
+
+def _unary(graph_op: str, op_type: str) -> Callable[[OnnxContext, OnnxNode], SSAValue]:
+    def convert(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+        x = node.input(0)
+        if op_type in _INTEGER_IDENTITY and not ctx.is_float(x):
+            return x
+        return getattr(ctx.b, graph_op)(x)
+
+    convert.__name__ = op_type.lower()
+    return convert
+
+
+for _op_type, _graph_op in _UNARY.items():
+    converter(_op_type)(_unary(_graph_op, _op_type))
+
+
+@converter("Identity")
+def identity(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    return node.input(0)
+
+
+@converter("Reciprocal")
+def reciprocal(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    x = node.input(0)
+    return ctx.b.div(ctx.scalar(1, x), x)
+
+
+@converter("Sign", since=9)
+def sign(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    b, x = ctx.b, node.input(0)
+    zero = ctx.scalar(0, x)
+    signs = b.where(b.compare(x, zero, "gt"), ctx.scalar(1, x), b.where(b.compare(x, zero, "lt"), ctx.scalar(-1, x), zero))
+    return b.where(b.compare(x, x, "ne"), x, signs) if ctx.is_float(x) else signs  # NaN stays NaN
+
+
+@converter("Not")
+def logical_not(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    x = node.input(0)
+    return ctx.b.bitwise_xor(x, ctx.scalar(True, x))
+
+
+@converter("BitwiseNot", since=18)
+def bitwise_not(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    x = node.input(0)
+    return ctx.b.bitwise_xor(x, ctx.constant(np.asarray(-1).astype(ctx.dtype(x))))
+
+
+@converter("IsNaN", since=9)
+def is_nan(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    x = node.input(0)
+    return ctx.b.compare(x, x, "ne")
+
+
+@converter("IsInf", since=10)
+def is_inf(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    b, x = ctx.b, node.input(0)
+    positive, negative = node.attr("detect_positive", 1), node.attr("detect_negative", 1)
+    found = ctx.constant(np.zeros(ctx.shape(x), np.bool_)) if not (positive or negative) else None
+    if positive:
+        found = b.compare(x, ctx.scalar(np.inf, x), "eq")
+    if negative:
+        at_minus = b.compare(x, ctx.scalar(-np.inf, x), "eq")
+        found = at_minus if found is None else b.bitwise_or(found, at_minus)
+    return found
+
+
+# ---------------------------------------------------------------------------
+# binary arithmetic (numpy broadcasting; opsets before 7 broadcast by attribute)
+
+
+def broadcast_legacy(ctx: OnnxContext, node: OnnxNode, a: SSAValue, b: SSAValue) -> SSAValue:
+    """Before opset 7, ``broadcast=1`` aligned ``b`` at ``axis`` of ``a`` (default: the end)."""
+    if node.version >= 7 or not node.attr("broadcast", 0) or not node.has_attr("axis"):
+        return b
+    rank_a, rank_b = ctx.rank(a), ctx.rank(b)
+    axis = ctx.axis(node.attr("axis"), rank_a, node)
+    trailing = rank_a - axis - rank_b
+    return ctx.b.reshape(b, (*ctx.shape(b), *([1] * trailing))) if trailing > 0 else b
+
+
+_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
+
+
+def _binary(graph_op: str) -> Callable[[OnnxContext, OnnxNode], SSAValue]:
+    def convert(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+        a, b = node.input(0), node.input(1)
+        return getattr(ctx.b, graph_op)(a, broadcast_legacy(ctx, node, a, b))
+
+    return convert
+
+
+for _op_type, _graph_op in _BINARY.items():
+    converter(_op_type)(_binary(_graph_op))
+
+
+@converter("Pow")
+def power(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    x, y = node.input(0), node.input(1)
+    y = broadcast_legacy(ctx, node, x, y)
+    if ctx.dtype(x) == ctx.dtype(y):
+        return ctx.b.pow(x, y)
+    if ctx.is_float(x):
+        return ctx.b.pow(x, ctx.cast(y, ctx.dtype(x)))
+    # an integer base with a float exponent: computed in float64, truncated back
+    wide = np.float64
+    return ctx.cast(ctx.b.pow(ctx.cast(x, wide), ctx.cast(y, wide)), ctx.dtype(x))
+
+
+@converter("Mod", since=10)
+def mod(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    b = ctx.b
+    x, y = node.input(0), node.input(1)
+    remainder = b.fmod(x, y)
+    if node.attr("fmod", 0):
+        return remainder
+    if ctx.is_float(x):
+        raise refuse("fmod=0 on floating point inputs is undefined in ONNX (set fmod=1)")
+    # Python's modulo: the sign of the divisor
+    zero = ctx.scalar(0, x)
+    fix = b.bitwise_and(b.compare(remainder, zero, "ne"), b.compare(b.compare(remainder, zero, "lt"), b.compare(y, zero, "lt"), "ne"))
+    return b.where(fix, b.add(remainder, y), remainder)
+
+
+def _variadic(graph_op: str) -> Callable[[OnnxContext, OnnxNode], SSAValue]:
+    def convert(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+        values = [v for v in node.inputs() if v is not None]
+        return fold(getattr(ctx.b, graph_op), values)
+
+    return convert
+
+
+for _op_type, _graph_op in {"Sum": "add", "Max": "max", "Min": "min"}.items():
+    converter(_op_type)(_variadic(_graph_op))
+
+
+@converter("Mean")
+def mean(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    values = [v for v in node.inputs() if v is not None]
+    total = fold(ctx.b.add, values)
+    return ctx.b.div(total, ctx.scalar(len(values), total))
+
+
+# ---------------------------------------------------------------------------
+# comparisons and logic
+
+_COMPARE = {"Equal": "eq", "Less": "lt", "Greater": "gt", "LessOrEqual": "le", "GreaterOrEqual": "ge"}
+
+
+def _compare(predicate: str) -> Callable[[OnnxContext, OnnxNode], SSAValue]:
+    def convert(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+        a, b = node.input(0), node.input(1)
+        return ctx.b.compare(a, broadcast_legacy(ctx, node, a, b), predicate)
+
+    return convert
+
+
+for _op_type, _predicate in _COMPARE.items():
+    converter(_op_type)(_compare(_predicate))
+
+_LOGIC = {"And": "bitwise_and", "Or": "bitwise_or", "Xor": "bitwise_xor"}
+_BITWISE = {"BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor"}
+
+for _op_type, _graph_op in _LOGIC.items():
+    converter(_op_type)(_binary(_graph_op))
+for _op_type, _graph_op in _BITWISE.items():
+    converter(_op_type, since=18)(_binary(_graph_op))
+
+
+@converter("BitShift", since=11)
+def bit_shift(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    b = ctx.b
+    x, amount = node.input(0), node.input(1)
+    dtype = ctx.dtype(x)
+    wide = np.int64
+    # computed in int64: x * 2**amount (kept to the type's bits) or x // 2**amount
+    bits = dtype.itemsize * 8
+    shift = ctx.cast(amount, wide)
+    factor = b.pow(ctx.scalar(2, shift), b.min(shift, ctx.scalar(bits, shift)))
+    value = ctx.cast(x, wide)
+    direction = node.attr("direction")
+    if direction == "LEFT":
+        result = b.bitwise_and(b.mul(value, factor), ctx.scalar((1 << bits) - 1, value))
+    elif direction == "RIGHT":
+        result = b.div(value, factor)
+    else:
+        raise refuse(f"direction '{direction}' (expected LEFT or RIGHT)")
+    return ctx.cast(result, dtype)
+
+
+@converter("Where", since=9)
+def where(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    return ctx.b.where(node.input(0), node.input(1), node.input(2))
+
+
+# ---------------------------------------------------------------------------
+# casts
+
+
+@converter("Cast", since=6)
+def cast(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    to = ctx.onnx_dtype(node.attr("to"), node, "to")
+    return ctx.cast(node.input(0), to)
+
+
+@converter("CastLike", since=15)
+def cast_like(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    return ctx.cast(node.input(0), ctx.dtype(node.input(1)))
