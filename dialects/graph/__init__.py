@@ -16,6 +16,7 @@ from . import (
     linalg,
     nn,
     polynomials,
+    quant,
     random,
     reduce,
     shape,
@@ -30,7 +31,7 @@ from .types import DimNamesAttr, WeightAttr
 
 _FAMILIES = (
     constant, elementwise, linalg, nn, shape, reduce, indexing, dense_linalg, factorizations, spectral, fourier, polynomials,
-    incomplete_gamma, random,
+    incomplete_gamma, random, quant,
 )  # fmt: skip
 
 
