@@ -40,6 +40,7 @@ _LAZY = {
     "set_cache_dir": "driver.compile_cache",
     "extract_tasks": "tuning",
     "tune": "tuning",
+    "visualize": "tools.visualize",
 }
 
 
@@ -85,4 +86,5 @@ __all__ = [
     "parse_module",
     "set_cache_dir",
     "tune",
+    "visualize",
 ]

@@ -1,78 +1,15 @@
-"""``tensorkiln``: compile the bundled models, check them against the interpreter, time them.
+"""``tensorkiln``: the command line (``tools/cli/``); a bare ``tensorkiln`` runs the demo.
 
-    tensorkiln                      # every bundled model (MLP, CNN) on the host CPU
+    tensorkiln                      # every bundled model (MLP, CNN) built, checked, timed
     tensorkiln --models mlp --repeat 200 --target "llvm -mcpu=skylake-avx512"
+    tensorkiln compile model.pt2 -o model.tk && tensorkiln run model.tk --input x.npy
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import sys
-import time
-from collections.abc import Callable
 
-import numpy as np
-
-
-def _median_seconds(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def run_model(name: str, target: str, repeat: int) -> bool:
-    """Build, check and time one bundled model; print one report line. True if correct."""
-    import tensorkiln as tk
-    from tensorkiln.examples.models import BUNDLED
-
-    module, inputs = BUNDLED[name]()
-    start = time.perf_counter()
-    lib = tk.build(module, target=target)
-    compile_s = time.perf_counter() - start
-
-    start = time.perf_counter()
-    got = lib(*inputs)
-    first_s = time.perf_counter() - start
-
-    reference = tk.create_executor("interpreter", module).evaluate()
-    expected = reference(*inputs)
-    error = float(np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-30))
-    ok = bool(error <= 1e-5)
-
-    ours = _median_seconds(lambda: lib(*inputs), repeat)
-    numpy_s = _median_seconds(lambda: reference(*inputs), max(3, repeat // 10))
-    print(
-        f"{name:6s} {'OK ' if ok else 'BAD'} rel.err {error:.1e} | compile {compile_s * 1e3:7.1f} ms"
-        f" | first run {first_s * 1e3:8.3f} ms | steady {ours * 1e3:8.3f} ms"
-        f" | numpy op-by-op {numpy_s * 1e3:8.3f} ms ({numpy_s / ours:5.1f}x)"
-    )
-    return ok
-
-
-def main(argv: list[str] | None = None) -> int:
-    from tensorkiln.examples.models import BUNDLED
-
-    parser = argparse.ArgumentParser(prog="tensorkiln", description=__doc__.split("\n")[0])
-    parser.add_argument("--models", default=",".join(BUNDLED), help=f"comma-separated, from {', '.join(BUNDLED)}")
-    parser.add_argument("--target", default="llvm", help='target string, e.g. "llvm -mcpu=skylake-avx512"')
-    parser.add_argument("--repeat", type=int, default=100, help="timed runs per model (median reported)")
-    args = parser.parse_args(argv)
-
-    import llvmlite.binding as llvm
-
-    print(f"tensorkiln on {llvm.get_host_cpu_name()} (target {args.target!r})")
-    names = [n.strip() for n in args.models.split(",") if n.strip()]
-    unknown = [n for n in names if n not in BUNDLED]
-    if unknown:
-        parser.error(f"unknown models {unknown} (bundled: {', '.join(BUNDLED)})")
-    results = [run_model(name, args.target, args.repeat) for name in names]
-    print("all outputs match the interpreter" if all(results) else "MISMATCH against the interpreter")
-    return 0 if all(results) else 1
-
+from .cli import main
 
 if __name__ == "__main__":
     sys.exit(main())
