@@ -265,3 +265,6 @@ class ConvertLayoutPass(ModulePass):
 
 
 __all__ = ["LAYOUT_RULES", "ConvertLayoutPass", "layout_rule"]
+
+# the quantized ops' rules (their own file, registered into this table)
+from . import quant_layout  # noqa: E402,F401

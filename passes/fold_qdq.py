@@ -1,0 +1,191 @@
+"""``fold-qdq``: dequantize -> product -> quantize islands become quantized products.
+
+A quantized model in QDQ form (what ONNX Runtime's quantizer and torch's PT2E flow
+write, and what ``tk.quantize`` makes) computes every product in float32 between a
+``dequantize`` of its operands and a ``quantize`` of its result. Where that island is
+a dense layer, a matmul with a constant right operand or a conv2d, it is exactly an int8
+product with a requantize epilogue (TensorRT and ONNX Runtime read QDQ graphs the same
+way)::
+
+    %xf = graph.dequantize %xq, %xs, %xz            (per tensor)
+    %wf = graph.dequantize %wq, %ws, %wz {axis = 0}  (constant int8, per tensor or per output channel)
+    %y  = graph.conv2d %xf, %wf, %bf                 (bias: float constant, or a dequantized int32)
+    %r  = graph.relu %y                              (optional)
+    %q  = graph.quantize %r, %ys, %yz                (per tensor, the only user)
+
+becomes ``graph.qconv2d %xq, %wq, %bq quant(%xs, %xz, %ws, %wz, %ys, %yz) {relu = ...}``
+with the bias quantized to int32 at scale ``xs * ws`` (rounded half to even). A matmul's
+constant right operand becomes a qdense weight (transposed; ``fold-constants`` folds it).
+
+Products with dequantized operands that do not fit stay in float32, visibly: the op gets
+the attribute ``tk.qdq = "<why>"`` and the reason is logged on ``tensorkiln.passes`` at
+info level (the weight is not a constant, a per-channel scale runs along the wrong axis,
+the result is not quantized, ...). Run it before ``fold-constants``, which would fold the
+weights' dequantize into float32 constants.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from ..dialects.graph import ConstantOp
+from ..dialects.graph.elementwise import ReluOp
+from ..dialects.graph.linalg import DenseOp, MatMulOp
+from ..dialects.graph.nn import Conv2dOp
+from ..dialects.graph.quant import DequantizeOp, QConv2dOp, QDenseOp, QuantizeOp
+from ..dialects.graph.shape import TransposeOp
+
+log = logging.getLogger("tensorkiln.passes")
+
+#: the attribute on a product left in float32, saying why
+SKIPPED_ATTR = "tk.qdq"
+
+#: the float products this pass turns into quantized ones
+PRODUCTS = (DenseOp, MatMulOp, Conv2dOp)
+
+
+class NotFolded(Exception):
+    """Why an island stays in float32 (its message is the reason)."""
+
+
+def _dequantized(value: SSAValue, what: str) -> DequantizeOp:
+    owner = value.owner
+    if not isinstance(owner, DequantizeOp):
+        raise NotFolded(f"the {what} is not dequantized")
+    return owner
+
+
+def _constant(value: SSAValue) -> np.ndarray | None:
+    return value.owner.array() if isinstance(value.owner, ConstantOp) else None
+
+
+def _per_tensor(dq: DequantizeOp | QuantizeOp, what: str) -> None:
+    if dq.scale.type.get_shape() not in ((), (1,)):
+        raise NotFolded(f"the {what} is quantized per channel (only weights may be)")
+
+
+def _weight_axis(op: Operation) -> int:
+    """The output-channel axis of the product's float weight."""
+    if isinstance(op, MatMulOp):
+        return 1
+    if isinstance(op, Conv2dOp):
+        return 0 if op.data_layout() == "NCHW" else 3
+    return 0
+
+
+def _quantized_result(op: Operation) -> tuple[QuantizeOp, ReluOp | None]:
+    """The quantize reading the product (through one relu), each the only user."""
+    value, relu = op.results[0], None
+    users = [use.operation for use in value.uses]
+    if len(users) == 1 and isinstance(users[0], ReluOp):
+        relu = users[0]
+        value = relu.result
+        users = [use.operation for use in value.uses]
+    if len(users) != 1 or not isinstance(users[0], QuantizeOp):
+        raise NotFolded("the result is not quantized (its only user must be a quantize, after at most a relu)")
+    quantize = users[0]
+    _per_tensor(quantize, "result")
+    return quantize, relu
+
+
+def _bias(bias: SSAValue | None, x: DequantizeOp, w: DequantizeOp, before: Operation) -> SSAValue | None:
+    """The float bias as int32 at scale ``x_scale * w_scale`` (a new constant)."""
+    if bias is None:
+        return None
+    scales = [_constant(v) for v in (x.scale, w.scale)]
+    if any(s is None for s in scales):
+        raise NotFolded("the bias needs constant input and weight scales to be quantized")
+    owner = bias.owner
+    if isinstance(owner, DequantizeOp) and all(_constant(v) is not None for v in owner.operands):
+        values = owner.reference(*(_constant(v) for v in owner.operands))
+    elif (values := _constant(bias)) is None:
+        raise NotFolded("the bias is not a constant")
+    scale = (np.float32(scales[0].reshape(-1)[0]) * scales[1].astype(np.float32)).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        quantized = np.rint(values.astype(np.float64) / scale.astype(np.float64))
+    quantized = np.where(np.isfinite(quantized), quantized, 0)
+    limit = 2**31 - 1
+    constant = ConstantOp.from_array(np.clip(quantized, -limit, limit).astype(np.int32), "bias.q")
+    Rewriter.insert_op(constant, InsertPoint.before(before))
+    return constant.result
+
+
+def _fold(op: Operation) -> None:
+    """Replace the island around the float product ``op`` (raise NotFolded if it is not one)."""
+    if isinstance(op, MatMulOp):
+        data, weight, bias = op.lhs, op.rhs, None
+        if len(op.lhs.type.get_shape()) != 2 or len(op.rhs.type.get_shape()) != 2:
+            raise NotFolded("a matmul folds with 2-d operands")
+    else:
+        data, weight, bias = op.operands[0], op.operands[1], getattr(op, "bias", None)
+    x = _dequantized(data, "input")
+    w = _dequantized(weight, "weight")
+    _per_tensor(x, "input")
+    if _constant(w.input) is None:
+        raise NotFolded("the weight is not a constant")
+    axis = _weight_axis(op)
+    if w.scale.type.get_shape() not in ((), (1,)) and w.channel_axis(w.input.type.get_shape()) != axis:
+        raise NotFolded(f"the weight's per-channel axis is not its output-channel axis {axis}")
+    if x.dtype.data == "i32" or w.dtype.data == "i32":
+        raise NotFolded("int32 operands are not int8 products")
+    quantize, relu = _quantized_result(op)
+    bias_q = _bias(bias, x, w, op)
+    params = [x.scale, x.zero_point, w.scale, w.zero_point, quantize.scale, quantize.zero_point]
+    relu_flag = relu is not None
+    if isinstance(op, Conv2dOp):
+        strides, padding, dilation = (tuple(a.get_values()) for a in (op.strides, op.padding, op.dilation))
+        new = QConv2dOp(x.input, w.input, bias_q, params, strides, padding, dilation, op.groups.value.data, op.data_layout(), relu_flag)
+        ops: list[Operation] = [new]
+    else:
+        w_int = w.input
+        ops = []
+        if isinstance(op, MatMulOp):  # (K, N) -> qdense's (N, K)
+            transpose = TransposeOp(w_int, (1, 0))
+            ops.append(transpose)
+            w_int = transpose.result
+        new = QDenseOp(x.input, w_int, bias_q, params, relu_flag)
+        ops.append(new)
+    Rewriter.insert_op(ops, InsertPoint.before(quantize))
+    quantize.result.replace_all_uses_with(new.result)
+    for dead in (quantize, relu, op):
+        if dead is not None:
+            Rewriter.erase_op(dead)
+
+
+def _has_dequantized_operand(op: Operation) -> bool:
+    return any(isinstance(v.owner, DequantizeOp) for v in op.operands)
+
+
+def fold_qdq(module: ModuleOp) -> list[tuple[str, str]]:
+    """Fold every QDQ island of ``module`` in place; returns (op name, reason) for the
+    products with dequantized operands left in float32."""
+    skipped = []
+    for op in [o for o in module.walk() if isinstance(o, PRODUCTS) and _has_dequantized_operand(o)]:
+        try:
+            _fold(op)
+        except NotFolded as why:
+            op.attributes[SKIPPED_ATTR] = StringAttr(str(why))
+            skipped.append((op.name, str(why)))
+            log.info("fold-qdq: %s stays in float32: %s", op.name, why)
+    return skipped
+
+
+@dataclass(frozen=True)
+class FoldQDQPass(ModulePass):
+    """dequantize -> dense/matmul/conv2d -> quantize islands as int8 products (see the module doc)."""
+
+    name = "fold-qdq"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        fold_qdq(op)
+
+
+__all__ = ["SKIPPED_ATTR", "FoldQDQPass", "fold_qdq"]

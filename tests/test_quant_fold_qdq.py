@@ -1,0 +1,136 @@
+"""fold-qdq: QDQ islands become quantized products with the same numbers (interpreter
+before vs compiled after); products it cannot turn stay float32 with the reason
+attached; convert-layout keeps chains of quantized convolutions channels-last."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorkiln as tk
+from tensorkiln.dialects.graph import quant
+from tensorkiln.dialects.graph.linalg import DenseOp, MatMulOp
+from tensorkiln.dialects.graph.nn import Conv2dOp
+from tensorkiln.dialects.graph.shape import TransposeOp
+from tensorkiln.passes.fold_qdq import SKIPPED_ATTR, fold_qdq
+from tensorkiln.passes.pipeline import PassContext, optimize_graph
+
+
+def ops_of(module, cls):
+    return [op for op in module.walk() if isinstance(op, cls)]
+
+
+class QDQ:
+    """Builds QDQ graphs: activations quantized uint8 per tensor, weights int8 per channel."""
+
+    def __init__(self, rng):
+        self.rng, self.b = rng, tk.GraphBuilder()
+
+    def qdq(self, x, scale=0.05, zero_point=128, dtype=np.uint8):
+        s, z = self.b.constant(np.float32(scale)), self.b.constant(np.asarray(zero_point, dtype))
+        return self.b.dequantize(self.b.quantize(x, s, z), s, z)
+
+    def weight(self, shape, axis):
+        q = self.rng.integers(-127, 128, shape).astype(np.int8)
+        scale = self.rng.uniform(0.005, 0.02, shape[axis]).astype(np.float32)
+        return self.b.dequantize(self.b.constant(q), self.b.constant(scale), self.b.constant(np.zeros(shape[axis], np.int8)), axis=axis)
+
+
+def check_folded(module, x, folded_cls, count=1):
+    """fold-qdq leaves ``count`` quantized products and the same results, then the
+    compiled model computes them too."""
+    want = tk.create_executor("interpreter", module).evaluate()(x)
+    folded = module.clone()
+    assert fold_qdq(folded) == []
+    folded.verify()
+    assert len(ops_of(folded, folded_cls)) == count
+    assert not ops_of(folded, DenseOp) and not ops_of(folded, Conv2dOp) and not ops_of(folded, MatMulOp)
+    got = tk.create_executor("interpreter", folded).evaluate()(x)
+    # the float island rounds the bias at the product's scale: at most one step off
+    np.testing.assert_allclose(got, want, atol=0.05 * 1.0001)
+    assert np.mean(got != want) < 0.02
+    np.testing.assert_array_equal(tk.build(folded)(x), got)
+
+
+def test_conv_relu_island(rng):
+    g = QDQ(rng)
+    x = g.b.input("x", (2, 5, 9, 7))
+    bias = g.b.constant(rng.normal(size=8).astype(np.float32))
+    y = g.b.relu(g.b.conv2d(g.qdq(x), g.weight((8, 5, 3, 3), 0), bias, strides=2, padding=1))
+    module = g.b.finish(g.qdq(y, 0.1, 0))
+    check_folded(module, rng.normal(size=(2, 5, 9, 7)).astype(np.float32), quant.QConv2dOp)
+
+
+def test_dense_and_matmul_islands(rng):
+    g = QDQ(rng)
+    x = g.b.input("x", (6, 19))
+    d = g.qdq(g.b.dense(g.qdq(x), g.weight((11, 19), 0), g.b.constant(rng.normal(size=11).astype(np.float32))), 0.2, 3, np.int8)
+    m = g.qdq(g.b.matmul(d, g.weight((11, 5), 1)), 0.3, 100)
+    module = g.b.finish(m)
+    check_folded(module, rng.normal(size=(6, 19)).astype(np.float32), quant.QDenseOp, count=2)
+
+
+def test_dequantized_int32_bias_is_used(rng):
+    g = QDQ(rng)
+    x = g.b.input("x", (3, 4))
+    w_scale = np.float32([0.01, 0.02])
+    bias_q = np.int32([7, -9])
+    bias = g.b.dequantize(g.b.constant(bias_q), g.b.constant(np.float32(0.05) * w_scale), g.b.constant(np.zeros(2, np.int32)), axis=0)
+    w = g.b.dequantize(g.b.constant(np.ones((2, 4), np.int8)), g.b.constant(w_scale), g.b.constant(np.zeros(2, np.int8)), axis=0)
+    module = g.b.finish(g.qdq(g.b.dense(g.qdq(x), w, bias), 0.1, 0))
+    fold_qdq(module)
+    (dense,) = ops_of(module, quant.QDenseOp)
+    np.testing.assert_array_equal(dense.bias.owner.array(), bias_q)
+
+
+@pytest.mark.parametrize(
+    "case, reason",
+    [
+        ("runtime_weight", "the weight is not a constant"),
+        ("float_result", "the result is not quantized"),
+        ("two_users", "the result is not quantized"),
+        ("wrong_axis", "per-channel axis is not its output-channel axis 0"),
+        ("input_per_channel", "the input is quantized per channel"),
+    ],
+)
+def test_left_in_float32_with_a_reason(rng, case, reason):
+    g = QDQ(rng)
+    x = g.b.input("x", (3, 4))
+    xd = g.qdq(x)
+    if case == "input_per_channel":
+        s, z = g.b.constant(np.float32([0.1, 0.2, 0.3, 0.4])), g.b.constant(np.zeros(4, np.uint8))
+        xd = g.b.dequantize(g.b.quantize(x, s, z, axis=1), s, z, axis=1)
+    w = g.weight((5, 4), 0) if case != "wrong_axis" else g.weight((5, 4), 1)
+    if case == "runtime_weight":
+        w = g.qdq(g.b.input("w", (5, 4)))
+    y = g.b.dense(xd, w)
+    outputs = [y] if case == "float_result" else [g.qdq(y)]
+    if case == "two_users":
+        outputs.append(g.b.relu(y))
+    module = g.b.finish(*outputs)
+    skipped = fold_qdq(module)
+    assert skipped == [("graph.dense", pytest.approx(skipped[0][1]))] and reason in skipped[0][1]
+    (dense,) = ops_of(module, DenseOp)
+    assert reason in dense.attributes[SKIPPED_ATTR].data
+    assert not ops_of(module, quant.QDenseOp)
+
+
+def test_convolution_chain_stays_channels_last(rng):
+    """qconv2d -> dequantize -> add -> quantize -> qconv2d: converted to NHWC; no
+    transpose between the two convolutions (the add reads the first one's NHWC result)."""
+    g = QDQ(rng)
+    x = g.b.input("x", (1, 8, 10, 10))
+    xd = g.qdq(x)
+    a = g.qdq(g.b.conv2d(xd, g.weight((8, 8, 3, 3), 0), padding=1), 0.1, 120)
+    s = g.qdq(g.b.add(a, xd), 0.1, 120)
+    y = g.qdq(g.b.conv2d(s, g.weight((8, 8, 1, 1), 0)), 0.1, 120)
+    module = g.b.finish(y)
+    xv = rng.normal(size=(1, 8, 10, 10)).astype(np.float32)
+    fold_qdq(module)
+    want = tk.create_executor("interpreter", module).evaluate()(xv)
+    optimize_graph(module, PassContext(opt_level=2, dump_ir=False), layout="NHWC")
+    assert {op.layout.data for op in ops_of(module, quant.QConv2dOp)} == {"NHWC"}
+    first, second = ops_of(module, quant.QConv2dOp)
+    assert not isinstance(second.input.owner, TransposeOp)
+    assert any(v is first.result for v in second.input.owner.operands)  # the fused dequantize-add-quantize
+    np.testing.assert_array_equal(tk.create_executor("interpreter", module).evaluate()(xv), want)
