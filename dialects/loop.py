@@ -28,8 +28,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     I64,
+    ArrayAttr,
+    DictionaryAttr,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -37,11 +40,13 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    ModuleOp,
     StringAttr,
+    UnitAttr,
     f32,
     i64,
 )
-from xdsl.ir import Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -72,10 +77,6 @@ GPU_BINDINGS = tuple(f"{axis}.{d}" for axis in ("blockIdx", "threadIdx") for d i
 LOOP_KINDS = CPU_LOOP_KINDS + GPU_BINDINGS
 
 BUFFER_SCOPES = ("global", "local", "shared")
-
-#: a kernel attribute (unit): run it with denormal floats flushed to zero
-#: (``lowering/denormals.py``; set by the ``flush_denormals`` schedule primitive)
-FLUSH_DENORMALS_ATTR = "tk.flush_denormals"
 
 #: threads in a GPU warp: the most lanes a shuffle spans
 WARP_SIZE = 32
@@ -453,6 +454,235 @@ class MmaTf32Op(IRDLOperation):
         op = cls(resolved[0:4], resolved[4:6], resolved[6:10])
         op.attributes |= attributes
         return op
+
+
+# ---------------------------------------------------------------------------
+# conventions of a lowered module
+#
+# te-to-loop turns each graph function into a host function (``tk.entry``) that calls
+# kernels (``tk.kernel``); the schedules, the LLVM and GPU lowerings and the driver
+# read and add facts as attributes of those functions. Each name is spelled here once,
+# and read and set through the accessors below::
+#
+#     for kernel in kernels(module):
+#         if kernel_tag(kernel) == "copy": ...
+#     inputs, outputs, weights = entry_layout(host)
+
+#: a kernel function: what it computes, a name stem (``"dense_add_relu"``: the graph ops
+#: of its fused group; ``"copy"``, ``"scatter"``, ``"sort"``...)
+KERNEL_ATTR = "tk.kernel"
+#: the host function: ``{inputs = n, outputs = m}`` (and ``temporaries = t`` once its
+#: temporaries are hoisted into arguments): its arguments are the inputs, the output
+#: buffers, the weights, then the temporaries
+ENTRY_ATTR = "tk.entry"
+#: the host function: the data of its weight arguments, in order
+WEIGHTS_ATTR = "tk.weights"
+#: a function (unit): also give it ``@<name>_packed(ptr)`` (``lowering/loop_to_llvm.py``)
+PACKED_ENTRY_ATTR = "tk.packed_entry"
+#: a kernel attribute (unit): run it with denormal floats flushed to zero
+#: (``lowering/denormals.py``; set by the ``flush_denormals`` schedule primitive)
+FLUSH_DENORMALS_ATTR = "tk.flush_denormals"
+#: a kernel: the name of the default strategy (CPU) or GPU strategy that scheduled it
+STRATEGY_ATTR = "tk.strategy"
+GPU_STRATEGY_ATTR = "tk.gpu_strategy"
+#: a function holding a nest outlined by ``tensorize``: ``"outlined"``
+MICROKERNEL_ATTR = "tk.microkernel"
+#: a kernel: the layouts ``transform_layout`` gave its arguments (argument index ->
+#: permutation) and the blocks of blocked ones (``schedule/layout.py``)
+LAYOUTS_ATTR = "tk.layouts"
+LAYOUT_BLOCKS_ATTR = "tk.layout_blocks"
+#: a ``loop.alloc`` made by ``cache_read``/``cache_write``: its stage name, and for a
+#: padded read the padded dims and the fill value (``schedule/cache.py``)
+STAGE_ATTR = "tk.stage"
+PAD_DIMS_ATTR = "tk.pad_dims"
+PAD_FILL_ATTR = "tk.pad_fill"
+
+
+def _string(op: Operation, name: str) -> str | None:
+    attr = op.attributes.get(name)
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def is_kernel(op: Operation) -> bool:
+    """Whether ``op`` is a kernel function (te-to-loop made it; it has a ``tk.kernel`` tag)."""
+    return isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
+
+
+def kernels(module: ModuleOp) -> list[func.FuncOp]:
+    """The kernel functions of a lowered module, in order."""
+    return [op for op in module.ops if is_kernel(op)]
+
+
+def kernel_tag(kernel: Operation) -> str | None:
+    """What ``kernel`` computes (``"dense_add_relu"``), or None for a function that is no kernel."""
+    return _string(kernel, KERNEL_ATTR)
+
+
+def set_kernel_tag(kernel: Operation, tag: str) -> None:
+    """Make ``kernel`` a kernel computing ``tag`` (see :data:`KERNEL_ATTR`)."""
+    kernel.attributes[KERNEL_ATTR] = StringAttr(tag)
+
+
+def set_entry(host: func.FuncOp, inputs: int, outputs: int, weights: Sequence[Attribute]) -> None:
+    """Make ``host`` the entry of a lowered module: ``inputs`` input buffers, then
+    ``outputs`` output buffers, then one argument per weight (its data in ``weights``)."""
+    host.attributes[ENTRY_ATTR] = DictionaryAttr({"inputs": IntegerAttr(inputs, i64), "outputs": IntegerAttr(outputs, i64)})
+    host.attributes[WEIGHTS_ATTR] = ArrayAttr(weights)
+
+
+def is_entry(op: Operation) -> bool:
+    """Whether ``op`` is the host function of a lowered module."""
+    return isinstance(op, func.FuncOp) and ENTRY_ATTR in op.attributes
+
+
+def entry_layout(host: func.FuncOp) -> tuple[int, int, list[Attribute]]:
+    """(number of inputs, number of outputs, weight data) of a lowered host function."""
+    entry = host.attributes[ENTRY_ATTR]
+    return entry.data["inputs"].value.data, entry.data["outputs"].value.data, entry_weights(host)
+
+
+def entry_weights(host: func.FuncOp) -> list[Attribute]:
+    """The data of the host function's weight arguments, in order (none: ``[]``)."""
+    weights = host.attributes.get(WEIGHTS_ATTR)
+    return list(weights.data) if isinstance(weights, ArrayAttr) else []
+
+
+def set_entry_weights(host: func.FuncOp, weights: Sequence[Attribute]) -> None:
+    """Replace the data of the host function's weight arguments (a pass that re-lays one out)."""
+    host.attributes[WEIGHTS_ATTR] = ArrayAttr(weights)
+
+
+def weight_arguments(host: func.FuncOp) -> list[SSAValue]:
+    """The host function's arguments that hold weights (none for a function that is no entry)."""
+    if not is_entry(host):
+        return []
+    args = list(host.body.block.args)
+    return args[len(args) - hoisted_temporaries(host) - len(entry_weights(host)) : len(args) - hoisted_temporaries(host)]
+
+
+def without_weights(op: Operation) -> str:
+    """``op`` printed without its weight data (weights are passed by pointer: their names
+    and data, which passes may rename, do not change the code)."""
+    weights = op.attributes.pop(WEIGHTS_ATTR, None)
+    try:
+        return str(op)
+    finally:
+        if weights is not None:
+            op.attributes[WEIGHTS_ATTR] = weights
+
+
+def set_hoisted_temporaries(host: func.FuncOp, count: int) -> None:
+    """Record that the last ``count`` arguments of ``host`` are its hoisted temporaries."""
+    entry = dict(host.attributes[ENTRY_ATTR].data)
+    entry["temporaries"] = IntegerAttr(count, i64)
+    host.attributes[ENTRY_ATTR] = DictionaryAttr(entry)
+
+
+def hoisted_temporaries(host: func.FuncOp) -> int:
+    """How many trailing arguments of a host function are hoisted temporaries (0 if none)."""
+    entry = host.attributes.get(ENTRY_ATTR)
+    count = entry.data.get("temporaries") if isinstance(entry, DictionaryAttr) else None
+    return count.value.data if isinstance(count, IntegerAttr) else 0
+
+
+def mark_packed_entry(function: Operation) -> None:
+    """Give ``function`` a packed entry (``@<name>_packed(ptr)``) when lowered to LLVM."""
+    function.attributes[PACKED_ENTRY_ATTR] = UnitAttr()
+
+
+def has_packed_entry(function: Operation) -> bool:
+    return PACKED_ENTRY_ATTR in function.attributes
+
+
+def mark_flush_denormals(kernel: Operation) -> None:
+    """Run ``kernel`` with denormal floats flushed to zero (see :data:`FLUSH_DENORMALS_ATTR`)."""
+    kernel.attributes[FLUSH_DENORMALS_ATTR] = UnitAttr()
+
+
+def flushes_denormals(kernel: Operation) -> bool:
+    return FLUSH_DENORMALS_ATTR in kernel.attributes
+
+
+def kernel_strategy(kernel: Operation, gpu: bool = False) -> str | None:
+    """The name of the (GPU) strategy that scheduled ``kernel``, or None."""
+    return _string(kernel, GPU_STRATEGY_ATTR if gpu else STRATEGY_ATTR)
+
+
+def set_kernel_strategy(kernel: Operation, name: str, gpu: bool = False) -> None:
+    kernel.attributes[GPU_STRATEGY_ATTR if gpu else STRATEGY_ATTR] = StringAttr(name)
+
+
+#: what a kernel keeps of its attributes when a lowering rebuilds it (``loop-to-gpu``)
+KERNEL_FACTS = (KERNEL_ATTR, GPU_STRATEGY_ATTR)
+
+
+def copy_kernel_facts(source: Operation, target: Operation) -> None:
+    """Give ``target`` (a kernel rebuilt from ``source``) the facts of :data:`KERNEL_FACTS` it has."""
+    for name in KERNEL_FACTS:
+        if name in source.attributes:
+            target.attributes[name] = source.attributes[name]
+
+
+def is_outlined_microkernel(function: Operation) -> bool:
+    """Whether ``function`` holds a nest ``tensorize`` outlined."""
+    return _string(function, MICROKERNEL_ATTR) == "outlined"
+
+
+def mark_outlined_microkernel(function: Operation) -> None:
+    function.attributes[MICROKERNEL_ATTR] = StringAttr("outlined")
+
+
+def _int_lists(kernel: Operation, name: str) -> dict[int, list[int]]:
+    attr = kernel.attributes.get(name)
+    if not isinstance(attr, DictionaryAttr):
+        return {}
+    return {int(k): [d.value.data for d in v.data] for k, v in attr.data.items()}
+
+
+def _set_int_lists(kernel: Operation, name: str, values: dict[int, Sequence[int]]) -> None:
+    kernel.attributes[name] = DictionaryAttr(
+        {str(k): ArrayAttr([IntegerAttr(d, i64) for d in v]) for k, v in sorted(values.items())}
+    )
+
+
+def argument_layouts(kernel: Operation) -> dict[int, list[int]]:
+    """Argument index -> permutation of its original dims (``transform_layout``); ``{}`` if none."""
+    return _int_lists(kernel, LAYOUTS_ATTR)
+
+
+def argument_blocks(kernel: Operation) -> dict[int, list[int]]:
+    """Argument index -> ``[axis, size]`` of a blocked layout (applied before its permutation)."""
+    return _int_lists(kernel, LAYOUT_BLOCKS_ATTR)
+
+
+def set_argument_layout(kernel: Operation, argument: int, permutation: Sequence[int], block: Sequence[int] | None) -> None:
+    """Record that argument ``argument`` of ``kernel`` is laid out as ``permutation`` of
+    its original dims, after splitting ``block = [axis, size]`` (None: not blocked)."""
+    _set_int_lists(kernel, LAYOUTS_ATTR, {**argument_layouts(kernel), argument: permutation})
+    if block is not None:
+        _set_int_lists(kernel, LAYOUT_BLOCKS_ATTR, {**argument_blocks(kernel), argument: block})
+
+
+def stage_of(alloc: Operation) -> str | None:
+    """The cache stage a ``loop.alloc`` holds (``cache_read``/``cache_write``), or None."""
+    return _string(alloc, STAGE_ATTR)
+
+
+def set_stage(alloc: Operation, stage: str) -> None:
+    alloc.attributes[STAGE_ATTR] = StringAttr(stage)
+
+
+def padding_of(alloc: Operation) -> tuple[list[int], Attribute] | None:
+    """(padded dims, fill value) of a padded cache stage, or None."""
+    dims, fill = alloc.attributes.get(PAD_DIMS_ATTR), alloc.attributes.get(PAD_FILL_ATTR)
+    if not isinstance(dims, ArrayAttr) or fill is None:
+        return None
+    return [d.value.data for d in dims.data], fill
+
+
+def set_padding(alloc: Operation, dims: Sequence[int], fill: Attribute) -> None:
+    alloc.attributes[PAD_DIMS_ATTR] = ArrayAttr([IntegerAttr(d, i64) for d in dims])
+    alloc.attributes[PAD_FILL_ATTR] = fill
 
 
 Loop = Dialect("loop", [ForOp, YieldOp, LoadOp, StoreOp, AllocOp, FreeOp, DimOp, ShuffleXorOp, MmaTf32Op], [])

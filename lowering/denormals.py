@@ -24,7 +24,7 @@ from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
 
-from ..dialects.loop import FLUSH_DENORMALS_ATTR
+from ..dialects import loop
 from .scalar_to_llvm import int_constant
 
 #: MXCSR bits: FTZ (flush results to zero, bit 15) and DAZ (read denormals as zero, bit 6)
@@ -38,7 +38,7 @@ def _host_is_x86() -> bool:
 
 def flushes_denormals(function: func.FuncOp) -> bool:
     """Whether ``function`` is marked and the target has the MXCSR to flush with."""
-    return FLUSH_DENORMALS_ATTR in function.attributes and _host_is_x86()
+    return loop.flushes_denormals(function) and _host_is_x86()
 
 
 @dataclass(frozen=True)

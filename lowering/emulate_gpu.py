@@ -51,7 +51,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects import loop
 from ..dialects.scalar import is_scalar_arithmetic
-from .loop_to_gpu import KERNEL_ATTR, is_shared
+from .loop_to_gpu import is_shared
 
 INDEX = IndexType()
 _AXES = ("x", "y", "z")
@@ -193,8 +193,8 @@ class _KernelEmulator:
         self.block_ids = list(reversed(ids))
         self.emit_block_level(list(src.ops), scope)
         out = func.FuncOp(k.sym_name.data, (entry.arg_types, []), Region(entry))
-        if KERNEL_ATTR in k.attributes:
-            out.attributes[KERNEL_ATTR] = k.attributes[KERNEL_ATTR]
+        if (tag := loop.kernel_tag(k)) is not None:
+            loop.set_kernel_tag(out, tag)
         return out
 
     # -- block level: phases between barriers -------------------------------------------

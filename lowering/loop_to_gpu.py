@@ -76,7 +76,6 @@ from xdsl.utils.exceptions import PassFailedException
 from ..dialects import loop
 from ..dialects.scalar import is_scalar_arithmetic
 
-KERNEL_ATTR = "tk.kernel"
 #: the name of the gpu.module holding every kernel
 GPU_MODULE = "kernels"
 #: the memory space of shared (per-block) buffers, as NVVM numbers it
@@ -228,9 +227,7 @@ class _KernelConverter:
         out = gpu.FuncOp(
             self.name, (arg_types, []), Region(body), kernel=True, known_block_size=self.launch.block
         )
-        for name in (KERNEL_ATTR, "tk.gpu_strategy"):
-            if name in self.kernel.attributes:
-                out.attributes[name] = self.kernel.attributes[name]
+        loop.copy_kernel_facts(self.kernel, out)
         return out
 
     def convert_ops(self, block: Block, ops: list[Operation], in_thread: set[str], in_block: bool) -> None:
@@ -487,7 +484,7 @@ class LoopToGPUPass(ModulePass):
     name = "loop-to-gpu"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        kernels = [f for f in op.ops if isinstance(f, func.FuncOp) and KERNEL_ATTR in f.attributes]
+        kernels = loop.kernels(op)
         if not kernels:
             return
         launches: dict[str, Launch] = {}

@@ -64,8 +64,9 @@ from .parallel_to_llvm import convert_parallel
 from .scalar_to_llvm import SCALAR_CONVERTERS, int_constant, llvm_type
 from .vectorize import convert_vectorized
 
-#: a function with this attribute also gets ``@<name>_packed(ptr)`` (see :func:`packed_entry`)
-PACKED_ENTRY_ATTR = "tk.packed_entry"
+#: (the name the driver imports from here until it marks functions with
+#: ``loop.mark_packed_entry``): such a function also gets ``@<name>_packed(ptr)``
+PACKED_ENTRY_ATTR = loop.PACKED_ENTRY_ATTR
 
 #: alignment of heap buffers, in bytes (a cache line; what AVX-512 loads like)
 HEAP_ALIGNMENT = 64
@@ -457,7 +458,7 @@ class LoopToLLVMPass(ModulePass):
         state = ConversionState(vector_bits=self.vector_bits)
         state.names |= {f.sym_name.data for f in op.ops if isinstance(f, func.FuncOp | llvm.FuncOp)}
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
-            if PACKED_ENTRY_ATTR in function.attributes:
+            if loop.has_packed_entry(function):
                 state.new_functions.append(packed_entry(function, state))
             if function.is_declaration:  # an external function (byoc): declared from its calls below
                 function.detach()

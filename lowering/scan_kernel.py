@@ -140,7 +140,7 @@ def scan_kernel(op: te.ScanOp, name: str) -> func.FuncOp:
     body.insert(loop.StoreOp(new[0], out, nest.at(k)))
     b.insert(func.ReturnOp())
     kernel = func.FuncOp(name, (arg_types, []), Region(entry))
-    kernel.attributes["tk.kernel"] = StringAttr(scan_tag(op))
+    loop.set_kernel_tag(kernel, scan_tag(op))
     return kernel
 
 

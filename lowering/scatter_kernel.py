@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IndexType, StringAttr
+from xdsl.dialects.builtin import IndexType
 from xdsl.ir import Block, Region, SSAValue
 
 from ..dialects import loop, te
@@ -73,7 +73,7 @@ def scatter_kernel(op: te.ScatterOp, name: str) -> func.FuncOp:
     apply.insert(loop.StoreOp(new, out, where))
     b.insert(func.ReturnOp())
     kernel = func.FuncOp(name, (arg_types, []), Region(entry))
-    kernel.attributes["tk.kernel"] = StringAttr(TAG)
+    loop.set_kernel_tag(kernel, TAG)
     return kernel
 
 

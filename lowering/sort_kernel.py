@@ -31,10 +31,10 @@ from collections.abc import Callable
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import Float64Type, IndexType, IntegerAttr, IntegerType, StringAttr, TensorType, i1
+from xdsl.dialects.builtin import Float64Type, IndexType, IntegerAttr, IntegerType, TensorType, i1
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from ..dialects import te
+from ..dialects import loop, te
 from ..dialects.graph.types import is_float, shape_of, tensor_type
 from .line_nest import line_nest
 from .scalar_code import LoopNames, ScalarCode
@@ -158,7 +158,7 @@ def sort_kernel(op: te.SortOp, name: str) -> func.FuncOp:
     copy.store(index, out, nest.at(k))
     Builder(InsertPoint.at_end(entry)).insert(func.ReturnOp())
     kernel = func.FuncOp(name, (arg_types, []), Region(entry))
-    kernel.attributes["tk.kernel"] = StringAttr(TAG)
+    loop.set_kernel_tag(kernel, TAG)
     return kernel
 
 
@@ -218,7 +218,7 @@ def top_k_kernel(op: te.SortOp, name: str) -> func.FuncOp:
     scan.put_index(scan.ins(arith.MinUIOp(scan.ins(arith.AddiOp(m, one)), k)), held)
     Builder(InsertPoint.at_end(entry)).insert(func.ReturnOp())
     kernel = func.FuncOp(name, (arg_types, []), Region(entry))
-    kernel.attributes["tk.kernel"] = StringAttr(TOP_K_TAG)
+    loop.set_kernel_tag(kernel, TOP_K_TAG)
     return kernel
 
 

@@ -26,15 +26,12 @@ from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DictionaryAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
     StringAttr,
     TensorType,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -50,8 +47,8 @@ from ..runtime.dim_expr import evaluate, free_symbols, is_symbol, lower
 from .row_stages import RowStages, reduces, row_stages
 from .te_builder import REASSOC
 
-ENTRY_ATTR = "tk.entry"
-WEIGHTS_ATTR = "tk.weights"
+# (the names the driver imports from here until it reads them from dialects/loop.py)
+ENTRY_ATTR, WEIGHTS_ATTR, entry_layout = loop.ENTRY_ATTR, loop.WEIGHTS_ATTR, loop.entry_layout
 
 
 def buffer_type(t: TensorType) -> MemRefType:
@@ -443,7 +440,7 @@ def _kernel(
     inner.insert(loop.StoreOp(emitter.emit_compute(inner, root, ivs), out, ivs))
     b.insert(func.ReturnOp())
     kernel = func.FuncOp(name, (arg_types, []), Region(entry))
-    kernel.attributes["tk.kernel"] = StringAttr(tag)
+    loop.set_kernel_tag(kernel, tag)
     return kernel
 
 
@@ -481,7 +478,7 @@ def copy_kernel(t: MemRefType, name: str) -> func.FuncOp:
     inner.insert(loop.StoreOp(inner.insert(loop.LoadOp(src, ivs)).result, dst, ivs))
     b.insert(func.ReturnOp())
     kernel = func.FuncOp(name, ([t, t], []), Region(entry))
-    kernel.attributes["tk.kernel"] = StringAttr("copy")
+    loop.set_kernel_tag(kernel, "copy")
     return kernel
 
 
@@ -614,10 +611,7 @@ class _HostLowering:
         b.insert(func.ReturnOp())
 
         new_function = func.FuncOp(f.sym_name.data, (entry.arg_types, []), Region(entry))
-        new_function.attributes[ENTRY_ATTR] = DictionaryAttr(
-            {"inputs": IntegerAttr(n_in, i64), "outputs": IntegerAttr(n_out, i64)}
-        )
-        new_function.attributes[WEIGHTS_ATTR] = ArrayAttr([c.value for c in constants])
+        loop.set_entry(new_function, n_in, n_out, [c.value for c in constants])
         Rewriter.replace_op(f, [new_function, *self.kernels])
 
     @staticmethod
@@ -725,13 +719,6 @@ class TEToLoopPass(ModulePass):
                 isinstance(o, te.ComputeOp | te.ScatterOp | te.ScanOp | te.SortOp | te.DenseLinalgOp) for o in function.body.walk()
             ):
                 _HostLowering(function, self.stash_rows).lower()
-
-
-def entry_layout(function: func.FuncOp) -> tuple[int, int, list[Attribute]]:
-    """(number of inputs, number of outputs, weight data) of a lowered host function."""
-    entry = function.attributes[ENTRY_ATTR]
-    weights = function.attributes.get(WEIGHTS_ATTR, ArrayAttr([]))
-    return entry.data["inputs"].value.data, entry.data["outputs"].value.data, list(weights.data)
 
 
 __all__ = ["TEToLoopPass", "buffer_type", "emit_loop_nest", "entry_layout"]

@@ -50,7 +50,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, StringAttr, i64
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from ..dialects import loop
@@ -79,11 +79,6 @@ from .padding import PaddedRead, emit_padded_read, erase_padded_read, match_padd
 #: the largest local buffer (tile or packed copy) a primitive makes, in bytes: local
 #: buffers live on the stack (worker threads have small stacks)
 LOCAL_BUFFER_LIMIT = 1 << 20
-
-STAGE_ATTR = "tk.stage"
-#: on a padded stage (cache_read pad=True): its padded dims and fill value
-PAD_DIMS_ATTR = "tk.pad_dims"
-PAD_FILL_ATTR = "tk.pad_fill"
 
 
 def _element_bytes(t: MemRefType) -> int:
@@ -607,11 +602,7 @@ def _stage_name(buffer: int) -> str:
 
 
 def _stage_buffer(primitive: str, kernel: func.FuncOp, stage: object) -> tuple[loop.AllocOp, int]:
-    stages = {
-        op.attributes[STAGE_ATTR].data: op
-        for op in kernel.walk()
-        if isinstance(op, loop.AllocOp) and isinstance(op.attributes.get(STAGE_ATTR), StringAttr)
-    }
+    stages = {loop.stage_of(op): op for op in kernel.walk() if isinstance(op, loop.AllocOp) and loop.stage_of(op) is not None}
     if stage not in stages:
         listed = ", ".join(sorted(stages)) or "none"
         raise ScheduleError(
@@ -648,7 +639,7 @@ def cache_read(kernel: func.FuncOp, buffer: int, at_loop: str, pad: bool = False
             f"{describe_buffer(kernel, source)} is passed to a micro-kernel call; cache_read must come before tensorize",
         )
     stage = _stage_name(buffer)
-    if any(isinstance(op, loop.AllocOp) and op.attributes.get(STAGE_ATTR) == StringAttr(stage) for op in kernel.walk()):
+    if any(isinstance(op, loop.AllocOp) and loop.stage_of(op) == stage for op in kernel.walk()):
         raise ScheduleError(
             P, f"{describe_buffer(kernel, source)} is already cached (stage '{stage}'); use compute_at to move it"
         )
@@ -693,11 +684,10 @@ def cache_read(kernel: func.FuncOp, buffer: int, at_loop: str, pad: bool = False
         extents.append(ib.add(ib.sub(hi_clamped, lo_clamped), ib.const(1)))
         box_lows.append(lo if d in pad_dims else lo_clamped)
     local = loop.AllocOp(local_type, scope="local")
-    local.attributes[STAGE_ATTR] = StringAttr(stage)
+    loop.set_stage(local, stage)
     Builder(ip).insert(local)
     if pad:
-        local.attributes[PAD_DIMS_ATTR] = ArrayAttr([IntegerAttr(d, i64) for d in pad_dims])
-        local.attributes[PAD_FILL_ATTR] = fill.owner.value
+        loop.set_padding(local, pad_dims, fill.owner.value)
         # the fill value everywhere first (the part inside the buffer is copied over it)
         fill_ip, counters = _nest(ib, ip, [ib.const(w + 1) for w in widths], [f"{n}.fill" for n in copy_names])
         Builder(fill_ip).insert(loop.StoreOp(fill, local.result, counters))
@@ -758,10 +748,11 @@ def compute_inline(kernel: func.FuncOp, stage: str) -> None:
     P = "compute_inline"
     local, buffer = _stage_buffer(P, kernel, stage)
     source = kernel.body.block.args[buffer]
-    padded = _padding_of(local)
-    fill = None
-    if padded is not None:
-        fill_op = arith.ConstantOp(local.attributes[PAD_FILL_ATTR])
+    padding = loop.padding_of(local)
+    padded, fill = None, None
+    if padding is not None:
+        padded = tuple(padding[0])
+        fill_op = arith.ConstantOp(padding[1])
         kernel.body.block.insert_op_before(fill_op, kernel.body.block.first_op)
         fill = fill_op.result
     copies = [f for f in all_loops(kernel) if f.loop_name.data.startswith(f"{stage}.c")]
@@ -807,15 +798,9 @@ def compute_at(kernel: func.FuncOp, stage: str, at_loop: str) -> None:
     P = "compute_at"
     local, buffer = _stage_buffer(P, kernel, stage)
     find_loop(kernel, at_loop, P)
-    padded = _padding_of(local) is not None
+    padded = loop.padding_of(local) is not None
     compute_inline(kernel, stage)
     cache_read(kernel, buffer, at_loop, pad=padded)
-
-
-def _padding_of(local: loop.AllocOp) -> tuple[int, ...] | None:
-    """The padded dims of a cache_read stage made with pad=True, else None."""
-    dims = local.attributes.get(PAD_DIMS_ATTR)
-    return None if dims is None else tuple(d.value.data for d in dims.data)
 
 
 __all__ = ["LOCAL_BUFFER_LIMIT", "cache_read", "cache_write", "compute_at", "compute_inline"]

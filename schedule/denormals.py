@@ -8,9 +8,8 @@ DAZ bits while the kernel runs (``lowering/denormals.py`` says what that changes
 from __future__ import annotations
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import UnitAttr
 
-from ..dialects.loop import FLUSH_DENORMALS_ATTR
+from ..dialects import loop
 from .nest import transformation
 
 
@@ -18,7 +17,7 @@ from .nest import transformation
 def flush_denormals(kernel: func.FuncOp) -> None:
     """Mark ``kernel`` (``tk.flush_denormals``): denormal operands read as zero and
     denormal results become zero while it runs, on CPUs with that mode (x86)."""
-    kernel.attributes[FLUSH_DENORMALS_ATTR] = UnitAttr()
+    loop.mark_flush_denormals(kernel)
 
 
 __all__ = ["flush_denormals"]

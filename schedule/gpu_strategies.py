@@ -48,10 +48,11 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from ..dialects import loop
 from .gpu_gemm import gemm_shared
 from .gpu_injective import grid_stride
 from .gpu_mma import gemm_tf32
@@ -62,8 +63,6 @@ from .schedule import Schedule, ScheduleError, kernels, schedule_on_clone
 
 log = logging.getLogger("tensorkiln.schedule")
 
-#: the kernel attribute naming the GPU strategy that scheduled it (kept on the gpu.func)
-STRATEGY_ATTR = "tk.gpu_strategy"
 #: threads per block of the one-thread-per-element mapping
 BLOCK_THREADS = 256
 #: output tile of a GEMM block (rows = columns) and its threads per side
@@ -164,13 +163,13 @@ def apply_gpu_schedule(kernel: func.FuncOp, tf32: bool = False) -> str:
     ``tf32``: the kernels that have the shared-memory GEMM (matrix products, convolutions)
     try ``gemm_tf32`` (tensor cores) first."""
     unit_output_loop(kernel)
-    chosen = gpu_strategies_for(kernel.attributes["tk.kernel"].data)
+    chosen = gpu_strategies_for(loop.kernel_tag(kernel))
     if tf32 and gemm_shared in chosen:
         chosen = (gemm_tf32, *chosen)
     for strategy in chosen + FALLBACKS:
         trial = _try(kernel, strategy)
         if trial is not None:
-            trial.attributes[STRATEGY_ATTR] = StringAttr(strategy.__name__)
+            loop.set_kernel_strategy(trial, strategy.__name__, gpu=True)
             Rewriter.replace_op(kernel, trial)
             return strategy.__name__
     log.warning("kernel %s has no GPU mapping: it runs in one thread", kernel.sym_name.data)

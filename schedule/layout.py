@@ -18,37 +18,14 @@ from collections.abc import Sequence
 
 from xdsl.builder import InsertPoint
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, IndexType, IntegerAttr, MemRefType, i64
+from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, MemRefType
 from xdsl.ir import Attribute
 
 from ..dialects import loop
 from .nest import IndexBuilder, ScheduleError, transformation
 
-LAYOUTS_ATTR = "tk.layouts"
-BLOCKS_ATTR = "tk.layout_blocks"
-
-
-def _recorded(kernel: func.FuncOp, name: str) -> dict[int, list[int]]:
-    attr = kernel.attributes.get(name)
-    if not isinstance(attr, DictionaryAttr):
-        return {}
-    return {int(k): [d.value.data for d in v.data] for k, v in attr.data.items()}
-
-
-def _record(kernel: func.FuncOp, name: str, values: dict[int, list[int]]) -> None:
-    kernel.attributes[name] = DictionaryAttr(
-        {str(k): ArrayAttr([IntegerAttr(d, i64) for d in v]) for k, v in sorted(values.items())}
-    )
-
-
-def recorded_layouts(kernel: func.FuncOp) -> dict[int, list[int]]:
-    """Argument index -> permutation of its original dims, as recorded by transform_layout."""
-    return _recorded(kernel, LAYOUTS_ATTR)
-
-
-def recorded_blocks(kernel: func.FuncOp) -> dict[int, list[int]]:
-    """Argument index -> ``[axis, size]`` of a blocked layout (applied before its permutation)."""
-    return _recorded(kernel, BLOCKS_ATTR)
+# what transform_layout records (``dialects/loop.py``), read by the weight packing
+recorded_layouts, recorded_blocks = loop.argument_layouts, loop.argument_blocks
 
 
 def blocked_shape(shape: Sequence[int], block: Sequence[int] | None) -> list[int]:
@@ -111,12 +88,8 @@ def transform_layout(
     kernel.body.block.erase_arg(old_arg)
     inputs: list[Attribute] = [a.type for a in kernel.body.block.args]
     kernel.function_type = FunctionType.from_lists(inputs, list(kernel.function_type.outputs.data))
-    layouts = recorded_layouts(kernel)
-    before = layouts.get(buffer, list(range(len(split))))
-    layouts[buffer] = [before[d] for d in perm]
-    _record(kernel, LAYOUTS_ATTR, layouts)
-    if block is not None:
-        _record(kernel, BLOCKS_ATTR, {**recorded_blocks(kernel), buffer: block})
+    before = recorded_layouts(kernel).get(buffer, list(range(len(split))))
+    loop.set_argument_layout(kernel, buffer, [before[d] for d in perm], block)
 
 
 def _blocked_indices(kernel: func.FuncOp, op, indices: list, block: Sequence[int] | None) -> list:
@@ -130,4 +103,4 @@ def _blocked_indices(kernel: func.FuncOp, op, indices: list, block: Sequence[int
     return [*indices[:axis], b.divui(i, b.const(size)), b.remui(i, b.const(size)), *indices[axis + 1 :]]
 
 
-__all__ = ["BLOCKS_ATTR", "LAYOUTS_ATTR", "blocked_shape", "recorded_blocks", "recorded_layouts", "transform_layout"]
+__all__ = ["blocked_shape", "recorded_blocks", "recorded_layouts", "transform_layout"]

@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
 
+from ..dialects import loop
 from .cache import cache_read, cache_write, compute_at, compute_inline
 from .denormals import flush_denormals
 from .loops import bind, fuse, parallel, reorder, split, tile, unroll, vectorize
@@ -69,12 +69,8 @@ PRIMITIVES: dict[str, Callable[..., Any]] = {
     )
 }
 
-KERNEL_ATTR = "tk.kernel"
-
-
-def kernels(module: ModuleOp) -> list[func.FuncOp]:
-    """The kernels of a loop-level module (functions with ``tk.kernel``), in order."""
-    return [op for op in module.ops if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]
+# (the names tuning imports from here until it reads them from dialects/loop.py)
+KERNEL_ATTR, kernels = loop.KERNEL_ATTR, loop.kernels
 
 
 def trace_to_json(trace: Sequence[Mapping[str, Any]], indent: int | None = None) -> str:

@@ -18,13 +18,11 @@ from __future__ import annotations
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Region, SSAValue
 
+from ..dialects.loop import is_outlined_microkernel, mark_outlined_microkernel
 from .nest import ScheduleError, defined_inside, find_loop, transformation
-
-MICROKERNEL_ATTR = "tk.microkernel"
-
 
 def _symbol(module: ModuleOp, name: str):
     for op in module.ops:
@@ -73,7 +71,7 @@ def tensorize(kernel: func.FuncOp, loop: str, microkernel: str) -> list[str]:
     builder.insert(nest.clone(value_mapper=mapping))
     builder.insert(func.ReturnOp())
     outlined = func.FuncOp(microkernel, (types, []), Region(entry))
-    outlined.attributes[MICROKERNEL_ATTR] = StringAttr("outlined")
+    mark_outlined_microkernel(outlined)
 
     existing = _symbol(module, microkernel)
     if existing is not None:
@@ -85,7 +83,7 @@ def tensorize(kernel: func.FuncOp, loop: str, microkernel: str) -> list[str]:
                 f"@{microkernel} has type {existing.function_type}, but the nest at loop '{loop}' "
                 f"needs {outlined.function_type}",
             )
-        if existing.attributes.get(MICROKERNEL_ATTR) == StringAttr("outlined") and str(existing) != str(outlined):
+        if is_outlined_microkernel(existing) and str(existing) != str(outlined):
             raise ScheduleError(P, f"@{microkernel} was outlined from a different nest; give this one another name")
     call = func.CallOp(microkernel, arguments, [])
     nest.parent_block().insert_op_before(call, nest)
@@ -96,4 +94,4 @@ def tensorize(kernel: func.FuncOp, loop: str, microkernel: str) -> list[str]:
     return [str(t) for t in types]
 
 
-__all__ = ["MICROKERNEL_ATTR", "nest_arguments", "tensorize"]
+__all__ = ["nest_arguments", "tensorize"]

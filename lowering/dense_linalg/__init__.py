@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import func
-from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Region, SSAValue
 
-from ...dialects import te
+from ...dialects import loop, te
 from ...dialects.graph.types import shape_of, tensor_type
 from ..te_to_loop import _bounds, buffer_type, emit_loop_nest
 from . import elimination, fourier, householder, iterative, jacobi, products  # noqa: F401  (register their routines)
@@ -74,7 +74,7 @@ def dense_linalg_kernel(op: te.DenseLinalgOp, name: str) -> func.FuncOp:
     ROUTINES[routine].emit(args)
     b.insert(func.ReturnOp())
     kernel = func.FuncOp(name, (types, []), Region(entry))
-    kernel.attributes["tk.kernel"] = StringAttr(routine)
+    loop.set_kernel_tag(kernel, routine)
     return kernel
 
 

@@ -51,6 +51,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from ...dialects import loop
 from ..schedule import ScheduleError, kernels, schedule_on_clone
 from . import conv, elementwise, gemm, reduce, rows, scatter  # noqa: F401  (registers the strategies)
 from .analysis import KernelInfo, constant_arguments, kernel_info, op_names
@@ -99,16 +100,10 @@ def apply_default_schedule(
         except ScheduleError as e:
             log.debug("strategy %s does not fit %s: %s", strategy.name, kernel.sym_name.data, e)
             continue
-        trial.attributes["tk.strategy"] = _string(strategy.name)
+        loop.set_kernel_strategy(trial, strategy.name)
         Rewriter.replace_op(kernel, trial)
         return strategy
     return None
-
-
-def _string(text: str):
-    from xdsl.dialects.builtin import StringAttr
-
-    return StringAttr(text)
 
 
 def target_features(features: str) -> frozenset[str]:

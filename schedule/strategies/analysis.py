@@ -28,8 +28,6 @@ REDUCTION_LOOP = re.compile(r"k\d+")
 #: the serial loops along the axis inside each line of a scan or scatter kernel
 #: (``lowering/scan_kernel.py``, ``lowering/scatter_kernel.py``)
 SCAN_LOOP = re.compile(r"(scan|update)\d+")
-WEIGHTS_ATTR = "tk.weights"
-ENTRY_ATTR = "tk.entry"
 
 
 def op_names(tag: str) -> list[str] | None:
@@ -202,7 +200,7 @@ def kernel_info(
 ) -> KernelInfo:
     """The facts strategies check, for ``kernel`` on a target with ``lanes`` f32 lanes and
     the ISA extensions ``features`` (``{"+avx512vnni", ...}``)."""
-    tag = kernel.attributes["tk.kernel"].data
+    tag = loop.kernel_tag(kernel)
     ops = op_names(tag)
     anchor = anchor_op(ops)
     loops = all_loops(kernel)
@@ -219,22 +217,12 @@ def kernel_info(
     )
 
 
-def _host_weights(host: func.FuncOp) -> set[SSAValue]:
-    """The block arguments of a lowered host function that hold constant weights."""
-    entry = host.attributes.get(ENTRY_ATTR)
-    weights = host.attributes.get(WEIGHTS_ATTR)
-    if entry is None or weights is None:
-        return set()
-    args = list(host.body.block.args)
-    return set(args[len(args) - len(weights.data) :])
-
-
 def constant_arguments(module: ModuleOp) -> dict[str, frozenset[int]]:
     """Kernel name -> indices of its arguments that are a constant weight at every call."""
     weights: set[SSAValue] = set()
     for f in module.ops:
         if isinstance(f, func.FuncOp):
-            weights |= _host_weights(f)
+            weights |= set(loop.weight_arguments(f))
     found: dict[str, set[int] | None] = {}
     for call in module.walk():
         if not isinstance(call, func.CallOp):

@@ -28,10 +28,8 @@ import dataclasses
 import math
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import StringAttr
 
 from ...dialects import loop
-from ..cache import STAGE_ATTR
 from ..nest import ScheduleError, find_loop, static_trip_bound, static_value
 from ..padding import padded_arguments
 from ..schedule import Schedule
@@ -201,7 +199,7 @@ def _padded_copy_elements(kernel: func.FuncOp, buffer: int, at_loop: str) -> int
     (local,) = [
         op
         for op in trial.kernel.walk()
-        if isinstance(op, loop.AllocOp) and op.attributes.get(STAGE_ATTR) == StringAttr(stage)
+        if isinstance(op, loop.AllocOp) and loop.stage_of(op) == stage
     ]
     return math.prod(local.results[0].type.get_shape())
 

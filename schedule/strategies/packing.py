@@ -14,23 +14,20 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, FunctionType, MemRefType, ModuleOp
+from xdsl.dialects.builtin import FunctionType, MemRefType, ModuleOp
 from xdsl.utils.exceptions import PassFailedException
 
+from ...dialects import loop
+from ...dialects.graph import ConstantOp
+from ...dialects.graph.types import WeightAttr
 from ..layout import blocked_shape, recorded_blocks, recorded_layouts
-from .analysis import WEIGHTS_ATTR
 
 
 def _array(data) -> np.ndarray:
-    from ...dialects.graph import ConstantOp
-    from ...dialects.graph.types import WeightAttr
-
     return data.array if isinstance(data, WeightAttr) else ConstantOp(data).array()
 
 
 def _name(data) -> str:
-    from ...dialects.graph.types import WeightAttr
-
     return data.data.name if isinstance(data, WeightAttr) else "const"
 
 
@@ -54,11 +51,9 @@ def relaid(array: np.ndarray, permutation: Sequence[int], block: Sequence[int] |
 
 
 def _pack_call(host: func.FuncOp, call: func.CallOp, layouts: dict[int, list[int]], blocks: dict[int, list[int]]) -> None:
-    from ...dialects.graph.types import WeightAttr
-
     for index, perm in layouts.items():
         block = host.body.block
-        weights = list(host.attributes[WEIGHTS_ATTR].data) if WEIGHTS_ATTR in host.attributes else []
+        weights = loop.entry_weights(host)
         first = len(block.args) - len(weights)
         operand = call.arguments[index]
         args = list(block.args)
@@ -78,7 +73,7 @@ def _pack_call(host: func.FuncOp, call: func.CallOp, layouts: dict[int, list[int
         if not operand.uses:
             del weights[args.index(operand) - first]
             block.erase_arg(operand)
-        host.attributes[WEIGHTS_ATTR] = ArrayAttr(weights)
+        loop.set_entry_weights(host, weights)
         _set_signature(host)
 
 
