@@ -7,6 +7,7 @@ wrong shape) surfaces as :class:`UserError` or one of the compiler's own errors,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,10 @@ class LoadedModel:
     references: Mapping[str, Callable[[int | None], Callable[..., Any]]]
 
 
+#: how printed IR refers to a weight held by reference
+_WEIGHT_REFERENCE = re.compile(r'#graph\.weight<"([^"]*)">')
+
+
 def weights_file(mlir: Path) -> Path:
     """The weights beside an ``.mlir`` model: ``model.mlir`` -> ``model.npz`` (arrays by name)."""
     return mlir.with_suffix(".npz")
@@ -65,10 +70,11 @@ def _load_mlir(path: Path) -> LoadedModel:
     if sidecar.exists():
         with np.load(sidecar, allow_pickle=False) as arrays:
             weights = {name: arrays[name] for name in arrays.files}
-    for name, array in weights.items():  # the table is weak: ``weights`` keeps them until parsed
-        if register_weight(name, array) != name:
-            raise UserError(f"{sidecar}: weight '{name}' is already loaded in this process")
-    return LoadedModel(tk.parse_module(path.read_text()), path, {})
+    # the table of live weights is weak: ``weights`` keeps them alive until parsed; a name
+    # already taken in this process (by another model) is given a fresh one in the text
+    renamed = {name: register_weight(name, array) for name, array in weights.items()}
+    text = _WEIGHT_REFERENCE.sub(lambda m: f'#graph.weight<"{renamed.get(m[1], m[1])}">', path.read_text())
+    return LoadedModel(tk.parse_module(text), path, {})
 
 
 def save_mlir(module: ModuleOp, path: str | Path) -> Path:

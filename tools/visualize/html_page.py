@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 from .kernel_graph import KernelGraph, Section
@@ -28,9 +30,10 @@ svg .byoc-label { fill: %(external)s; font-weight: bold; }
 TENSOR_CHAR_WIDTH = 6.4
 
 
-def _text(x: float, y: float, content: str, css: str = "") -> str:
+def _text(x: float, y: float, content: str, css: str = "", anchor: str = "start") -> str:
     cls = f' class="{css}"' if css else ""
-    return f'<text x="{x:.1f}" y="{y:.1f}"{cls}>{html.escape(content)}</text>'
+    end = ' text-anchor="end"' if anchor == "end" else ""
+    return f'<text x="{x:.1f}" y="{y:.1f}"{cls}{end}>{html.escape(content)}</text>'
 
 
 def _box(node_id: str, box: Box, text: list[str], fill_colour: str, css: str, tooltip: str) -> str:
@@ -43,23 +46,56 @@ def _box(node_id: str, box: Box, text: list[str], fill_colour: str, css: str, to
     return "".join(parts)
 
 
+#: pixels between a detour and the boxes it passes
+DETOUR = 16
+
+
+def _edge_path(source: Box, target: Box, boxes: Iterable[Box], label_at_source: bool) -> tuple[str, tuple[float, float, str]]:
+    """An edge's SVG path and where its label goes (x, y, text-anchor). An edge that would
+    cross boxes of the rows between its ends goes round them on the right; its label
+    stands on the detour. Otherwise one curve, labelled near its target (near its source
+    where several edges meet at the target), on the side of the curve away from the others."""
+    (x1, y1), (x2, y2) = source.bottom, target.top
+    low, high = min(x1, x2) - DETOUR, max(x1, x2) + DETOUR
+    between = [b for b in boxes if b.y > y1 and b.y + b.height < y2 and b.x < high and b.x + b.width > low]
+    if between:
+        side = max(b.x + b.width for b in between) + DETOUR
+        top, bottom = min(b.y for b in between), max(b.y + b.height for b in between)
+        path = (f"M{x1:.1f},{y1:.1f} C{x1:.1f},{top:.1f} {side:.1f},{y1:.1f} {side:.1f},{top:.1f} "
+                f"L{side:.1f},{bottom:.1f} C{side:.1f},{y2:.1f} {x2:.1f},{bottom:.1f} {x2:.1f},{y2:.1f}")
+        return path, (side + 5, (top + bottom) / 2, "start")
+    bend = (y2 - y1) / 2
+    path = f"M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + bend:.1f} {x2:.1f},{y2 - bend:.1f} {x2:.1f},{y2:.1f}"
+    x, y = (x1, y1 + 16) if label_at_source else (x2, y2 - 10)
+    outer_left = (x2 < x1 - 1) != label_at_source  # beside the curve, away from its neighbours
+    return path, ((x - 6, y, "end") if outer_left else (x + 6, y, "start"))
+
+
 def section_svg(section: Section, top: float) -> tuple[str, float, float]:
     """One section as SVG markup (styled by :data:`CSS`), with its width and height."""
     texts = {k.id: lines(k) for k in section.kernels}
     for node, name, tensor in terminals(section):
         texts[node] = [name, tensor.label]
     boxes, width, height = layout(section, texts)
-    for edge in section.edges:  # room for the edge labels on the right
-        x_label = (boxes[edge.source].bottom[0] + boxes[edge.target].top[0]) / 2 + 6
-        width = max(width, x_label + len(edge.tensor.label) * TENSOR_CHAR_WIDTH + MARGIN)
+    left = 0.0
+    fan_in = Counter(e.target for e in section.edges)
+    for edge in section.edges:  # room for detours and edge labels on either side
+        _, (x_label, _, anchor) = _edge_path(boxes[edge.source], boxes[edge.target], boxes.values(), fan_in[edge.target] > 1)
+        extent = len(edge.tensor.label) * TENSOR_CHAR_WIDTH
+        if anchor == "start":
+            width = max(width, x_label + extent + MARGIN)
+        else:
+            left = max(left, MARGIN - (x_label - extent))
+    for box in boxes.values():  # labels that would stand left of the page move it right
+        box.x += left
+    width += left
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}">',
            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto">'
            '<path d="M0,0 L10,5 L0,10 z" fill="#8c959f"/></marker></defs>']
     for edge in section.edges:
-        (x1, y1), (x2, y2) = boxes[edge.source].bottom, boxes[edge.target].top
-        bend = (y2 - y1) / 2
-        out.append(f'<path class="edge" marker-end="url(#arrow)" d="M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + bend:.1f} {x2:.1f},{y2 - bend:.1f} {x2:.1f},{y2:.1f}"/>')
-        out.append(_text((x1 + x2) / 2 + 6, (y1 + y2) / 2 + 4, edge.tensor.label, "tensor"))
+        path, (lx, ly, anchor) = _edge_path(boxes[edge.source], boxes[edge.target], boxes.values(), fan_in[edge.target] > 1)
+        out.append(f'<path class="edge" marker-end="url(#arrow)" d="{path}"/>')
+        out.append(_text(lx, ly, edge.tensor.label, "tensor", anchor))
     for node, name, tensor in terminals(section):
         out.append(_box(node, boxes[node], texts[node], TERMINAL_FILL, "terminal", f"{name}: {tensor.label}"))
     for kernel in section.kernels:
