@@ -57,7 +57,7 @@ class LgammaOp(FloatingPointLikeUnaryMathOperation):
 Scalar = Dialect("scalar", [RemFOp, ErfcOp, LgammaOp], [])
 
 #: the dialects of the scalar arithmetic in kernel bodies (te.compute, loops, GPU kernels)
-SCALAR_DIALECTS = ("arith", "math", "scalar")
+SCALAR_DIALECTS = ("arith", "math", "scalar", "lowp")  # lowp: low-precision dot products (dialects/lowp.py)
 
 
 def is_scalar_arithmetic(op: Operation) -> bool:
