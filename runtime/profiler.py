@@ -84,6 +84,35 @@ class ProfileReport:
             )
         return "\n".join(lines)
 
+    def plot(self, path: str, top: int = 30) -> str:
+        """Save per-kernel time bars (the ``top`` slowest, total ms per run) as a picture
+        (PNG, SVG or PDF by the suffix; needs matplotlib); returns ``path``.
+
+        Example: ``lib.profile(x).plot("profile.png")``
+        """
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError as error:
+            raise ImportError("ProfileReport.plot needs matplotlib (pip install matplotlib)") from error
+        shown = self.kernels[:top][::-1]  # slowest at the top
+        fig, ax = plt.subplots(figsize=(8, 1.2 + 0.28 * len(shown)))
+        try:
+            ax.barh([k.name[:48] for k in shown], [k.total_seconds * 1e3 for k in shown], color="#e4572e")
+            for y, k in enumerate(shown):
+                ax.text(k.total_seconds * 1e3, y, f" {k.share * 100:.1f}%", va="center", fontsize=8)
+            ax.set_xlabel("ms per run (all calls of the kernel)")
+            ax.set_title(f"{len(self.kernels)} kernels, {self.kernel_total_seconds * 1e3:.3f} ms per run; "
+                         f"steady state ({self.executor}) {self.steady_state_seconds * 1e3:.3f} ms", fontsize=9)
+            ax.tick_params(axis="y", labelsize=8)
+            fig.tight_layout()
+            fig.savefig(path)
+        finally:
+            plt.close(fig)
+        return path
+
     def __str__(self) -> str:
         compile_text = "n/a" if self.compile_seconds is None else f"{self.compile_seconds * 1e3:.1f} ms"
         first = "n/a" if self.first_run_seconds is None else f"{self.first_run_seconds * 1e3:.4f} ms"
@@ -93,6 +122,38 @@ class ProfileReport:
             f"compile {compile_text} | first run {first} | "
             f"steady state ({self.executor}) {self.steady_state_seconds * 1e3:.4f} ms"
         )
+
+
+class PassTimings(list):
+    """``lib.pass_timings``: ``(pass, seconds)`` in the order the passes ran (a list, as
+    before), printed as a table: one row per pass name (a pass may run several times),
+    slowest first, with its runs, total and share of the compile's pass time.
+
+    Example: ``print(lib.pass_timings)``; ``lib.pass_timings.total_seconds``
+    """
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(seconds for _, seconds in self)
+
+    def by_pass(self) -> list[tuple[str, int, float]]:
+        """``(pass, runs, total seconds)``, slowest first."""
+        runs: dict[str, int] = {}
+        totals: dict[str, float] = {}
+        for name, seconds in self:
+            runs[name] = runs.get(name, 0) + 1
+            totals[name] = totals.get(name, 0.0) + seconds
+        return sorted(((n, runs[n], totals[n]) for n in totals), key=lambda row: row[2], reverse=True)
+
+    def table(self) -> str:
+        total = self.total_seconds
+        lines = [f"{'pass':<40} {'runs':>5} {'total ms':>10} {'share':>7}"]
+        for name, runs, seconds in self.by_pass():
+            lines.append(f"{name[:40]:<40} {runs:>5} {seconds * 1e3:>10.2f} {seconds / total * 100 if total else 0.0:>6.1f}%")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return f"{self.table()}\n{len(self)} pass runs, {self.total_seconds * 1e3:.1f} ms"
 
 
 def benchmark(fn: Callable[[], Any], number: int = 10, repeat: int = 5, warmup: int = 1) -> BenchmarkResult:
@@ -134,4 +195,4 @@ def profile_kernels(
     return stats, total / runs
 
 
-__all__ = ["BenchmarkResult", "KernelStat", "ProfileReport", "benchmark", "profile_kernels"]
+__all__ = ["BenchmarkResult", "KernelStat", "PassTimings", "ProfileReport", "benchmark", "profile_kernels"]
