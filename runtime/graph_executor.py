@@ -34,12 +34,26 @@ def aligned_bytes(nbytes: int) -> np.ndarray:
     return raw[offset : offset + max(nbytes, 1)]
 
 
+def allocate_storages(program: GraphProgram, symbols: dict[str, int]) -> list[np.ndarray]:
+    """The memory plan's storages for ``symbols``; a MemoryError names the tensors of one
+    that cannot be allocated (sizes that overflow 64 bits are refused before any is)."""
+    sizes = program.storage_bytes(symbols)
+    storages = []
+    for k, nbytes in enumerate(sizes):
+        try:
+            storages.append(aligned_bytes(nbytes))
+        except MemoryError as e:
+            names = ", ".join(program.tensors[t].name for t in program.storages[k])
+            raise MemoryError(f"cannot allocate {nbytes} bytes for the intermediate tensors {names} ({e})") from e
+    return storages
+
+
 class _Binding:
     """Storages and argument lists of one set of symbol values."""
 
     def __init__(self, executor: GraphExecutor, symbols: dict[str, int]):
         program = executor.program
-        self.storages = [aligned_bytes(n) for n in program.storage_bytes(symbols)]
+        self.storages = allocate_storages(program, symbols)
         self.output_shapes = [tuple(s) for s in program.signature.output_shapes(symbols)]
         pointers: dict[int, int] = {}
         for k, t in enumerate(program.tensors):
@@ -130,4 +144,4 @@ class GraphExecutor:
         return self.signature.results(outputs), seconds
 
 
-__all__ = ["ALIGNMENT", "GraphExecutor", "aligned_bytes"]
+__all__ = ["ALIGNMENT", "GraphExecutor", "aligned_bytes", "allocate_storages"]

@@ -45,6 +45,7 @@ import numpy as np
 
 from .dim_expr import evaluate
 from .signature import Dim, Signature
+from .sizes import buffer_bytes
 
 FORMAT = "tensorkiln.graph/1"
 
@@ -68,7 +69,8 @@ class GraphTensor:
     storage: int = -1
 
     def nbytes(self, symbols: dict[str, int]) -> int:
-        return int(np.prod(self.concrete_shape(symbols), dtype=np.int64)) * self.dtype.itemsize
+        """Its size in bytes for ``symbols``; a TensorTooLargeError (naming it) past 64 bits."""
+        return buffer_bytes(self.concrete_shape(symbols), self.dtype.itemsize, self.name)
 
     def concrete_shape(self, symbols: dict[str, int]) -> tuple[int, ...]:
         return tuple(evaluate(d, symbols) if isinstance(d, str) else d for d in self.shape)

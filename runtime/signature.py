@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from .dim_arith import solve
 from .dim_expr import evaluate, free_symbols, is_symbol
 from .host_checks import check
 from .random_state import RandomState
+from .sizes import buffer_bytes
 
 Dim = int | str
 
@@ -33,6 +34,15 @@ class TensorSpec:
 
     def describe(self) -> str:
         return f"{self.dtype}[{', '.join(str(d) for d in self.shape)}]"
+
+    def concrete(self, symbols: Mapping[str, int]) -> tuple[int, ...]:
+        """The shape with each symbol replaced by its value in ``symbols``."""
+        return tuple(d if isinstance(d, int) else evaluate(d, symbols) for d in self.shape)
+
+    @property
+    def symbolic(self) -> list[int]:
+        """Axes whose size is a symbol (an external module takes each as an int64 after the pointer)."""
+        return [k for k, d in enumerate(self.shape) if not isinstance(d, int)]
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "shape": list(self.shape), "dtype": str(self.dtype)}
@@ -163,8 +173,12 @@ class Signature:
         return self.outputs + tuple(TensorSpec(f"check{k}", (), np.dtype(bool)) for k in range(len(self.checks)))
 
     def output_shapes(self, symbols: dict[str, int]) -> list[tuple[int, ...]]:
-        """The shapes of :attr:`entry_outputs` for the symbols' values."""
-        return [tuple(evaluate(d, symbols) if isinstance(d, str) else d for d in o.shape) for o in self.entry_outputs]
+        """The shapes of :attr:`entry_outputs` for the symbols' values (a
+        TensorTooLargeError names an output whose size overflows 64 bits)."""
+        shapes = [tuple(evaluate(d, symbols) if isinstance(d, str) else d for d in o.shape) for o in self.entry_outputs]
+        for shape, spec in zip(shapes, self.entry_outputs):
+            buffer_bytes(shape, spec.dtype.itemsize, spec.name)
+        return shapes
 
     @property
     def is_static(self) -> bool:

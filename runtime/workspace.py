@@ -25,7 +25,7 @@ import ctypes
 import numpy as np
 
 from .binding_pool import BindingPool
-from .graph_executor import aligned_bytes
+from .graph_executor import allocate_storages
 from .graph_program import GraphProgram
 
 
@@ -34,7 +34,7 @@ class _Workspace:
 
     def __init__(self, program: GraphProgram, temporaries: list[int], symbols: dict[str, int]):
         self.key = tuple(sorted(symbols.items()))  # the pool's key (binding_pool.py)
-        self.storages: list[np.ndarray] = [aligned_bytes(n) for n in program.storage_bytes(symbols)]
+        self.storages: list[np.ndarray] = allocate_storages(program, symbols)
         self.arguments: list[int] = []
         for k in temporaries:
             tensor = program.tensors[k]
