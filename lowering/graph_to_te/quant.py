@@ -8,8 +8,8 @@ multiply-add is contracted: results match the numpy references bit for bit.
 uint8 tensors arrive stored as int8 bytes (``legalize-unsigned`` ran before): their
 values are read as ``extsi(byte) & 255``; the ops' ``dtype`` properties say which.
 
-The products with a constant weight and constant quantization parameters take another
-form, the one the int8 kernels run (``quant_products.py``).
+qdense and qconv2d with a constant weight and constant quantization parameters take
+another form, the one the int8 kernels run (``quant_products.py`` registers their rules).
 """
 
 from __future__ import annotations
@@ -138,8 +138,8 @@ class ProductOperands:
         return r.mul(x, w)
 
 
-@compute_rule(quant.QDenseOp)
 def qdense(t: TEBuilder, op: quant.QDenseOp) -> SSAValue:
+    """The plain form (registered with the packed one: ``quant_products.py``)."""
     def body(s: Scalar, idx, ins):
         p = ProductOperands(op, ins)
         *rows, n = idx
@@ -170,10 +170,9 @@ def _tap(s: Scalar, out: SSAValue, k: SSAValue, stride: int, pad: int, dilation:
     return s.add(s.sub(s.mul(out, s.index(stride)), s.index(pad)), s.mul(k, s.index(dilation)))
 
 
-@compute_rule(quant.QConv2dOp)
 def qconv2d(t: TEBuilder, op: quant.QConv2dOp) -> SSAValue:
     """As graph.conv2d's rule (reduction innermost along the contiguous axis); a padding
-    tap reads the input zero point."""
+    tap reads the input zero point. The plain form (see ``quant_products.py``)."""
     (sh, sw), (top, left, bottom, right), (dh, dw), groups = op.window()
     layout = op.layout.data
     out_channels, in_per_group, kh, kw = weight_to_oihw(op.weight.type.get_shape(), layout)
