@@ -19,7 +19,7 @@ Convolutions take this form in NHWC (what ``convert-layout`` gives CPU targets) 
 groups: words run along the input channels of one tap, ``P[o / 16, ky, kx, c / 4, o % 16]``;
 a padding tap reads the input zero point (its centered value is 0). The reduction's
 ``acc + dot(0, a, w)`` becomes ``dot(acc, a, w)`` when a strategy schedules the kernel
-(``schedule/strategies/int8_gemm.py``): one ``vpdpbusd`` per vector of accumulators.
+(``schedule/strategies/lowp_gemm.py``): one ``vpdpbusd`` per vector of accumulators.
 """
 
 from __future__ import annotations
