@@ -18,8 +18,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from ..dialects import loop
 from ..schedule import Schedule, ScheduleError
-from ..schedule.schedule import KERNEL_ATTR, kernels
 from ..schedule.strategies.analysis import constant_arguments
 from ..schedule.strategies.packing import pack_constant_arguments
 from .record import Record, best_records, load_records
@@ -56,7 +56,7 @@ def schedule_from_log(loops: ModuleOp, target: str, log_file: str | Path, run_de
     chosen: list[tuple[func.FuncOp, Record]] = []
     untuned: list[str] = []
     constants = constant_arguments(loops)
-    for kernel in kernels(loops):
+    for kernel in loop.kernels(loops):
         if not is_static(kernel):
             continue
         task = task_of(kernel, target, constants.get(kernel.sym_name.data, ()))
@@ -68,12 +68,13 @@ def schedule_from_log(loops: ModuleOp, target: str, log_file: str | Path, run_de
             chosen.append((kernel, record))
     tags = {}
     for kernel, _ in chosen:
-        tags[kernel.sym_name.data] = kernel.attributes.pop(KERNEL_ATTR)
+        tags[kernel.sym_name.data] = loop.kernel_tag(kernel)
+        del kernel.attributes[loop.KERNEL_ATTR]  # hidden from the default pipeline (see above)
     try:
         run_default(loops)
     finally:
         for kernel, _ in chosen:
-            kernel.attributes[KERNEL_ATTR] = tags[kernel.sym_name.data]
+            loop.set_kernel_tag(kernel, tags[kernel.sym_name.data])
     tuned = []
     for kernel, record in chosen:
         name = kernel.sym_name.data
