@@ -17,6 +17,7 @@ from . import (
     nn,
     polynomials,
     quant,
+    quant_bf16,
     random,
     reduce,
     shape,
@@ -31,7 +32,7 @@ from .types import DimNamesAttr, WeightAttr
 
 _FAMILIES = (
     constant, elementwise, linalg, nn, shape, reduce, indexing, dense_linalg, factorizations, spectral, fourier, polynomials,
-    incomplete_gamma, random, quant,
+    incomplete_gamma, random, quant, quant_bf16,
 )  # fmt: skip
 
 

@@ -130,4 +130,20 @@ def qconv2d_register_tile(
     _finish(s, info)
 
 
-__all__ = ["accumulate_dots", "qconv2d_register_tile", "qdense_register_tile", "target_isa"]
+@register_strategy(
+    "bf16_dense_register_tile",
+    ops=("bf16_dense",),
+    plevel=20,
+    applies=_packed_product,
+    decisions={"rows": (1, 2, 4, 6, 8), "vectors": (1, 2, 3, 4), "panel_first": (False, True)},
+)
+def bf16_dense_register_tile(
+    s: Schedule, info: KernelInfo, rows: int | None = None, vectors: int | None = None, panel_first: bool | None = None
+) -> None:
+    """The GEMM register tile on bfloat16 pair words, then :func:`accumulate_dots`
+    (``vdpbf16ps`` on AVX512_BF16)."""
+    gemm(s, info, rows=rows, vectors=vectors, panel_first=panel_first, pack_panel=False)
+    _finish(s, info)
+
+
+__all__ = ["accumulate_dots", "bf16_dense_register_tile", "qconv2d_register_tile", "qdense_register_tile", "target_isa"]
