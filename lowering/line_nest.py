@@ -21,8 +21,7 @@ from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr
 from xdsl.ir import Attribute, SSAValue
 
 from ..dialects.graph.types import is_float
-
-from .te_to_loop import _bounds, emit_loop_nest
+from .loop_nest import buffer_bounds, emit_loop_nest
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,7 @@ def line_nest(b: Builder, buffer: SSAValue, axis: int, within: Sequence[SSAValue
     docstring); with ``within`` (the extents of another buffer, e.g. a scatter's
     indices), only the lines inside those too. The bounds are computed before the nest,
     so the lines form a rectangular band that schedules may split and reorder."""
-    bounds = _bounds(b, buffer)
+    bounds = buffer_bounds(b, buffer)
     if within:
         for d, other in enumerate(within):
             if d != axis and other is not bounds[d]:

@@ -33,7 +33,8 @@ from ..dialects import loop, te
 from ..dialects.graph.types import is_float
 from .line_nest import line_nest, scalar_literal
 from .te_builder import highest_value, lowest_value
-from .te_to_loop import buffer_type, emit_loop_nest
+from .kernel_registry import KernelHost, kernel_rule
+from .loop_nest import buffer_type, emit_loop_nest
 
 #: the ``tk.kernel`` tag of a te.scan without a ``tag`` attribute (graph-to-te names
 #: each after its graph op: ``cumsum``, ``cumprod``...)
@@ -142,6 +143,12 @@ def scan_kernel(op: te.ScanOp, name: str) -> func.FuncOp:
     kernel = func.FuncOp(name, (arg_types, []), Region(entry))
     loop.set_kernel_tag(kernel, scan_tag(op))
     return kernel
+
+
+@kernel_rule(te.ScanOp)
+def scan(host: KernelHost, op: te.ScanOp, target: SSAValue) -> None:
+    """One kernel scanning ``op``'s input into ``target``, line by line."""
+    host.call(scan_kernel(op, host.kernel_name(scan_tag(op))), [host.buffer(v) for v in op.inputs] + [target])
 
 
 __all__ = ["COMBINERS", "TAG", "Combiner", "scan_kernel", "scan_tag"]

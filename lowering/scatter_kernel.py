@@ -25,10 +25,11 @@ from xdsl.dialects.builtin import IndexType
 from xdsl.ir import Block, Region, SSAValue
 
 from ..dialects import loop, te
-from ..dialects.graph.types import is_float
 from .line_nest import index_const, line_nest, scalar_literal
 from .te_builder import highest_value, lowest_value
-from .te_to_loop import _COMBINE, _bounds, buffer_type, emit_loop_nest
+from .copy_kernel import copy_kernel
+from .kernel_registry import KernelHost, kernel_rule
+from .loop_nest import buffer_bounds, buffer_type, combine_op, emit_loop_nest
 
 #: the ``tk.kernel`` tag of scatter kernels
 TAG = "scatter"
@@ -43,7 +44,7 @@ def scatter_kernel(op: te.ScatterOp, name: str) -> func.FuncOp:
     entry = Block(arg_types=arg_types)
     indices, updates, out = entry.args
     b = Builder(InsertPoint.at_end(entry))
-    covered = _bounds(b, indices)
+    covered = buffer_bounds(b, indices)
     count = covered[axis]
     # the lines the indices cover (lines past their extent on some axis get no update)
     nest = line_nest(b, out, axis, within=covered)
@@ -69,7 +70,7 @@ def scatter_kernel(op: te.ScatterOp, name: str) -> func.FuncOp:
     where = at(target(apply, j))
     if mode != "update":
         old = apply.insert(loop.LoadOp(out, where)).result
-        new = apply.insert(_COMBINE[mode, is_float(element)](old, new)).results[0]
+        new = apply.insert(combine_op(mode, element, old, new)).results[0]
     apply.insert(loop.StoreOp(new, out, where))
     b.insert(func.ReturnOp())
     kernel = func.FuncOp(name, (arg_types, []), Region(entry))
@@ -77,4 +78,14 @@ def scatter_kernel(op: te.ScatterOp, name: str) -> func.FuncOp:
     return kernel
 
 
-__all__ = ["TAG", "scatter_kernel"]
+@kernel_rule(te.ScatterOp)
+def scatter(host: KernelHost, op: te.ScatterOp, target: SSAValue) -> None:
+    """Two kernels: the input copied into ``target`` (row-major), then the updates
+    applied to it in place, line by line."""
+    copy = copy_kernel(target.type, host.kernel_name("copy"))
+    update = scatter_kernel(op, host.kernel_name(TAG))
+    host.call(copy, [host.buffer(op.input), target])
+    host.call(update, [host.buffer(op.indices), host.buffer(op.updates), target])
+
+
+__all__ = ["TAG", "scatter", "scatter_kernel"]

@@ -38,7 +38,8 @@ from ..dialects import loop, te
 from ..dialects.graph.types import is_float, shape_of, tensor_type
 from .line_nest import line_nest
 from .scalar_code import LoopNames, ScalarCode
-from .te_to_loop import buffer_type
+from .kernel_registry import KernelHost, kernel_rule
+from .loop_nest import buffer_type
 
 #: the ``tk.kernel`` tags of a sort kernel and of a top-k one
 TAG = "sort"
@@ -222,4 +223,17 @@ def top_k_kernel(op: te.SortOp, name: str) -> func.FuncOp:
     return kernel
 
 
-__all__ = ["TAG", "TOP_K_TAG", "sort_kernel", "top_k_kernel", "workspace_type"]
+@kernel_rule(te.SortOp)
+def sort(host: KernelHost, op: te.SortOp, target: SSAValue) -> None:
+    """One kernel merge-sorting each line's indices in a workspace (a temporary: two
+    index buffers of the result's shape), or keeping the best ``k`` in the output as
+    each line is read."""
+    if op.k is not None:
+        kernel, workspace = top_k_kernel(op, host.kernel_name(TOP_K_TAG)), []
+    else:
+        kernel = sort_kernel(op, host.kernel_name(TAG))
+        workspace = [host.temporary(workspace_type(op))]
+    host.call(kernel, [host.buffer(op.input), target, *workspace])
+
+
+__all__ = ["TAG", "TOP_K_TAG", "sort", "sort_kernel", "top_k_kernel", "workspace_type"]

@@ -17,7 +17,8 @@ from xdsl.ir import Block, Region, SSAValue
 
 from ...dialects import loop, te
 from ...dialects.graph.types import shape_of, tensor_type
-from ..te_to_loop import _bounds, buffer_type, emit_loop_nest
+from ..kernel_registry import KernelHost, kernel_rule
+from ..loop_nest import buffer_bounds, buffer_type, emit_loop_nest
 from . import elimination, fourier, householder, iterative, jacobi, products  # noqa: F401  (register their routines)
 from .code import ROUTINES, KernelArgs, LoopNames, MatrixAt, ScalarCode
 
@@ -54,8 +55,8 @@ def dense_linalg_kernel(op: te.DenseLinalgOp, name: str) -> func.FuncOp:
     entry = Block(arg_types=types)
     inputs, out = entry.args[: len(op.inputs)], entry.args[len(op.inputs)]
     b = Builder(InsertPoint.at_end(entry))
-    input_bounds = [_bounds(b, v) for v in inputs]
-    out_bounds = _bounds(b, out)
+    input_bounds = [buffer_bounds(b, v) for v in inputs]
+    out_bounds = buffer_bounds(b, out)
     batch_rank = len(out_bounds) - signature.result
     ivs, inner = emit_loop_nest(b, out_bounds[:batch_rank], "i")
     cores = [*zip(inputs, signature.inputs), (out, signature.result)]
@@ -78,4 +79,14 @@ def dense_linalg_kernel(op: te.DenseLinalgOp, name: str) -> func.FuncOp:
     return kernel
 
 
-__all__ = ["dense_linalg_kernel", "workspace_type"]
+@kernel_rule(te.DenseLinalgOp)
+def dense_linalg(host: KernelHost, op: te.DenseLinalgOp, target: SSAValue) -> None:
+    """One kernel running the routine per matrix, given a workspace (a temporary: one
+    matrix per matrix of the batch) when it factors a copy."""
+    kernel = dense_linalg_kernel(op, host.kernel_name(op.routine.data))
+    workspace = workspace_type(op)
+    extra = [host.temporary(workspace)] if workspace is not None else []
+    host.call(kernel, [host.buffer(v) for v in op.inputs] + [target, *extra])
+
+
+__all__ = ["dense_linalg", "dense_linalg_kernel", "workspace_type"]
