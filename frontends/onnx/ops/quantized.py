@@ -1,0 +1,193 @@
+"""Quantized ONNX ops: QuantizeLinear / DequantizeLinear (QDQ models, what ONNX Runtime's
+``quantize_static`` writes by default), QLinearConv / QLinearMatMul (its QOperator form),
+MatMulInteger / ConvInteger / DynamicQuantizeLinear (``quantize_dynamic``), and
+com.microsoft's QLinearAdd.
+
+Quantize and dequantize become ``graph.quantize`` / ``graph.dequantize`` (int8 and uint8,
+per tensor or per axis); ``fold-qdq`` then turns the islands around products into int8
+kernels. Their dequantize of a constant weight is kept as an op, not folded into a
+float32 constant at import (as the builder folds other small constant computations):
+that would lose the int8 weight. QLinearConv / QLinearMatMul map to ``graph.qconv2d`` /
+``graph.qmatmul`` directly. MatMulInteger and ConvInteger (int32 results) are computed in
+int32 arithmetic, exactly.
+
+Unsupported schemes are refused naming the node and the scheme: blocked quantization
+(``block_size``), 16-bit, 4-bit and float8 quantized types, per-axis scales of the wrong
+length, non-float32 scales that are not float16/bfloat16.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from ....dialects.graph.types import bfloat16_dtype
+from ...builder import GraphBuilder
+from ..context import OnnxContext, OnnxNode, refuse
+from ..registry import converter
+from .linalg import matmul
+from .windows import window
+
+#: the quantized element types we compile
+QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8))
+
+
+def _unfolded(ctx: OnnxContext, method: str):
+    """The builder method ``method`` without import-time constant folding (a dequantize
+    of an int8 weight must stay an op: folding it would lose the int8 values)."""
+    return GraphBuilder.__getattr__(ctx.b, method)
+
+
+def _scale(ctx: OnnxContext, node: OnnxNode, k: int) -> SSAValue:
+    scale = node.input(k)
+    dtype = ctx.dtype(scale)
+    if dtype not in (np.dtype(np.float32), np.dtype(np.float16), bfloat16_dtype()):
+        raise refuse(f"a {dtype} scale (quantization scales are float32, float16 or bfloat16)")
+    return ctx.cast(scale, np.float32)
+
+
+def _zero_point(ctx: OnnxContext, node: OnnxNode, k: int, scale: SSAValue, default: np.dtype) -> SSAValue:
+    """The zero point input ``k``, or 0 of ``default`` shaped like the scale."""
+    zero_point = node.input(k)
+    if zero_point is None:
+        return ctx.constant(np.zeros(ctx.shape(scale), default))
+    return zero_point
+
+
+def _check_scheme(ctx: OnnxContext, node: OnnxNode, quantized: np.dtype, scale: SSAValue, x: SSAValue, allowed=QUANTIZED) -> int:
+    """The node's axis (normalized); refuses blocked and non-8-bit schemes, and per-axis
+    scales whose length is not the axis's size."""
+    if node.attr("block_size", 0):
+        raise refuse(f"blocked quantization (block_size={node.attr('block_size')}): only per-tensor and per-axis scales are supported")
+    if quantized not in allowed:
+        names = ", ".join(str(d) for d in allowed)
+        raise refuse(f"quantization to {quantized} (supported: {names})")
+    rank = ctx.rank(x)
+    axis = ctx.axis(node.attr("axis", 1), max(rank, 1), node)
+    shape = ctx.shape(scale)
+    if len(shape) > 1:
+        raise refuse(f"a scale of shape {shape} (per-tensor: a scalar; per-axis: 1-d)")
+    if len(shape) == 1 and shape[0] != 1 and (rank == 0 or shape[0] != ctx.shape(x)[axis]):
+        raise refuse(f"per-axis scales: {shape[0]} scales for axis {axis} of size {ctx.shape(x)[axis] if rank else 0}")
+    return axis
+
+
+@converter("QuantizeLinear", since=10)
+def quantize_linear(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    x = node.input(0)
+    scale = _scale(ctx, node, 1)
+    output_dtype = node.attr("output_dtype", 0)
+    default = ctx.onnx_dtype(output_dtype, node, "output_dtype") if output_dtype else np.dtype(np.uint8)
+    zero_point = _zero_point(ctx, node, 2, scale, default)
+    if node.attr("saturate", 1) != 1 and ctx.dtype(zero_point).kind == "f":
+        raise refuse("float8 quantization")
+    axis = _check_scheme(ctx, node, ctx.dtype(zero_point), scale, x)
+    return _unfolded(ctx, "quantize")(ctx.cast(x, np.float32), scale, zero_point, axis=axis)
+
+
+@converter("DequantizeLinear", since=10)
+def dequantize_linear(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    x = node.input(0)
+    scale = _scale(ctx, node, 1)
+    zero_point = _zero_point(ctx, node, 2, scale, ctx.dtype(x))
+    axis = _check_scheme(ctx, node, ctx.dtype(x), scale, x, (*QUANTIZED, np.dtype(np.int32)))
+    y = _unfolded(ctx, "dequantize")(x, scale, zero_point, axis=axis)
+    output = node.attr("output_dtype", 0)
+    return ctx.cast(y, ctx.onnx_dtype(output, node, "output_dtype")) if output else y
+
+
+def _product_params(ctx: OnnxContext, node: OnnxNode, order: tuple[int, ...]) -> list[SSAValue]:
+    """(x_scale, x_zp, w_scale, w_zp, y_scale, y_zp) from the node's inputs at ``order``."""
+    values = []
+    for k in order:
+        value = node.input(k)
+        values.append(_scale(ctx, node, k) if k in (order[0], order[2], order[4]) else value)
+    return values
+
+
+@converter("QLinearConv", since=10)
+def qlinear_conv(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    x, weight, bias = node.input(0), node.input(3), node.input(8)
+    params = _product_params(ctx, node, (1, 2, 4, 5, 6, 7))
+    for value, what in ((x, "input"), (weight, "weight")):
+        if ctx.dtype(value) not in QUANTIZED:
+            raise refuse(f"a {ctx.dtype(value)} {what} (int8 or uint8)")
+    kernel = list(ctx.shape(weight)[2:])
+    if len(kernel) != 2:
+        raise refuse(f"a {len(kernel)}-d QLinearConv (2-d only)")
+    w = window(ctx, node, x, kernel)
+    padding = (w.begin[0], w.begin[1], w.end[0], w.end[1])
+    return _unfolded(ctx, "qconv2d")(x, weight, bias, params, list(w.strides), padding, list(w.dilations), node.attr("group", 1))
+
+
+@converter("QLinearMatMul", since=10)
+def qlinear_matmul(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    a, b = node.input(0), node.input(3)
+    params = _product_params(ctx, node, (1, 2, 4, 5, 6, 7))
+    if ctx.rank(b) != 2 or ctx.rank(a) < 2:
+        raise refuse(f"QLinearMatMul of ranks {ctx.rank(a)} x {ctx.rank(b)} (a matrix right operand and a left one of rank >= 2)")
+    for value in params[1::2]:
+        if ctx.shape(value) not in ((), (1,)) and value is not params[3]:
+            raise refuse("per-axis scales on an activation")
+    return _unfolded(ctx, "qmatmul")(a, b, None, params)
+
+
+def _centered_int32(ctx: OnnxContext, value: SSAValue, zero_point: SSAValue | None, axis: int | None) -> SSAValue:
+    """``value - zero_point`` in int32 (a per-row zero point along ``axis``)."""
+    g = ctx.b
+    wide = ctx.cast(value, np.int32)
+    if zero_point is None:
+        return wide
+    zp = ctx.cast(zero_point, np.int32)
+    if ctx.shape(zero_point) not in ((), (1,)):
+        shape = [1] * ctx.rank(value)
+        shape[axis] = ctx.shape(zero_point)[0]
+        zp = g.reshape(zp, shape)
+    return g.sub(wide, zp)
+
+
+@converter("MatMulInteger", since=10)
+def matmul_integer(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    a = _centered_int32(ctx, node.input(0), node.input(2), max(ctx.rank(node.input(0)) - 2, 0))
+    b = _centered_int32(ctx, node.input(1), node.input(3), ctx.rank(node.input(1)) - 1)
+    return matmul(ctx, a, b)
+
+
+@converter("ConvInteger", since=10)
+def conv_integer(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    x = _centered_int32(ctx, node.input(0), node.input(2), 1)
+    weight = _centered_int32(ctx, node.input(1), node.input(3), 0)
+    kernel = list(ctx.shape(weight)[2:])
+    if len(kernel) != 2:
+        raise refuse(f"a {len(kernel)}-d ConvInteger (2-d only)")
+    w = window(ctx, node, x, kernel)
+    padding = (w.begin[0], w.begin[1], w.end[0], w.end[1])  # (x centered: padding is its zero point)
+    return ctx.b.conv2d(x, weight, None, list(w.strides), padding, list(w.dilations), node.attr("group", 1))
+
+
+@converter("DynamicQuantizeLinear", since=11)
+def dynamic_quantize_linear(ctx: OnnxContext, node: OnnxNode) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """uint8 with the scale and zero point of the tensor's range (0 included), as ONNX
+    defines them: ``scale = (max - min) / 255``, ``zero_point = saturate(round(-min / scale))``."""
+    g = ctx.b
+    x = ctx.cast(node.input(0), np.float32)
+    axes = list(range(ctx.rank(x)))
+    zero = ctx.scalar(0.0, x)
+    high = g.max(g.reduce_max(x, axes), zero)
+    low = g.min(g.reduce_min(x, axes), zero)
+    scale = g.div(g.sub(high, low), ctx.scalar(255.0, x))
+    scale = g.where(g.compare(scale, zero, "eq"), ctx.scalar(1.0, x), scale)
+    rounded = g.round(g.div(g.neg(low), scale))
+    clipped = g.min(g.max(rounded, zero), ctx.scalar(255.0, x))
+    zero_point = ctx.cast(clipped, np.uint8)
+    return g.quantize(x, scale, zero_point), scale, zero_point
+
+
+@converter("QLinearAdd", since=1, domain="com.microsoft")
+def qlinear_add(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    """Both operands dequantized, added in float32, quantized (fused into one kernel)."""
+    g = ctx.b
+    a = g.dequantize(node.input(0), _scale(ctx, node, 1), _zero_point(ctx, node, 2, node.input(1), ctx.dtype(node.input(0))))
+    b = g.dequantize(node.input(3), _scale(ctx, node, 4), _zero_point(ctx, node, 5, node.input(4), ctx.dtype(node.input(3))))
+    y_scale = _scale(ctx, node, 6)
+    return g.quantize(g.add(a, b), y_scale, _zero_point(ctx, node, 7, y_scale, ctx.dtype(node.input(0))))
