@@ -23,11 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from xdsl.ir import SSAValue
 
-#: torch's complex dtypes -> the float type of their parts
-PART_DTYPES = {"torch.complex64": np.dtype(np.float32), "torch.complex128": np.dtype(np.float64)}
+from ...dialects.graph.types import is_float
+from .context import PART_DTYPES
+from .registry import CONVERTERS
 
 
 @dataclass(frozen=True)
@@ -104,9 +104,6 @@ def pair_results(real: Any, imag: Any) -> Any:
 
 def convert_complex(ctx: Any, node: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """Convert a node that takes or makes complex values (module docstring)."""
-    from ...dialects.graph.types import is_float
-    from .registry import CONVERTERS
-
     if name in COMPLEX_CONVERTERS:
         return COMPLEX_CONVERTERS[name](ctx, node, *args, **kwargs)
     if name not in BY_PARTS or not has_complex((args, kwargs)):

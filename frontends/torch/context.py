@@ -15,7 +15,9 @@ from ...runtime.dim_expr import DimExprError, free_symbols, lower
 from ...runtime.dim_arith import canonical
 from ...runtime.signature import is_torch_bfloat16, torch_bfloat16_bits
 from ..builder import GraphBuilder
-from .complex import PART_DTYPES
+
+#: a complex dtype -> the dtype of its real and imaginary parts (complex values are imported as pairs)
+PART_DTYPES = {"torch.complex64": np.dtype(np.float32), "torch.complex128": np.dtype(np.float64)}
 
 TORCH_TO_NUMPY = {
     "torch.float32": np.float32,
