@@ -51,13 +51,13 @@ class FlushMode:
 
 def enter_flush_mode(conv) -> FlushMode:
     """Save this thread's MXCSR and set FTZ and DAZ (``conv``: a ``loop_to_llvm``
-    function converter, at the point to enter)."""
+    FunctionConverter, at the point to enter)."""
     one = int_constant(conv.alloca_builder, 1)
     saved = conv.alloca_builder.insert(llvm.AllocaOp(one, i32, alignment=4)).res
     flushed = conv.alloca_builder.insert(llvm.AllocaOp(one, i32, alignment=4)).res
-    conv._ins(llvm.CallIntrinsicOp("llvm.x86.sse.stmxcsr", [saved], []))
-    value = conv._ins(llvm.LoadOp(saved, i32))
-    conv._ins(llvm.StoreOp(conv._ins(llvm.OrOp(value, int_constant(conv.b, FLUSH_BITS, i32))), flushed))
+    conv.emit(llvm.CallIntrinsicOp("llvm.x86.sse.stmxcsr", [saved], []))
+    value = conv.emit(llvm.LoadOp(saved, i32))
+    conv.emit(llvm.StoreOp(conv.emit(llvm.OrOp(value, int_constant(conv.b, FLUSH_BITS, i32))), flushed))
     mode = FlushMode(saved, flushed)
     resume_flush_mode(conv, mode)
     return mode
@@ -67,12 +67,12 @@ def leave_flush_mode(conv, mode: FlushMode) -> None:
     """Restore the caller's MXCSR: before a return, and around a parallel launch, since
     the OpenMP threads it creates inherit the launching thread's mode (the workers set
     it themselves, and must keep the caller's once the kernel is done)."""
-    conv._ins(llvm.CallIntrinsicOp("llvm.x86.sse.ldmxcsr", [mode.saved], []))
+    conv.emit(llvm.CallIntrinsicOp("llvm.x86.sse.ldmxcsr", [mode.saved], []))
 
 
 def resume_flush_mode(conv, mode: FlushMode) -> None:
     """Set FTZ and DAZ again (after a parallel launch)."""
-    conv._ins(llvm.CallIntrinsicOp("llvm.x86.sse.ldmxcsr", [mode.flushed], []))
+    conv.emit(llvm.CallIntrinsicOp("llvm.x86.sse.ldmxcsr", [mode.flushed], []))
 
 
 __all__ = ["FLUSH_BITS", "FlushMode", "enter_flush_mode", "flushes_denormals", "leave_flush_mode", "resume_flush_mode"]

@@ -9,7 +9,9 @@ constructor makes, property for property (``tests/test_llvm_ops.py`` compares th
 :func:`make` does the same for any other op whose constructor's output depends only on
 its operands' types and its other arguments (compares, float arithmetic, selects, vector
 shuffles): the first op of each kind is made by xDSL, the rest copy its properties;
-:func:`br` and :func:`cond_br` for the branches.
+:func:`br` and :func:`cond_br` for the branches. :class:`VectorFCmpOp` and
+:class:`VectorSelectOp` are ``llvm.fcmp`` and ``llvm.select`` with vector operands
+(which xDSL 0.74's definitions refuse).
 
 Example::
 
@@ -22,11 +24,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, UnitAttr, i32, i64
+from xdsl.dialects.builtin import I1, AnyFloatConstr, DenseArrayBase, IntegerAttr, IntegerType, UnitAttr, VectorType, i1, i32, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
 
 OpT = TypeVar("OpT", bound=Operation)
 
@@ -137,4 +151,57 @@ def cond_br(condition: SSAValue, then: Block, otherwise: Block) -> llvm.CondBrOp
     )
 
 
-__all__ = ["NO_SIGNED_WRAP", "add", "br", "cond_br", "constant", "gep", "icmp_predicate", "integer", "load", "make", "mul", "store"]
+# ---------------------------------------------------------------------------
+# llvm.fcmp / llvm.select on vectors
+#
+# Vector operands of ``llvm.fcmp`` and ``llvm.select`` with a vector condition are
+# valid LLVM, and xDSL's LLVM IR printer emits them, but xDSL 0.74's op definitions only
+# accept scalars: these are the same ops (same names, same printers) with the vector
+# forms allowed (``vectorize.py`` emits them).
+
+
+@irdl_op_definition
+class VectorFCmpOp(llvm.FCmpOp):
+    """``llvm.fcmp`` whose operands may be vectors (then the result is a vector of i1)."""
+
+    name = "llvm.fcmp"
+    VT: ClassVar = VarConstraint("VT", AnyFloatConstr | VectorType.constr(AnyFloatConstr))
+    lhs = operand_def(VT)
+    rhs = operand_def(VT)
+    res = result_def(I1 | VectorType.constr(I1))
+    predicate = prop_def(IntegerAttr[IntegerType])
+    fastmathFlags = prop_def(llvm.FastMathAttr, default_value=llvm.FastMathAttr(None))
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, predicate: IntegerAttr):
+        t = lhs.type
+        result = VectorType(i1, t.get_shape()) if isinstance(t, VectorType) else i1
+        IRDLOperation.__init__(self, operands=[lhs, rhs], result_types=[result], properties={"predicate": predicate})
+
+    def verify_(self) -> None:  # the base class's verifier would reject vectors
+        pass
+
+
+@irdl_op_definition
+class VectorSelectOp(llvm.SelectOp):
+    """``llvm.select`` whose condition may be a vector of i1 (one choice per lane)."""
+
+    name = "llvm.select"
+    VT: ClassVar = VarConstraint("VT", AnyAttr())
+    cond = operand_def(I1 | VectorType.constr(I1))
+    lhs = operand_def(VT)
+    rhs = operand_def(VT)
+    res = result_def(VT)
+    fastmathFlags = prop_def(llvm.FastMathAttr, default_value=llvm.FastMathAttr(None))
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    # the printer and parser generated from the inherited assembly format
+    print = Operation.print
+    parse = classmethod(Operation.parse.__func__)
+
+    def verify_(self) -> None:
+        pass
+
+
+__all__ = ["NO_SIGNED_WRAP", "VectorFCmpOp", "VectorSelectOp", "add", "br", "cond_br", "constant", "gep", "icmp_predicate", "integer", "load", "make", "mul", "store"]

@@ -40,19 +40,16 @@ Parallel loops nested in a parallel loop run serially.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
 from xdsl.dialects import arith, llvm
-from xdsl.dialects.builtin import DictionaryAttr, IntegerType, UnitAttr, i8, i32, i64
+from xdsl.dialects.builtin import DictionaryAttr, UnitAttr, i8, i32, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ..dialects import loop
 from . import llvm_ops
+from .denormals import enter_flush_mode, leave_flush_mode, resume_flush_mode
+from .llvm_converter import Buffer, FunctionConverter, loop_converter
+from .packed_slots import from_slot, slot_type, to_slot
 from .scalar_to_llvm import int_constant
-
-if TYPE_CHECKING:
-    from .loop_to_llvm import _FunctionConverter
 
 #: the 32-bit global the generated code reads the thread count from (0: libgomp's default)
 NUM_THREADS_SYMBOL = "tk_num_threads"
@@ -74,49 +71,17 @@ def free_values(op: Operation) -> list[SSAValue]:
     return list(seen)
 
 
-def _slot_type(t: Attribute) -> Attribute:
-    return llvm.LLVMPointerType() if isinstance(t, llvm.LLVMPointerType) else i64
-
-
-def _bits(t: Attribute) -> int:
-    return t.bitwidth if hasattr(t, "bitwidth") else t.width.data
-
-
-def _to_slot(ins: Callable[[Operation], SSAValue], v: SSAValue) -> SSAValue:
-    """``v`` as the 8-byte slot value that stores it (a pointer, or an i64 holding its bits)."""
-    t = v.type
-    if isinstance(t, llvm.LLVMPointerType) or t == i64:
-        return v
-    if not isinstance(t, IntegerType):  # a float: its bits
-        v = ins(llvm.BitcastOp(v, IntegerType(_bits(t))))
-    if _bits(v.type) == 64:
-        return v
-    return ins(llvm.ZExtOp(v, i64))
-
-
-def _from_slot(ins: Callable[[Operation], SSAValue], raw: SSAValue, t: Attribute) -> SSAValue:
-    """The inverse of :func:`_to_slot`: the value of type ``t`` held in ``raw``."""
-    if isinstance(t, llvm.LLVMPointerType) or t == i64:
-        return raw
-    bits = _bits(t)
-    if bits < 64:
-        raw = ins(llvm.TruncOp(raw, IntegerType(bits)))
-    if not isinstance(t, IntegerType):
-        raw = ins(llvm.BitcastOp(raw, t))
-    return raw
-
-
-
-def convert_parallel(conv: _FunctionConverter, op: loop.ForOp) -> None:
-    """Replace the parallel loop ``op`` by a ``GOMP_parallel`` launch (see the module doc)."""
-    from .denormals import enter_flush_mode, leave_flush_mode, resume_flush_mode
-    from .loop_to_llvm import Buffer, _FunctionConverter
-
+@loop_converter("parallel")
+def convert_parallel(conv: FunctionConverter, op: loop.ForOp) -> bool:
+    """Replace the parallel loop ``op`` by a ``GOMP_parallel`` launch (see the module
+    doc); declines a parallel loop inside an outlined one (it runs serially)."""
+    if conv.in_parallel:
+        return False
     state = conv.state
     stem = state.unique_name(f"{conv.name}_parallel")
 
     # -- the body function: captures + (begin, end, step) -> the loop over [begin, end)
-    body = _FunctionConverter(f"{stem}_body", state, in_parallel=True)
+    body = FunctionConverter(f"{stem}_body", state, in_parallel=True)
     slots: list[SSAValue] = []  # the caller's values, in slot order
     arg_attrs: list[DictionaryAttr] = []
     constants: list[Operation] = []
@@ -149,22 +114,22 @@ def convert_parallel(conv: _FunctionConverter, op: loop.ForOp) -> None:
     for c in constants:
         body.convert_op(c)
     body.serial_loop(op, begin, end, step)
-    body._ins(llvm.ReturnOp())
+    body.emit(llvm.ReturnOp())
     state.new_functions.append(body.finish(arg_attrs))
 
     # -- the thread function: unpack the slots, take this thread's chunk, call the body
-    thread = _FunctionConverter(stem, state)
+    thread = FunctionConverter(stem, state)
     data = thread.add_argument(llvm.LLVMPointerType())
     data.name_hint = "data"
-    ins = thread._ins
+    ins = thread.emit
 
     def slot(k: int, t: Attribute = i64) -> SSAValue:
         return ins(llvm.GEPOp.from_mixed_indices(data, [k], pointee_type=t, inbounds=True))
 
     unpacked = []
     for k, v in enumerate(slots):
-        t = _slot_type(v.type)
-        unpacked.append(_from_slot(ins, ins(llvm.LoadOp(slot(k, t), t)), v.type))
+        t = slot_type(v.type)
+        unpacked.append(from_slot(ins, ins(llvm.LoadOp(slot(k, t), t)), v.type))
     n = len(slots)
     st = ins(llvm.LoadOp(slot(n + 2), i64))
     # every thread running chunks of a kernel that flushes denormals flushes them too
@@ -199,20 +164,20 @@ def convert_parallel(conv: _FunctionConverter, op: loop.ForOp) -> None:
     array = llvm.AllocaOp(int_constant(conv.alloca_builder, len(slots)), llvm.LLVMPointerType(), alignment=8)
     conv.alloca_builder.insert(array)
     for k, v in enumerate(slots):
-        raw = _to_slot(conv._ins, v)
-        address = conv._ins(llvm.GEPOp.from_mixed_indices(array.res, [k], pointee_type=raw.type, inbounds=True))
-        conv._ins(llvm.StoreOp(raw, address))
+        raw = to_slot(conv.emit, v)
+        address = conv.emit(llvm.GEPOp.from_mixed_indices(array.res, [k], pointee_type=raw.type, inbounds=True))
+        conv.emit(llvm.StoreOp(raw, address))
     if NUM_THREADS_SYMBOL not in state.new_globals:
         state.new_globals[NUM_THREADS_SYMBOL] = llvm.GlobalOp(i32, NUM_THREADS_SYMBOL, "external")
-    threads = conv._ins(
-        llvm.LoadOp(conv._ins(llvm.AddressOfOp(NUM_THREADS_SYMBOL, llvm.LLVMPointerType())), i32)
+    threads = conv.emit(
+        llvm.LoadOp(conv.emit(llvm.AddressOfOp(NUM_THREADS_SYMBOL, llvm.LLVMPointerType())), i32)
     )
-    function = conv._ins(llvm.AddressOfOp(stem, llvm.LLVMPointerType()))
+    function = conv.emit(llvm.AddressOfOp(stem, llvm.LLVMPointerType()))
     lb, ub, st = (conv.values[v] for v in (op.lb, op.ub, op.step))
     chunk = _chunk_size(conv, lb, ub, st, threads)
     if conv.flush_mode is not None:
         leave_flush_mode(conv, conv.flush_mode)  # (threads made by the launch inherit the mode)
-    conv._ins(
+    conv.emit(
         llvm.CallOp(
             "GOMP_parallel_loop_nonmonotonic_dynamic",
             function, array.res, threads, lb, ub, st, chunk, int_constant(conv.b, 0, i32),
@@ -220,12 +185,13 @@ def convert_parallel(conv: _FunctionConverter, op: loop.ForOp) -> None:
     )
     if conv.flush_mode is not None:
         resume_flush_mode(conv, conv.flush_mode)
+    return True
 
 
-def _chunk_size(conv: _FunctionConverter, lb: SSAValue, ub: SSAValue, step: SSAValue, threads: SSAValue) -> SSAValue:
+def _chunk_size(conv: FunctionConverter, lb: SSAValue, ub: SSAValue, step: SSAValue, threads: SSAValue) -> SSAValue:
     """Iterations per chunk: ``max(1, trips / (CHUNKS_PER_THREAD * threads))``, with
     ``threads`` the requested count or, for 0, ``omp_get_max_threads()``."""
-    ins = conv._ins
+    ins = conv.emit
     zero32 = int_constant(conv.b, 0, i32)
     default = ins(llvm.CallOp("omp_get_max_threads", return_type=i32))
     count = ins(llvm.SelectOp(ins(llvm.ICmpOp(threads, zero32, llvm_ops.icmp_predicate("eq"))), default, threads))

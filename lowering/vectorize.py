@@ -52,8 +52,8 @@ variable (lanes could collide); element types wider than the vector.
 
 Vector operands of ``llvm.fcmp`` and ``llvm.select`` with a vector condition are
 valid LLVM, and xDSL's LLVM IR printer emits them, but xDSL 0.74's op definitions only
-accept scalars: :class:`VectorFCmpOp` and :class:`VectorSelectOp` are the same ops
-(same names, same printers) with the vector forms allowed.
+accept scalars: ``llvm_ops.VectorFCmpOp`` and ``llvm_ops.VectorSelectOp`` are the same
+ops (same names, same printers) with the vector forms allowed.
 """
 
 from __future__ import annotations
@@ -63,14 +63,11 @@ import math as pymath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, llvm, math
 from xdsl.dialects.builtin import (
-    I1,
     AnyFloat,
-    AnyFloatConstr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     IndexType,
@@ -85,22 +82,12 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.irdl import (
-    AnyAttr,
-    IRDLOperation,
-    ParsePropInAttrDict,
-    VarConstraint,
-    irdl_op_definition,
-    operand_def,
-    prop_def,
-    result_def,
-    traits_def,
-)
-from xdsl.traits import Pure
 
 from ..dialects import loop
 from ..dialects.scalar import RemFOp
 from . import llvm_ops
+from .llvm_converter import FunctionConverter, constant_int, loop_converter, static_upper_bound
+from .llvm_ops import VectorFCmpOp, VectorSelectOp
 from .scalar_to_llvm import SCALAR_CONVERTERS, int_constant, llvm_type
 
 
@@ -109,58 +96,7 @@ def _broadcast_mask(lanes: int) -> DenseArrayBase:
     """A shufflevector mask taking lane 0 into every one of ``lanes`` lanes."""
     return DenseArrayBase.from_list(i32, [0] * lanes)
 
-if TYPE_CHECKING:
-    from .loop_to_llvm import _FunctionConverter
-
 logger = logging.getLogger("tensorkiln.lowering")
-
-
-# ---------------------------------------------------------------------------
-# llvm.fcmp / llvm.select on vectors (see the module docstring)
-
-
-@irdl_op_definition
-class VectorFCmpOp(llvm.FCmpOp):
-    """``llvm.fcmp`` whose operands may be vectors (then the result is a vector of i1)."""
-
-    name = "llvm.fcmp"
-    VT: ClassVar = VarConstraint("VT", AnyFloatConstr | VectorType.constr(AnyFloatConstr))
-    lhs = operand_def(VT)
-    rhs = operand_def(VT)
-    res = result_def(I1 | VectorType.constr(I1))
-    predicate = prop_def(IntegerAttr[IntegerType])
-    fastmathFlags = prop_def(llvm.FastMathAttr, default_value=llvm.FastMathAttr(None))
-    traits = traits_def(Pure())
-    irdl_options = (ParsePropInAttrDict(),)
-
-    def __init__(self, lhs: SSAValue, rhs: SSAValue, predicate: IntegerAttr):
-        t = lhs.type
-        result = VectorType(i1, t.get_shape()) if isinstance(t, VectorType) else i1
-        IRDLOperation.__init__(self, operands=[lhs, rhs], result_types=[result], properties={"predicate": predicate})
-
-    def verify_(self) -> None:  # the base class's verifier would reject vectors
-        pass
-
-
-@irdl_op_definition
-class VectorSelectOp(llvm.SelectOp):
-    """``llvm.select`` whose condition may be a vector of i1 (one choice per lane)."""
-
-    name = "llvm.select"
-    VT: ClassVar = VarConstraint("VT", AnyAttr())
-    cond = operand_def(I1 | VectorType.constr(I1))
-    lhs = operand_def(VT)
-    rhs = operand_def(VT)
-    res = result_def(VT)
-    fastmathFlags = prop_def(llvm.FastMathAttr, default_value=llvm.FastMathAttr(None))
-    traits = traits_def(Pure())
-    irdl_options = (ParsePropInAttrDict(),)
-    # the printer and parser generated from the inherited assembly format
-    print = Operation.print
-    parse = classmethod(Operation.parse.__func__)
-
-    def verify_(self) -> None:
-        pass
 
 
 # ---------------------------------------------------------------------------
@@ -426,8 +362,6 @@ def _affine_stride(op: Operation, plan: _Plan) -> int | None:
         case arith.SubiOp():
             return strides[0] - strides[1]
         case arith.MuliOp():
-            from .loop_to_llvm import constant_int
-
             for a, c in ((0, 1), (1, 0)):
                 if kinds[c] == UNIFORM and (factor := constant_int(op.operands[c])) is not None:
                     return strides[a] * factor
@@ -451,8 +385,6 @@ def uniform_alignment(value: SSAValue) -> int:
     loop) wherever it is computed: constants, loop variables with such bounds and
     steps, and sums, products, minima and maxima of them (a split loop's shifted last
     tile ``min(co, 88)`` is a multiple of 8 when ``co`` steps by 16)."""
-    from .loop_to_llvm import constant_int
-
     if (c := constant_int(value)) is not None:
         return _power_of_two_factor(abs(c))
     owner = value.owner
@@ -492,8 +424,6 @@ def _block_division(op: Operation, plan: _Plan) -> str | None:
     in every lane (uniform: a grouped convolution reads one input channel for a vector
     of a group's output channels) and the remainder is lane 0's plus the lane
     (linear). None otherwise."""
-    from .loop_to_llvm import constant_int
-
     if not isinstance(op, arith.FloorDivSIOp | arith.DivUIOp | arith.RemUIOp):
         return None
     x, divisor = op.operands
@@ -526,8 +456,6 @@ def _rows_apart(accesses: Sequence[loop.LoadOp | loop.StoreOp], plan: _Plan) -> 
 
 def analyze(op: loop.ForOp, vector_bits: int) -> _Plan:
     """How to vectorise ``op``; raises NotVectorizable (with the reason) if it cannot."""
-    from .loop_to_llvm import constant_int, static_upper_bound
-
     if constant_int(op.step) != 1:
         raise NotVectorizable("its step is not the constant 1")
     body = [o for o in op.body.block.ops if not isinstance(o, loop.YieldOp)]
@@ -646,7 +574,7 @@ def _reduction(
 class _Vectorizer:
     """Emits one vector iteration of the body into the converter's current block."""
 
-    def __init__(self, conv: _FunctionConverter, plan: _Plan, accumulators: Sequence[SSAValue]):
+    def __init__(self, conv: FunctionConverter, plan: _Plan, accumulators: Sequence[SSAValue]):
         self.conv = conv
         self.plan = plan
         self.lanes = plan.lanes
@@ -661,7 +589,7 @@ class _Vectorizer:
         return self.conv.b
 
     def ins(self, op: Operation) -> SSAValue:
-        return self.conv._ins(op)
+        return self.conv.emit(op)
 
     # -- lanes and vectors --------------------------------------------------------
 
@@ -785,25 +713,25 @@ class _Vectorizer:
         self.new_accumulators[r.combine] = VECTOR_CONVERTERS[type(r.combine)](self.b, r.combine, args, self.lanes)
 
 
-def _finish_reduction(conv: _FunctionConverter, r: _Reduction, acc: SSAValue) -> None:
+def _finish_reduction(conv: FunctionConverter, r: _Reduction, acc: SSAValue) -> None:
     """After the main loop: fold the lanes of ``acc`` into the accumulator in memory."""
     for i in r.load.indices:  # (constants may be made inside the loop: make them here too)
         if isinstance(i.owner, arith.ConstantOp):
             conv.convert_op(i.owner)
     address = conv.address(r.load.buffer, r.load.indices)
     t = r.load.result.type
-    old = conv._ins(llvm.LoadOp(address, t))
+    old = conv.emit(llvm.LoadOp(address, t))
     if isinstance(r.combine, arith.AddfOp):
-        new = conv._ins(llvm.VectorReduceFAddOp(old, acc))
+        new = conv.emit(llvm.VectorReduceFAddOp(old, acc))
     elif isinstance(r.combine, arith.MulfOp):
-        new = conv._ins(llvm.VectorReduceFMulOp(old, acc))
+        new = conv.emit(llvm.VectorReduceFMulOp(old, acc))
     else:
         kind = REDUCTIONS[type(r.combine)]
-        partial = conv._ins(
+        partial = conv.emit(
             llvm.CallIntrinsicOp(f"llvm.vector.reduce.{kind.horizontal}.{_suffix(acc.type)}", [acc], [llvm_type(t)])
         )
         new = SCALAR_CONVERTERS[type(r.combine)](conv.b, r.combine, [old, partial])
-    conv._ins(llvm.StoreOp(new, address))
+    conv.emit(llvm.StoreOp(new, address))
 
 
 #: vector iterations per trip of the main loop when it carries reassociable reductions:
@@ -813,13 +741,12 @@ def _finish_reduction(conv: _FunctionConverter, r: _Reduction, acc: SSAValue) ->
 INTERLEAVE = 4
 
 
-def convert_vectorized(conv: _FunctionConverter, op: loop.ForOp) -> bool:
+@loop_converter("vectorized")
+def convert_vectorized(conv: FunctionConverter, op: loop.ForOp) -> bool:
     """Emit ``op`` as a vector main loop + scalar remainder; False (nothing emitted) if
     the loop cannot be vectorised (the caller then lowers it serially). With
     reassociable reductions, a first main loop runs ``INTERLEAVE`` vector iterations
     per trip with one accumulator each, and the accumulators are combined after it."""
-    from .loop_to_llvm import constant_int, static_upper_bound
-
     try:
         plan = analyze(op, conv.state.vector_bits)
     except NotVectorizable as e:
@@ -852,7 +779,7 @@ def convert_vectorized(conv: _FunctionConverter, op: loop.ForOp) -> bool:
 
 
 def _vector_loop(
-    conv: _FunctionConverter, op: loop.ForOp, plan: _Plan, start: SSAValue, accumulators: list[SSAValue], copies: int
+    conv: FunctionConverter, op: loop.ForOp, plan: _Plan, start: SSAValue, accumulators: list[SSAValue], copies: int
 ) -> tuple[SSAValue, list[SSAValue]]:
     """A loop from ``start`` while ``copies`` vector iterations fit before ``op``'s upper
     bound, each trip running them in order (copy c owns ``accumulators[c*n:(c+1)*n]``,
@@ -861,27 +788,27 @@ def _vector_loop(
     lanes = plan.lanes
     n = len(accumulators) // copies
     # runs while iv + copies * lanes <= ub, i.e. iv <= ub - copies * lanes
-    limit = conv._ins(llvm.SubOp(conv.values[op.ub], int_constant(conv.b, copies * lanes)))
+    limit = conv.emit(llvm.SubOp(conv.values[op.ub], int_constant(conv.b, copies * lanes)))
     header = Block(arg_types=[i64] + [v.type for v in accumulators])
     body = Block()
     exit_block = Block()
     conv.region.add_block([header, body])
-    conv._ins(llvm_ops.br(header, start, *accumulators))
+    conv.emit(llvm_ops.br(header, start, *accumulators))
     conv.block = header
     iv = header.args[0]
-    fits = conv._ins(llvm_ops.make(llvm.ICmpOp, iv, limit, llvm_ops.integer(llvm.ICmpPredicateFlag("sle").to_int())))
-    conv._ins(llvm_ops.cond_br(fits, body, exit_block))
+    fits = conv.emit(llvm_ops.make(llvm.ICmpOp, iv, limit, llvm_ops.integer(llvm.ICmpPredicateFlag("sle").to_int())))
+    conv.emit(llvm_ops.cond_br(fits, body, exit_block))
     conv.block = body
     accumulated = [r for r in plan.reductions if not r.ordered]
     updated = []
     for c in range(copies):
-        at = iv if c == 0 else conv._ins(llvm_ops.add(iv, int_constant(conv.b, c * lanes), llvm_ops.NO_SIGNED_WRAP))
+        at = iv if c == 0 else conv.emit(llvm_ops.add(iv, int_constant(conv.b, c * lanes), llvm_ops.NO_SIGNED_WRAP))
         conv.values[op.induction_var] = at
         vectorizer = _Vectorizer(conv, plan, header.args[1 + c * n : 1 + (c + 1) * n])
         vectorizer.emit(list(op.body.block.ops))
         updated += [vectorizer.new_accumulators[r.combine] for r in accumulated]
-    nxt = conv._ins(llvm_ops.add(iv, int_constant(conv.b, copies * lanes), llvm_ops.NO_SIGNED_WRAP))
-    conv._ins(llvm_ops.br(header, nxt, *updated))
+    nxt = conv.emit(llvm_ops.add(iv, int_constant(conv.b, copies * lanes), llvm_ops.NO_SIGNED_WRAP))
+    conv.emit(llvm_ops.br(header, nxt, *updated))
     conv.region.add_block(exit_block)
     conv.block = exit_block
     return iv, list(header.args[1:])
