@@ -25,6 +25,7 @@ from . import (  # noqa: F401
     math,
     nn,
     order,
+    quantized,
     random,
     reduce,
     segments,
