@@ -18,12 +18,13 @@ Example::
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import importlib
+import io
 import json
 import os
 import time
 import zipfile
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,10 @@ import numpy as np
 from . import threads
 from .elf_check import elf_problem
 from .graph_program import GraphProgram, ProgramFormatError
+from .manifest import MANIFEST, ArtifactError, Manifest, inside, seal
 from .module import CompiledModule
-from .npz import load_arrays
+from .npz import load_arrays, save_arrays
+from .program_check import check_program
 from .packed_call import packed_entry_name
 from .signature import Signature
 from .vm import VirtualMachine, VMProgram
@@ -51,9 +54,10 @@ EXTERNALS = "externals"
 
 EXECUTORS = ("aot", "graph")
 
-
-class ArtifactError(RuntimeError):
-    """A deployed artifact that cannot be loaded: names the file and the problem."""
+#: the loaders of BYOC external modules an artifact may name (``module:function``); plugins
+#: add theirs to the ``tensorkiln.external_loaders`` entry point group
+EXTERNAL_LOADERS = ("tensorkiln.byoc.deploy:load_external_modules",)
+LOADER_GROUP = "tensorkiln.external_loaders"
 
 
 class _SharedLibrary:
@@ -65,8 +69,15 @@ class _SharedLibrary:
         try:
             self.cdll = ctypes.CDLL(str(path), mode=getattr(os, "RTLD_LOCAL", 0) | getattr(os, "RTLD_NOW", 2))
         except OSError as e:
-            raise ArtifactError(f"{path}: not a loadable shared library ({e})") from e
-        self.thread_count = ctypes.c_int32.in_dll(self.cdll, threads.NUM_THREADS_SYMBOL) if reads_thread_count else None
+            # glibc says "No such file or directory" for some malformed headers: the file is there
+            reason = str(e).replace(f"{path}: ", "").replace("cannot open shared object file: No such file or directory", "rejected by the dynamic loader")
+            raise ArtifactError(f"{path}: not a loadable shared library ({reason})") from e
+        self.thread_count = None
+        if reads_thread_count:
+            try:
+                self.thread_count = ctypes.c_int32.in_dll(self.cdll, threads.NUM_THREADS_SYMBOL)
+            except ValueError:
+                raise ArtifactError(f"{path}: defines no '{threads.NUM_THREADS_SYMBOL}' (not this model's library)") from None
 
     def address(self, name: str) -> int:
         try:
@@ -121,21 +132,19 @@ class DeployedModule(CompiledModule):
         return result
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ArtifactError(f"{path}: missing (not a tensorkiln artifact, or an incomplete one)") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ArtifactError(f"{path}: cannot be read ({e})") from e
+def _read_json(files: Manifest, name: str) -> Any:
+    text = files.text(name)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise ArtifactError(f"{path}: not valid JSON ({e})") from e
+        raise ArtifactError(f"{files.root / name}: not valid JSON ({e})") from e
+    except RecursionError:
+        raise ArtifactError(f"{files.root / name}: nested too deeply to be read") from None
 
 
-def _read_meta(root: Path) -> dict[str, Any]:
-    meta = _read_json(root / META)
+def _read_meta(files: Manifest) -> dict[str, Any]:
+    root = files.root
+    meta = _read_json(files, META)
     if not isinstance(meta, dict) or meta.get("format") not in (ARTIFACT_FORMAT, VM_ARTIFACT_FORMAT):
         found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
         raise ArtifactError(f"{root / META}: format {found!r}, expected {ARTIFACT_FORMAT!r} or {VM_ARTIFACT_FORMAT!r}")
@@ -144,22 +153,32 @@ def _read_meta(root: Path) -> dict[str, Any]:
             if key not in meta:
                 raise ArtifactError(f"{root / META}: no '{key}' entry")
         return meta
-    for key in ("entry", "signature", "library", "library_sha256", "program", "weights", "weight_specs"):
+    for key in ("entry", "signature", "library", "program", "weights", "weight_specs"):
         if key not in meta:
             raise ArtifactError(f"{root / META}: no '{key}' entry")
     return meta
 
 
-def _read_weights(path: Path, specs: list[dict[str, Any]]) -> list[np.ndarray]:
+def _read_arrays(files: Manifest, name: str, what: str) -> dict[str, np.ndarray]:
+    data = files.read(name)
     try:
-        arrays = load_arrays(path)
-    except FileNotFoundError:
-        raise ArtifactError(f"{path}: weights file missing") from None
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise ArtifactError(f"{path}: not a readable .npz weights file ({e})") from e
+        return load_arrays(io.BytesIO(data))
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
+        raise ArtifactError(f"{files.root / name}: not a readable .npz {what} file ({e})") from e
+
+
+def _weight_specs(path: Path, specs: Any) -> list[tuple[str, tuple[int, ...], np.dtype]]:
+    try:
+        return [(str(s["name"]), tuple(int(d) for d in s["shape"]), np.dtype(s["dtype"])) for s in specs]
+    except (KeyError, TypeError, ValueError) as e:
+        raise ArtifactError(f"{path}: malformed 'weight_specs' ({e})") from e
+
+
+def _read_weights(files: Manifest, file: str, specs: list[dict[str, Any]]) -> list[np.ndarray]:
+    path = files.root / file
+    arrays = _read_arrays(files, file, "weights")
     weights = []
-    for spec in specs:
-        name, shape, dtype = spec["name"], tuple(spec["shape"]), np.dtype(spec["dtype"])
+    for name, shape, dtype in _weight_specs(files.root / META, specs):
         if name not in arrays:
             raise ArtifactError(f"{path}: weight '{name}' missing (has: {', '.join(sorted(arrays)) or 'none'})")
         array = arrays[name]
@@ -177,49 +196,55 @@ class DeployedVM(VirtualMachine):
     load_seconds: float = 0.0
 
 
-def _load_vm(root: Path, meta: dict[str, Any]) -> DeployedVM:
+def _load_vm(files: Manifest, meta: dict[str, Any]) -> DeployedVM:
+    root = files.root
+    arrays = _read_arrays(files, meta["constants"], "constants")
     try:
-        arrays = load_arrays(root / meta["constants"])
         constants = [arrays[f"c{k}"] for k in range(len(arrays))]
-    except FileNotFoundError:
-        raise ArtifactError(f"{root / meta['constants']}: constants file missing") from None
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
-        raise ArtifactError(f"{root / meta['constants']}: not a readable .npz constants file ({e})") from e
+    except KeyError as e:
+        raise ArtifactError(f"{root / meta['constants']}: constant {e} missing") from None
     try:
-        program = VMProgram.from_json(_read_json(root / meta["program"]), constants)
-    except (KeyError, TypeError, ValueError) as e:
+        program = VMProgram.from_json(_read_json(files, meta["program"]), constants)
+    except (KeyError, TypeError, ValueError, IndexError) as e:
         raise ArtifactError(f"{root / meta['program']}: {e}") from e
-    functions = [load_module(root / f) for f in meta["functions"]]
+    if not isinstance(meta["functions"], list):
+        raise ArtifactError(f"{root / META}: 'functions' is not a list")
+    for f in meta["functions"]:
+        files.read(f"{f}/{MANIFEST}")  # each function artifact is covered by this manifest too
+    functions = [load_module(inside(root, f)) for f in meta["functions"]]
     if len(functions) != len(program.function_names):
         raise ArtifactError(f"{root / META}: {len(functions)} functions, the program calls {len(program.function_names)}")
     return DeployedVM(program, functions)
 
 
-def _read_checked(path: Path, sha256: str) -> bytes:
-    """The bytes of ``path``, which must have the SHA-256 the artifact's meta records."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ArtifactError(f"{path}: cannot be read ({e})") from e
-    if hashlib.sha256(data).hexdigest() != sha256:
-        raise ArtifactError(f"{path}: corrupt or truncated (its SHA-256 differs from the one in {META})")
-    return data
+def registered_loaders() -> set[str]:
+    """The ``module:function`` loaders of external modules an artifact may name."""
+    return set(EXTERNAL_LOADERS) | {ep.value for ep in entry_points(group=LOADER_GROUP)}
 
 
-def _load_external_modules(root: Path, meta: dict[str, Any], library: _SharedLibrary) -> list[Any]:
+def _load_external_modules(files: Manifest, meta: dict[str, Any], library: _SharedLibrary) -> list[Any]:
     """The BYOC external modules the library calls (``externals/``), loaded and bound by
-    the loader function the artifact names (``module:function``): a plugin, imported only
-    for such artifacts, so plain models never import anything beyond numpy and ctypes."""
+    the loader function the artifact names (``module:function``, one of
+    :func:`registered_loaders`): a plugin, imported only for such artifacts, so plain
+    models never import anything beyond numpy and ctypes."""
+    root = files.root
     entry = meta.get("externals")
     if not entry:
         return []
     blobs = []
     try:
         for spec in entry["modules"]:
-            blobs.append(_read_checked(root / spec["file"], spec["sha256"]))
-        module_name, _, function = entry["loader"].partition(":")
+            blobs.append(files.read(spec["file"]))
+        loader_name = entry["loader"]
+        module_name, _, function = loader_name.partition(":")
     except (KeyError, TypeError, AttributeError) as e:
         raise ArtifactError(f"{root / META}: malformed 'externals' entry ({e})") from e
+    if loader_name not in registered_loaders():
+        raise ArtifactError(
+            f"{root / META}: names the external-module loader {loader_name!r}, which is not registered "
+            f"(registered: {', '.join(sorted(registered_loaders()))}; plugins register theirs in the "
+            f"'{LOADER_GROUP}' entry point group)"
+        )
     try:
         loader = getattr(importlib.import_module(module_name), function)
     except (ImportError, AttributeError) as e:
@@ -228,6 +253,23 @@ def _load_external_modules(root: Path, meta: dict[str, Any], library: _SharedLib
         return loader(library.cdll, blobs)
     except (ValueError, OSError) as e:
         raise ArtifactError(f"{root}: an external module could not be loaded ({e})") from e
+
+
+def _read_program(files: Manifest, meta: dict[str, Any]) -> GraphProgram:
+    """The graph program, checked against the meta's signature and weights (``program_check.py``)."""
+    path = files.root / str(meta["program"])
+    try:
+        program = GraphProgram.from_json(_read_json(files, meta["program"]))
+        signature = Signature.from_json(meta["signature"])
+        if program.signature != signature:
+            raise ProgramFormatError(f"its signature differs from {META}'s")
+        check_program(program, meta["weight_specs"])
+    except (ProgramFormatError, KeyError, TypeError, ValueError, IndexError) as e:
+        raise ArtifactError(f"{path}: {e}") from e
+    n_weights = sum(1 for t in program.tensors if t.kind == "weight")
+    if n_weights != len(meta["weight_specs"]):
+        raise ArtifactError(f"{path}: uses {n_weights} weights, {META} lists {len(meta['weight_specs'])}")
+    return program
 
 
 def load_module(path: str | os.PathLike[str], executor: str | None = None) -> DeployedModule | DeployedVM:
@@ -242,34 +284,25 @@ def load_module(path: str | os.PathLike[str], executor: str | None = None) -> De
     root = Path(path)
     if not root.is_dir():
         raise ArtifactError(f"{root}: no such artifact directory")
-    meta = _read_meta(root)
+    files = Manifest(root)
+    meta = _read_meta(files)
     if meta["format"] == VM_ARTIFACT_FORMAT:
         if executor not in (None, "vm"):
             raise ValueError(f"{root} holds a VM program (control flow): it runs in the 'vm' executor, not {executor!r}")
-        vm = _load_vm(root, meta)
+        vm = _load_vm(files, meta)
         vm.load_seconds = time.perf_counter() - start
         return vm
     executor = executor or "aot"
     if executor == "vm":
         raise ValueError(f"{root} holds a graph/AOT model: load it with executor 'aot' or 'graph'")
-    try:
-        program = GraphProgram.from_json(_read_json(root / meta["program"]))
-        signature = Signature.from_json(meta["signature"])
-    except (ProgramFormatError, KeyError, TypeError, ValueError) as e:
-        raise ArtifactError(f"{root / meta['program']}: {e}") from e
-    if program.signature != signature:
-        raise ArtifactError(f"{root / meta['program']}: its signature differs from {META}'s")
-    weights = _read_weights(root / meta["weights"], meta["weight_specs"])
-    n_weights = sum(1 for t in program.tensors if t.kind == "weight")
-    if n_weights != len(weights):
-        raise ArtifactError(f"{root / meta['program']}: uses {n_weights} weights, {META} lists {len(weights)}")
-    library_path = root / meta["library"]
-    blob = _read_checked(library_path, meta["library_sha256"])
-    problem = elf_problem(blob)
+    program = _read_program(files, meta)
+    weights = _read_weights(files, meta["weights"], meta["weight_specs"])
+    library_path = inside(root, meta["library"])
+    problem = elf_problem(files.read(meta["library"]))
     if problem is not None:
         raise ArtifactError(f"{library_path}: not a loadable shared library ({problem})")
     library = _SharedLibrary(library_path.resolve(), bool(meta.get("uses_openmp")), bool(meta.get("reads_thread_count")))
-    externals = _load_external_modules(root, meta, library)
+    externals = _load_external_modules(files, meta, library)
     for name in program.kernels:
         library.address(name)
     module = DeployedModule(library, meta, program, weights, executor, externals)
@@ -277,4 +310,43 @@ def load_module(path: str | os.PathLike[str], executor: str | None = None) -> De
     return module
 
 
-__all__ = ["ARTIFACT_FORMAT", "VM_ARTIFACT_FORMAT", "ArtifactError", "DeployedModule", "DeployedVM", "load_module"]
+def replace_weights(path: str | os.PathLike[str], weights: dict[str, np.ndarray] | str | os.PathLike[str]) -> None:
+    """Put new weights (same names, shapes and dtypes: ``w0``, ``w1``..., as in the
+    artifact's ``weights.npz``) into the artifact at ``path`` and rewrite its manifest.
+    ``weights``: the arrays by name, or an ``.npz`` file of them (another export's
+    ``weights.npz``). The artifact is checked first (an ArtifactError if it is damaged).
+
+    Example: ``replace_weights("a.tk", "b.tk/weights.npz")``
+    """
+    root = Path(path)
+    files = Manifest(root)
+    meta = _read_meta(files)
+    if meta["format"] != ARTIFACT_FORMAT:
+        raise ValueError(f"{root}: replace_weights takes a graph/AOT artifact (a VM artifact's functions each have their own)")
+    _read_weights(files, meta["weights"], meta["weight_specs"])  # the artifact is intact
+    arrays = load_arrays(weights) if not isinstance(weights, dict) else {k: np.asarray(v) for k, v in weights.items()}
+    specs = _weight_specs(root / META, meta["weight_specs"])
+    for name, shape, dtype in specs:
+        got = arrays.get(name)
+        if got is None or got.shape != shape or got.dtype != dtype:
+            found = f"{got.dtype}{list(got.shape)}" if got is not None else "nothing"
+            raise ValueError(f"replace_weights: weight '{name}' must be {dtype}{list(shape)}, got {found}")
+    extra = sorted(set(arrays) - {name for name, _, _ in specs})
+    if extra:
+        raise ValueError(f"replace_weights: the model has no weights {', '.join(extra)}")
+    with open(inside(root, meta["weights"]), "wb") as f:
+        save_arrays(f, {name: arrays[name] for name, _, _ in specs})
+    seal(root)
+
+
+__all__ = [
+    "ARTIFACT_FORMAT",
+    "EXTERNAL_LOADERS",
+    "VM_ARTIFACT_FORMAT",
+    "ArtifactError",
+    "DeployedModule",
+    "DeployedVM",
+    "load_module",
+    "registered_loaders",
+    "replace_weights",
+]

@@ -20,6 +20,7 @@ import numpy as np
 
 from .graph_executor import GraphExecutor
 from .graph_program import GraphProgram
+from .manifest import seal
 from .profiler import BenchmarkResult, ProfileReport, benchmark, profile_kernels
 from .packed_call import packed_caller
 from .signature import Signature
@@ -167,3 +168,4 @@ class CompiledModule(Seedable):
         if self._exporter is None:
             raise RuntimeError("this module cannot be exported (it was not built by tk.build)")
         self._exporter(path)
+        seal(path)  # the SHA-256 of every file, checked by load_module
