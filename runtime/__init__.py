@@ -4,6 +4,6 @@
 process that has neither torch nor xDSL nor llvmlite.
 """
 
-from .artifact import ArtifactError, load_module
+from .artifact import ArtifactError, load_module, replace_weights
 
-__all__ = ["ArtifactError", "load_module"]
+__all__ = ["ArtifactError", "load_module", "replace_weights"]
