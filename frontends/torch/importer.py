@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections import Counter
 from typing import Any
 
@@ -95,6 +96,10 @@ class TorchImportError(ValueError):
     """A node could not be converted; says which node, where in the user's code, and why."""
 
 
+#: the FutureWarning torch's own run_decompositions raises (filtered where we call it)
+TORCH_LEAFSPEC_WARNING = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
+
+
 def _decompose(ep: Any) -> Any:
     import torch
 
@@ -105,7 +110,12 @@ def _decompose(ep: Any) -> Any:
         if op in table:
             del table[op]
     table.update(python_decompositions())
-    return _without_error_checks(ep.run_decompositions(table))
+    with warnings.catch_warnings():
+        # torch 2.13's run_decompositions deep-copies its own pytree specs, which warns on
+        # every model (a deprecation inside torch, not in anything the user wrote)
+        warnings.filterwarnings("ignore", message=TORCH_LEAFSPEC_WARNING, category=FutureWarning)
+        decomposed = ep.run_decompositions(table)
+    return _without_error_checks(decomposed)
 
 
 def _without_error_checks(ep: Any) -> Any:
