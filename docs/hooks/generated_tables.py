@@ -47,10 +47,10 @@ def torch_ops() -> str:
     families: dict[str, list[str]] = defaultdict(list)
     for name, fn in CONVERTERS.items():
         families[fn.__module__.rsplit(".", 1)[-1]].append(name)
-    rows = ["| family (`frontends/torch/ops/`) | count | ATen overloads |", "|---|---:|---|"]
+    rows = ["| family | count | ATen overloads |", "|---|---:|---|"]
     for family in sorted(families):
         names = sorted(families[family])
-        rows.append(f"| `{family}.py` | {len(names)} | {', '.join(f'`{n}`' for n in names)} |")
+        rows.append(f"| {family.replace('_', ' ')} | {len(names)} | {', '.join(f'`{n}`' for n in names)} |")
     rows.append(f"| **all** | **{len(CONVERTERS)}** | |")
     return "\n".join(rows)
 

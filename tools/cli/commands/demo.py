@@ -8,7 +8,6 @@ the numpy interpreter, and print compile time and latency, one line per model.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from collections.abc import Callable
 
@@ -17,6 +16,7 @@ import numpy as np
 
 import tensorkiln as tk
 from tensorkiln.examples.models import BUNDLED
+from tensorkiln.runtime.profiler import benchmark
 
 from ..common import UserError
 
@@ -31,12 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _median_seconds(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return benchmark(fn, number=1, repeat=repeat, warmup=0).median
 
 
 def run_model(name: str, target: str, repeat: int) -> bool:
