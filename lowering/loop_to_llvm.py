@@ -51,6 +51,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects import loop
 from ..runtime.packed_call import packed_entry_name
+from . import lowp_to_llvm  # noqa: F401  (the converters of lowp dot products: scalar and vector)
 from . import parallel_to_llvm, unroll_to_llvm, vectorize  # noqa: F401  (register their loop converters)
 from .llvm_converter import ConversionState, FunctionConverter, abi_types
 from .packed_slots import from_slot, slot_type
