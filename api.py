@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
+from . import driver
 from .build import build
-from .universe import make_context
 from .dialects.functions import find_function
+from .driver.vm import needs_vm
 from .interpreter import interpret
+from .universe import make_context
 
 
 class Executor:
@@ -30,10 +30,8 @@ class Executor:
     def _callable(self, function: str) -> Callable[..., Any]:
         if self.kind == "interpreter":
             return interpret(self.module, function)
-        from .driver.vm import build_vm, needs_vm
-
         if self.kind == "vm":
-            return build_vm(self.module, self.target, function=function)
+            return driver.build_vm(self.module, self.target, function=function)
         if needs_vm(find_function(self.module, function)):
             raise ValueError(
                 f"the {self.kind} executor cannot run control flow (graph.if / graph.while) or sizes read from data "
@@ -109,22 +107,4 @@ def emit_source(module: ModuleOp, target: str = "llvm", function: str = "main") 
 
     Example: ``print(tk.emit_source(module, target="llvm"))``
     """
-    if target.split()[:1] == ["cuda"]:
-        from .backends.cuda.pipeline import emit_cuda_source
-
-        return emit_cuda_source(module, target=target)
-    from .backends.llvm.jit import CPUTarget, llvm_ir
-    from .build import compilable_copy, optimize_and_schedule, to_llvm
-    from .passes.dedupe_kernels import dedupe_kernels
-    from .dialects.functions import find_function
-    from .lowering.hoist_temporaries import hoist_temporaries
-    from .passes.pipeline import PassContext, run_pipeline
-
-    cpu = CPUTarget.parse(target)
-    ctx = dataclasses.replace(PassContext.current(), dump_ir=False)
-    loops = compilable_copy(module)
-    optimize_and_schedule(loops, cpu, ctx)  # what tk.build compiles
-    dedupe_kernels(loops)
-    hoist_temporaries(find_function(loops, function))
-    run_pipeline(loops, to_llvm(cpu), ctx)
-    return llvm_ir(loops, cpu)
+    return driver.emit_source(module, target, function)

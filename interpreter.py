@@ -13,7 +13,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType, bf16, f16
 
 from .dialects.graph import FusedOp, GraphOp
-from .passes.pipeline import LEGALIZE_16BIT_FLOATS, PassContext, run_pipeline
+from .driver.pipelines import LEGALIZE_16BIT_FLOATS
+from .passes.pipeline import PassContext, run_pipeline
 from .dialects.functions import find_function, signature_of
 
 

@@ -23,7 +23,8 @@ from tensorkiln.dialects import loop  # noqa: E402
 from tensorkiln.examples.torch_zoo import BasicBlock  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 from tensorkiln.dialects.functions import find_function  # noqa: E402
-from tensorkiln.passes.pipeline import PassContext, optimize_graph  # noqa: E402
+from tensorkiln.driver.pipelines import optimize_graph  # noqa: E402
+from tensorkiln.passes.pipeline import PassContext  # noqa: E402
 
 
 def mlp():

@@ -78,7 +78,7 @@ def main() -> int:
 
     import gpu_bench
     import tensorkiln as tk
-    from tensorkiln.backends.cuda.pipeline import lower_to_gpu
+    from tensorkiln.driver.cuda import lower_to_gpu
     from tensorkiln.lowering.loop_to_gpu import gpu_module_of
 
     rows = []

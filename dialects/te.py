@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     StringAttr,
     TensorType,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.irdl import (
@@ -240,8 +241,6 @@ class DimOp(IRDLOperation):
     assembly_format = "$tensor `,` $axis attr-dict `:` type($tensor)"
 
     def __init__(self, tensor: SSAValue, axis: int):
-        from xdsl.dialects.builtin import i64
-
         super().__init__(
             operands=[tensor], properties={"axis": IntegerAttr(axis, i64)}, result_types=[IndexType()]
         )

@@ -29,14 +29,16 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..byoc.deploy import trampoline_source
 from ..runtime.artifact import ARTIFACT_FORMAT, EXTERNALS, LIBRARY, META, PROGRAM, WEIGHTS
 from ..runtime.npz import save_arrays
-from .native_build import NativeBuild
+
+if TYPE_CHECKING:  # (native_build calls export_library)
+    from .native_build import NativeBuild
 
 #: what loads a deployed model's external modules and binds them to its library
 EXTERNAL_LOADER = "tensorkiln.byoc.deploy:load_external_modules"

@@ -1,4 +1,4 @@
-"""Making external modules callable from compiled code (used by ``tk.build``).
+"""Making BYOC external modules callable from compiled code (the CPU closing sequence uses it).
 
 Each ``byoc.call`` is lowered to a call of the module's symbol; before the native code
 is loaded, :func:`bind_externals` binds every symbol to its module's native entry
@@ -13,9 +13,9 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 from ..backends.llvm.jit import bind_external_symbol
-from ..runtime.module import CompiledModule
+from ..byoc.external import ExternalModule
 from ..dialects.byoc import CallOp
-from .external import ExternalModule
+from ..runtime.module import CompiledModule
 
 
 def bind_externals(module: ModuleOp) -> list[ExternalModule]:

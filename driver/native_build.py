@@ -1,34 +1,61 @@
-"""Loop-level module -> native code in this process, through the compile cache.
+"""The closing sequence of every build that runs on this CPU: a scheduled loop-level
+module -> native code loaded in this process -> a callable :class:`CompiledModule`.
 
-The step of ``tk.build`` after scheduling: identical kernels are merged, the graph
-executor's program is read off the host function (whose temporaries then become
-arguments, passed in the program's planned storages), and the object code comes from
-the disk cache or from loop-to-llvm + LLVM (then stored). The same object code is what
-``export_library`` links into a shared library.
+``tk.build`` for ``llvm`` targets, ``jit_loops`` (hand-scheduled loops) and the CUDA
+target's CPU emulation all end here::
+
+    mark the entry (what the runtime calls with one argument array)
+    -> lower (the target's loop -> llvm pipeline; skipped on a disk cache hit)
+    -> generate and load the object code (LLVM; ``ObjectModule``)
+    -> CompiledModule (entry address, signature, weights)
+
+A graph-executor build first merges identical kernels (``dedupe-kernels``), reads the
+graph executor's program off the host function, makes its temporaries arguments
+(``hoist-temporaries``: passed in the program's planned storages) and marks every
+function callable, since the graph executor calls each kernel. The same object code is
+what ``export_library`` links into a shared library.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 
 from ..backends.llvm.jit import CPUTarget
 from ..backends.llvm.object_code import ObjectCode, ObjectModule, compile_object
+from ..dialects import loop
 from ..dialects.functions import find_function
-from ..lowering.hoist_temporaries import hoist_temporaries
-from ..lowering.loop_to_llvm import PACKED_ENTRY_ATTR
-from ..lowering.te_to_loop import WEIGHTS_ATTR, entry_layout
-from ..passes.pipeline import fewer_gc_pauses
+from ..dialects.graph import ConstantOp
+from ..dialects.graph.types import WeightAttr
+from ..passes.dedupe_kernels import kernel_hash
+from ..passes.pipeline import PassContext, fewer_gc_pauses, run_pipeline
 from ..runtime.graph_program import GraphProgram
+from ..runtime.module import CompiledModule
+from ..runtime.packed_call import packed_entry_name
+from ..runtime.profiler import PassTimings
 from ..runtime.signature import Signature
 from . import compile_cache
-from ..passes.dedupe_kernels import KERNEL_ATTR, dedupe_kernels
+from .export import export_library
+from .externals import CompiledModuleWithExternals
 from .host_program import graph_program
+from .pipelines import DEDUPE, HOIST
+
+#: the closing passes' input is the scheduled module verified just before, and the llvm
+#: dialect they make is checked by LLVM's own verifier once printed (xDSL's verifier took
+#: a third of the chain model's build)
+UNVERIFIED = dict(verify_input=False, verify_result=False)
+
+
+def weight_array(data: WeightAttr | DenseIntOrFPElementsAttr) -> np.ndarray:
+    """The numpy data of a constant, as listed in a lowered function's ``tk.weights``."""
+    return data.array if isinstance(data, WeightAttr) else ConstantOp(data).array()
 
 
 @dataclass
@@ -37,7 +64,8 @@ class NativeBuild:
 
     module: ObjectModule
     code: ObjectCode
-    program: GraphProgram
+    #: the graph executor's program (None: a build without one, e.g. ``jit_loops``)
+    program: GraphProgram | None
     weight_data: list
     function: str
     target: CPUTarget
@@ -47,69 +75,90 @@ class NativeBuild:
     timings: list[tuple[str, float]] = field(default_factory=list)
 
 
-def compile_loops(
+def compile_native(
     loops: ModuleOp,
-    target: CPUTarget,
+    cpu: CPUTarget,
     function: str,
     signature: Signature,
-    lower_to_llvm: Callable[[ModuleOp], list[tuple[str, float]]],
+    lower: Sequence[str],
+    ctx: PassContext,
+    *,
+    graph_executor: bool = True,
     use_disk_cache: bool = True,
+    verify: bool = False,
 ) -> NativeBuild:
-    """Compile a scheduled loop-level module (changed in place) to native code.
-
-    ``lower_to_llvm(module)`` runs the loop -> llvm pipeline and returns its timings; it
-    is skipped when the disk cache has the module's object code."""
-    start = time.perf_counter()
-    kept, merged = dedupe_kernels(loops)
-    compile_cache.count(kernel_hits=merged, kernel_misses=len(kept))
-    host = find_function(loops, function)
-    _, _, weight_data = entry_layout(host)
-    program = graph_program(host, signature)
-    temporaries = hoist_temporaries(host)  # the AOT entry takes the plan's storages
-    for f in loops.ops:  # the runtime calls the entry, the graph executor every function, with argument arrays
-        if isinstance(f, func.FuncOp):
-            f.attributes[PACKED_ENTRY_ATTR] = UnitAttr()
+    """Compile a scheduled loop-level module (changed in place) to native code loaded in
+    this process. ``lower``: the passes to the llvm dialect (run under ``ctx``), skipped
+    when the disk cache has the module's object code; ``graph_executor``: also merge
+    identical kernels and read the graph executor's program (see the module doc);
+    ``verify``: verify the lowering's input and result (hand-written or hand-scheduled
+    loops), where a build relies on the verification before and LLVM's after."""
     timings: list[tuple[str, float]] = []
-    key = None
-    code = None
+    host = find_function(loops, function)
+    _, _, weight_data = loop.entry_layout(host)
+    program, temporaries = None, 0
+    if graph_executor:
+        before = _kernel_count(loops)
+        timings += run_pipeline(loops, DEDUPE, ctx, **UNVERIFIED)
+        kept = _kernel_count(loops)
+        compile_cache.count(kernel_hits=before - kept, kernel_misses=kept)
+        program = graph_program(host, signature)
+        timings += run_pipeline(loops, HOIST, ctx, **UNVERIFIED)  # the AOT entry takes the plan's storages
+        temporaries = loop.hoisted_temporaries(host)
+    for f in loops.ops if graph_executor else [host]:  # what the runtime calls with an argument array
+        if isinstance(f, func.FuncOp):
+            loop.mark_packed_entry(f)
+    start = time.perf_counter()
+    key = code = None
     if use_disk_cache and compile_cache.cache_dir() is not None:
-        parts = [target.cpu, target.features, str(target.opt_level), function]
-        for op in loops.ops:
-            if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes:
-                parts.append(f"{op.sym_name.data}={kept[op.sym_name.data]}")
-            else:
-                parts.append(_text_without_weights(op))
-        key = compile_cache.module_key(parts)
+        key = compile_cache.module_key(_key_parts(loops, cpu, function))
         code = compile_cache.load(key)
-    timings.append(("dedupe-kernels+cache-lookup", time.perf_counter() - start))
+    timings.append(("cache-lookup", time.perf_counter() - start))
     hit = code is not None
     if code is None:
-        timings += lower_to_llvm(loops)
+        timings += run_pipeline(loops, lower, ctx, verify_input=verify, verify_result=verify)
         with fewer_gc_pauses():  # (the LLVM IR text is printed from xDSL ops)
-            code = compile_object(loops, target)
+            code = compile_object(loops, cpu)
         timings += code.timings
         if key is not None:
             compile_cache.store(key, code)
     loaded = time.perf_counter()
-    module = ObjectModule(code, target)
+    module = ObjectModule(code, cpu)
     timings.append(("load-object", time.perf_counter() - loaded))
-    return NativeBuild(module, code, program, list(weight_data), function, target, hit, temporaries, timings)
+    return NativeBuild(module, code, program, list(weight_data), function, cpu, hit, temporaries, timings)
 
 
-def _text_without_weights(op) -> str:
-    """The printed op without its ``tk.weights`` list: weights are passed by pointer, so
-    their names and data (which passes may rename, e.g. ``const0.packed.1``) do not
-    change the code."""
-    weights = op.attributes.pop(WEIGHTS_ATTR, None)
-    try:
-        return str(op)
-    finally:
-        if weights is not None:
-            op.attributes[WEIGHTS_ATTR] = weights
+def load_compiled(native: NativeBuild, signature: Signature, externals: Sequence[Any] = ()) -> CompiledModule:
+    """The callable of a native build: its entry, ``signature``, weights; keeps the BYOC
+    ``externals`` it calls alive (and raises their errors)."""
+    weights = [weight_array(w) for w in native.weight_data]
+    lib = (CompiledModuleWithExternals if externals else CompiledModule)(
+        native.module.address(packed_entry_name(native.function)), signature, weights, keep_alive=native.module,
+        temporaries=native.program if native.temporaries else None,
+    )
+    lib.external_modules = list(externals)
+    lib.graph_program = native.program
+    lib.cache_hit = native.cache_hit
+    if native.program is not None:
+        lib._exporter = functools.partial(export_library, native=native, weights=lib._weights, external_modules=externals)
+    lib.pass_timings = PassTimings(native.timings)
+    return lib
 
 
-def contiguous(arrays: list[np.ndarray]) -> list[np.ndarray]:
-    return [np.asarray(a, order="C") for a in arrays]
+def _kernel_count(module: ModuleOp) -> int:
+    return sum(1 for op in module.ops if loop.is_kernel(op))
 
 
-__all__ = ["NativeBuild", "compile_loops"]
+def _key_parts(loops: ModuleOp, cpu: CPUTarget, function: str) -> list[str]:
+    """What the disk cache's key is made of: the target, the entry's name, each kernel by
+    its structural hash, every other op printed without its ``tk.weights``."""
+    parts = [cpu.cpu, cpu.features, str(cpu.opt_level), function]
+    for op in loops.ops:
+        if loop.is_kernel(op):
+            parts.append(f"{op.sym_name.data}={kernel_hash(op)}")
+        else:  # weights are passed by pointer: their names and data do not change the code
+            parts.append(loop.without_weights(op))
+    return parts
+
+
+__all__ = ["NativeBuild", "compile_native", "load_compiled", "weight_array"]

@@ -2,8 +2,8 @@
 
 The function is walked block by block. Runs of ordinary graph ops (a *segment*) are
 outlined into a ``func.func`` of their own (inputs: the values they read from
-outside, outputs: the values read after them) and compiled by ``tk.build`` like any
-model; ``graph.if`` and ``graph.while`` become jumps (:mod:`tensorkiln.runtime.vm`
+outside, outputs: the values read after them) and compiled by the target's build
+(a callback: :func:`compile_vm`; ``driver/cpu.py`` gives the ``llvm`` kind's); ``graph.if`` and ``graph.while`` become jumps (:mod:`tensorkiln.runtime.vm`
 lists the instructions). Regions are isolated from above, so a region's block
 arguments simply take the registers of the op's operands. Constants used by a
 segment are cloned into it (weights by reference); a constant used by control flow
@@ -11,7 +11,7 @@ itself or returned is loaded into a register with ``const``.
 
 Example::
 
-    vm = build_vm(module)          # a VMModule: vm(x), vm.program.disassemble()
+    vm = tensorkiln.driver.build_vm(module)   # a VMModule: vm(x), vm.program.disassemble()
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from ..dialects.graph.control import CONTROL_FLOW_OPS, IfOp, RegionYieldOp, Whil
 from ..dialects.graph.host import CheckOp, DataSizeOp
 from ..runtime.artifact import META, VM_ARTIFACT_FORMAT, VM_CONSTANTS, VM_PROGRAM
 from ..runtime.module import CompiledModule
-from ..runtime.profiler import BenchmarkResult, KernelStat, ProfileReport
+from ..runtime.profiler import BenchmarkResult, KernelStat, PassTimings, ProfileReport
 from ..runtime.npz import save_arrays
 from ..runtime.vm import VirtualMachine, VMProgram
 from ..dialects.functions import find_function, signature_of
@@ -305,23 +305,22 @@ def vm_of(lib: CompiledModule) -> VMModule:
     return vm
 
 
-def build_vm(module: ModuleOp, target: str = "llvm", *, function: str = "main", **build_options: Any) -> VMModule:
-    """Compile ``function`` of ``module`` for the VM (control flow, dynamic shapes).
+def compile_vm(
+    module: ModuleOp, function: str, compile: Callable[[ModuleOp, str], CompiledModule]
+) -> VMModule:
+    """Compile ``function`` of ``module`` for the VM: its bytecode, and each straight-line
+    piece by ``compile(piece_module, piece_function)`` (the target's build).
 
-    Example: ``vm = build_vm(module); y = vm(x)``
+    Example: ``vm = compile_vm(module, "main", lambda m, name: build_for_cpu(m, name))``
     """
-    from ..build import build
-
     start = time.perf_counter()
     module.verify()
     program, modules = compile_vm_program(module, function)
-    compiled: list[CompiledModule] = [
-        build(m, target, function=name, **build_options) for m, name in zip(modules, program.function_names)
-    ]
+    compiled = [compile(m, name) for m, name in zip(modules, program.function_names)]
     vm = VMModule(program, compiled)
-    vm.pass_timings = [t for lib in compiled for t in lib.pass_timings]
+    vm.pass_timings = PassTimings(t for lib in compiled for t in lib.pass_timings)
     vm.compile_seconds = time.perf_counter() - start
     return vm
 
 
-__all__ = ["VMModule", "build_vm", "compile_vm_program", "needs_vm", "vm_of"]
+__all__ = ["VMModule", "compile_vm", "compile_vm_program", "needs_vm", "vm_of"]

@@ -14,15 +14,24 @@ memory plan (temporaries share storage by liveness), allocated once and reused::
 
 Temporaries that share a storage get the same pointer, so these arguments are not
 ``noalias`` (``loop-to-llvm`` reads their count from the entry attribute).
+
+As a pass, ``hoist-temporaries`` applies to every host function (``tk.entry``); the
+build reads the graph executor's program off the host function before it runs.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, i64
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 
 from ..dialects import loop
-from .te_to_loop import ENTRY_ATTR
+
+#: (loop_to_llvm reads it from here until it takes ``loop.hoisted_temporaries``)
+hoisted_temporaries = loop.hoisted_temporaries
 
 
 def hoist_temporaries(host: func.FuncOp) -> int:
@@ -38,17 +47,19 @@ def hoist_temporaries(host: func.FuncOp) -> int:
     for free in [op for op in block.ops if isinstance(op, loop.FreeOp)]:
         block.erase_op(free)
     host.update_function_type()
-    entry = dict(host.attributes[ENTRY_ATTR].data)
-    entry["temporaries"] = IntegerAttr(len(allocs), i64)
-    host.attributes[ENTRY_ATTR] = DictionaryAttr(entry)
+    loop.set_hoisted_temporaries(host, len(allocs))
     return len(allocs)
 
 
-def hoisted_temporaries(host: func.FuncOp) -> int:
-    """How many trailing arguments of a host function are hoisted temporaries (0 if none)."""
-    entry = host.attributes.get(ENTRY_ATTR)
-    count = entry.data.get("temporaries") if isinstance(entry, DictionaryAttr) else None
-    return count.value.data if isinstance(count, IntegerAttr) else 0
+@dataclass(frozen=True)
+class HoistTemporariesPass(ModulePass):
+    """Every host function's temporaries become trailing arguments (see the module doc)."""
+
+    name = "hoist-temporaries"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for host in [f for f in op.ops if isinstance(f, func.FuncOp) and loop.is_entry(f)]:
+            hoist_temporaries(host)
 
 
-__all__ = ["hoist_temporaries", "hoisted_temporaries"]
+__all__ = ["HoistTemporariesPass", "hoist_temporaries", "hoisted_temporaries"]

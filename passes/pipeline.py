@@ -10,16 +10,13 @@ the IR, instruments, free-form config. It is used as a context manager::
 :func:`run_pipeline` applies passes by their registered names (``universe.PASSES`` and
 xDSL's own, e.g. ``cse``, ``dce``), verifies the IR after each one (an error names the
 pass that broke it), times each one, dumps the IR after each one when asked, and returns
-a :class:`PipelineReport`. :func:`optimize_graph` runs the graph-level pipeline of the
-context's optimization level (:data:`GRAPH_PIPELINES`).
+a :class:`PipelineReport`. The pass lists themselves (the graph pipeline of each
+optimization level, lowering, code generation) are in ``driver/pipelines.py``.
 
 Dumps go to ``<dump_ir>/NN_<pass>.mlir``: ``00_input.mlir`` is the IR given to the first
 pipeline run under a context, then one file per pass, numbered on across the pipelines
 run under the same context (graph passes, then lowering passes, ...).
 ``TK_DUMP_IR=dir`` in the environment sets ``dump_ir`` for contexts that do not give it.
-
-Pipelines are also passes, for ``tensorkiln-opt``: ``-p graph-opt`` (the O2 pipeline),
-``-p 'graph-opt{opt_level=1}'`` or ``-p graph-opt-O1``.
 """
 
 from __future__ import annotations
@@ -48,38 +45,9 @@ from ..universe import full_universe, make_context
 #: environment variable giving the IR dump directory when a context does not
 DUMP_IR_ENV = "TK_DUMP_IR"
 
-#: the fusion pass; optional in :data:`GRAPH_PIPELINES` (skipped while not registered)
-FUSE_OPS = "fuse-ops"
-
-#: passes a pipeline skips without error when they are not registered
-OPTIONAL_PASSES: frozenset[str] = frozenset({FUSE_OPS})
-
-#: runs first at every level, O0 too: float16/bfloat16 ops computed in float32
-#: (passes/legalize_16bit_floats.py), before fold-constants (which then folds the casts
-#: of 16-bit weights) and fusion (which fuses the casts into the kernels)
-LEGALIZE_16BIT_FLOATS = "legalize-16bit-floats"
-
-#: the layout pass; its ``layout`` option is the target's (:func:`graph_pipeline`)
-CONVERT_LAYOUT = "convert-layout"
-
-#: graph-level passes per optimization level. ``cse`` runs before ``fold-constants``
-#: so that a repeated constant computation is folded once (folded constants are new
-#: arrays, which cse cannot merge), and again after ``simplify``, which can make ops
-#: equal; ``fold-batch-norm`` needs the scale/shift folded to constants first and runs
-#: before ``convert-layout`` (and ``conv-transpose-to-conv``, which makes transposed
-#: convolutions plain ones), whose weight transposes ``fold-constants`` then folds and
-#: whose transposes of 1-sized axes ``simplify`` turns into reshapes; ``conv1x1-to-dense``
-#: and ``explicit-conv-padding`` need the channels-last layout ``convert-layout`` makes.
-_O2 = (
-    "cse", "fold-constants", "simplify", "cse", "fold-batch-norm", "conv-transpose-to-conv",
-    CONVERT_LAYOUT, "conv1x1-to-dense", "explicit-conv-padding", "fold-constants", "simplify", "dce", FUSE_OPS,
-)  # fmt: skip
-GRAPH_PIPELINES: dict[int, tuple[str, ...]] = {
-    0: (),
-    1: ("fold-constants", "simplify", "dce"),
-    2: _O2,
-    3: _O2,
-}
+#: passes a pipeline skips without error when they are not registered (fusion: the
+#: graph pipelines of ``driver/pipelines.py`` list it)
+OPTIONAL_PASSES: frozenset[str] = frozenset({"fuse-ops"})
 
 
 class PassInstrument(Protocol):
@@ -197,7 +165,8 @@ class PassContext:
             return None
         directory = Path(self.dump_ir)
         directory.mkdir(parents=True, exist_ok=True)
-        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "ir"
+        # (at most 80 characters: a pass's options, a target's feature list, can be long)
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_")[:80] or "ir"
         path = directory / f"{self._dumps:02d}_{safe}.mlir"
         self._dumps += 1
         try:
@@ -412,81 +381,3 @@ def _describe_invalid(module: ModuleOp, error: Exception) -> str:
 
 def _xdsl_context() -> Context:
     return make_context()
-
-
-def graph_pipeline(opt_level: int, layout: str | None = None) -> tuple[str, ...]:
-    """The graph-level passes of an optimization level (after ``legalize-16bit-floats``, which
-    every level runs); ``layout`` is the data layout
-    the target wants convolutions in (None: the pass's default, NHWC; ``"NCHW"``: keep
-    the model's own, no ``convert-layout``)."""
-    try:
-        passes = (LEGALIZE_16BIT_FLOATS, *GRAPH_PIPELINES[opt_level])
-    except KeyError:
-        raise ValueError(f"opt_level must be one of {sorted(GRAPH_PIPELINES)}, got {opt_level!r}") from None
-    if layout is None:
-        return passes
-    if layout == "NCHW":
-        return tuple(p for p in passes if p != CONVERT_LAYOUT)
-    return tuple(f"{CONVERT_LAYOUT}{{layout={layout}}}" if p == CONVERT_LAYOUT else p for p in passes)
-
-
-def optimize_graph(
-    module: ModuleOp, ctx: PassContext | None = None, layout: str | None = None, verify_input: bool = True
-) -> PipelineReport:
-    """Run the graph pipeline of ``ctx.opt_level`` (default: the current context's) on
-    ``module`` in place, converting convolutions to ``layout`` (see :func:`graph_pipeline`;
-    ``verify_input``: see :func:`run_pipeline`)."""
-    ctx = ctx if ctx is not None else PassContext.current()
-    return run_pipeline(module, graph_pipeline(ctx.opt_level, layout), ctx, verify_input)
-
-
-# ---------------------------------------------------------------------------
-# pipelines as passes (tensorkiln-opt -p graph-opt-O2)
-
-
-@dataclass(frozen=True)
-class GraphOptPass(ModulePass):
-    """The graph pipeline of an optimization level, as one pass (``-p 'graph-opt{opt_level=1}'``).
-
-    Runs the passes under the current :class:`PassContext` (its own ``opt_level`` is
-    not consulted: the pass's option chooses the pipeline).
-    """
-
-    name = "graph-opt"
-
-    opt_level: int = 2
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_pipeline(op, graph_pipeline(self.opt_level), PassContext.current())
-
-
-@dataclass(frozen=True)
-class GraphOptO0Pass(GraphOptPass):
-    """``graph-opt-O0``: no graph optimization."""
-
-    name = "graph-opt-O0"
-    opt_level: int = 0
-
-
-@dataclass(frozen=True)
-class GraphOptO1Pass(GraphOptPass):
-    """``graph-opt-O1``: the O1 graph pipeline."""
-
-    name = "graph-opt-O1"
-    opt_level: int = 1
-
-
-@dataclass(frozen=True)
-class GraphOptO2Pass(GraphOptPass):
-    """``graph-opt-O2``: the O2 graph pipeline (``tk.build``'s default)."""
-
-    name = "graph-opt-O2"
-    opt_level: int = 2
-
-
-@dataclass(frozen=True)
-class GraphOptO3Pass(GraphOptPass):
-    """``graph-opt-O3``: the O3 graph pipeline."""
-
-    name = "graph-opt-O3"
-    opt_level: int = 3

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from ...runtime.dim_expr import evaluate, is_symbol
-from ...runtime.signature import Signature, is_torch_bfloat16, torch_bfloat16_bits
-from ...runtime.random_state import Seedable
+from .dim_expr import evaluate, is_symbol
+from .signature import Signature, is_torch_bfloat16, torch_bfloat16_bits
+from .random_state import Seedable
 
 #: CUDA's limits on grid sizes per axis
 GRID_LIMITS = (2**31 - 1, 65535, 65535)

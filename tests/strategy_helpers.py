@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tensorkiln.build import TO_LOOPS
-from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
+from tensorkiln.driver.pipelines import TO_LOOPS
+from tensorkiln.driver.pipelines import optimize_graph
+from tensorkiln.passes.pipeline import PassContext, run_pipeline
 from tensorkiln.schedule import kernels
 
 

@@ -202,7 +202,7 @@ def test_exported_artifact_keeps_bfloat16_weights(tmp_path):
 
 def test_bfloat16_on_the_emulated_gpu():
     """The GPU path's kernels (bfloat16 as 16-bit integers there too), run on the CPU."""
-    from tensorkiln.backends.cuda.pipeline import build_emulated
+    from tensorkiln.driver.cuda import build_emulated
 
     torch.manual_seed(5)
     model = _Mlp().eval().to(torch.bfloat16)

@@ -11,7 +11,8 @@ import pytest
 
 import tensorkiln as tk
 from tensorkiln.build import lower_to_loops
-from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
+from tensorkiln.driver.pipelines import optimize_graph
+from tensorkiln.passes.pipeline import PassContext, run_pipeline
 from tensorkiln.runtime.threads import num_threads
 from tensorkiln.schedule import kernels
 from tensorkiln.schedule.strategies.conv import conv_rows

@@ -11,7 +11,8 @@ import pytest
 import tensorkiln as tk
 from tensorkiln.dialects.graph.nn import Conv2dOp
 from tensorkiln.dialects.graph.shape import TransposeOp
-from tensorkiln.passes.pipeline import PassContext, graph_pipeline, run_pipeline
+from tensorkiln.driver.pipelines import graph_pipeline
+from tensorkiln.passes.pipeline import PassContext, run_pipeline
 
 torch = pytest.importorskip("torch", reason="the zoo models come from torch")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tensorkiln.backends.cuda.runtime import CudaUnavailableError, require_cupy
+from tensorkiln.runtime.cuda import CudaUnavailableError, require_cupy
 
 try:
     cp = require_cupy()  # cupy and a CUDA GPU, or the reason why not

@@ -21,7 +21,7 @@ import pytest
 from fake_cupy import FakeArray, fake_cupy
 
 import tensorkiln as tk
-from tensorkiln.backends.cuda.runtime import HostOnlyExternalError
+from tensorkiln.runtime.cuda import HostOnlyExternalError
 from tensorkiln.byoc import external_modules
 from tensorkiln.byoc.backends import cublas
 
@@ -201,7 +201,7 @@ def test_a_host_only_backend_in_a_cuda_build_is_refused_by_name(rng, backend):
 def test_the_gpu_emulator_runs_external_modules_between_its_kernels(gpu, rng, backend):
     """``build_emulated``: our kernels run on the CPU with GPU semantics, the regions
     through their CPU entry (cuBLAS on the stand-in): the whole mixed model's numbers."""
-    from tensorkiln.backends.cuda.pipeline import build_emulated
+    from tensorkiln.driver.cuda import build_emulated
 
     b = tk.GraphBuilder()
     x = b.input("x", ("n", 33))

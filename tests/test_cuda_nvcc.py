@@ -83,8 +83,9 @@ def test_torch_zoo_compiles(name, tmp_path):
     from xdsl.dialects import func
 
     from tensorkiln.backends.cuda.host import print_host
-    from tensorkiln.backends.cuda.pipeline import emit_cuda, lower_to_gpu
-    from tensorkiln.build import weight_array
+    from tensorkiln.backends.cuda.codegen import emit_cuda
+    from tensorkiln.driver.cuda import lower_to_gpu
+    from tensorkiln.driver.native_build import weight_array
     from tensorkiln.examples.torch_zoo import random_inputs
     from tensorkiln.lowering.te_to_loop import entry_layout
 

@@ -11,7 +11,7 @@ import pytest
 from fake_cupy import FakeArray, fake_cupy
 
 import tensorkiln as tk
-from tensorkiln.backends.cuda import runtime
+from tensorkiln.runtime import cuda as runtime
 
 
 @pytest.fixture

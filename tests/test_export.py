@@ -252,7 +252,9 @@ def test_runtime_imports_only_numpy_ctypes_and_the_stdlib():
     import ast
 
     runtime = Path(tk.__file__).resolve().parent / "runtime"
-    allowed_third_party = {"numpy", "ml_dtypes"}  # ml_dtypes: numpy's bfloat16
+    # ml_dtypes: numpy's bfloat16; optional, imported on first use: cupy (runtime/cuda.py runs CUDA
+    # modules), matplotlib (profile plots)
+    allowed_third_party = {"numpy", "ml_dtypes", "cupy", "matplotlib"}
     for path in sorted(runtime.glob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):

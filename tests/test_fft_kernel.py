@@ -15,8 +15,8 @@ from xdsl.utils.exceptions import VerifyException
 
 import tensorkiln as tk
 from nvcc import compile_ptx
-from tensorkiln.backends.cuda.pipeline import build_emulated
-from tensorkiln.build import TO_LOOPS
+from tensorkiln.driver.cuda import build_emulated
+from tensorkiln.driver.pipelines import TO_LOOPS
 from tensorkiln.dialects import loop
 from tensorkiln.dialects.graph.fourier import MAX_RADIX, radices
 from tensorkiln.passes.pipeline import PassContext, run_pipeline

@@ -273,7 +273,8 @@ def test_torch_resnet_block_and_encoder_layer_kernel_counts(rng):
     torch = pytest.importorskip("torch")
     from tensorkiln.examples.torch_zoo import BasicBlock
     from tensorkiln.frontends.torch import from_exported_program
-    from tensorkiln.passes.pipeline import PassContext, optimize_graph
+    from tensorkiln.driver.pipelines import optimize_graph
+    from tensorkiln.passes.pipeline import PassContext
 
     def kernels(module, opt_level, layout=None):
         work = module.clone()

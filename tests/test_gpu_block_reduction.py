@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tensorkiln as tk
-from tensorkiln.backends.cuda.pipeline import build_emulated, lower_to_gpu
+from tensorkiln.driver.cuda import build_emulated, lower_to_gpu
 from tensorkiln.dialects.loop import ShuffleXorOp
 from tensorkiln.lowering.loop_to_gpu import gpu_module_of
 from tensorkiln.schedule import gpu_reduction

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the models are written in torch")
 
-from tensorkiln.backends.cuda.pipeline import build_emulated  # noqa: E402
+from tensorkiln.driver.cuda import build_emulated  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
 from gpu_models import CASES, LinearGelu  # noqa: E402
 
@@ -50,7 +50,7 @@ def test_each_kernel_gets_the_strategy_of_its_kind():
     """Matrix products get the tiled GEMM (few rows: a warp per output), long row kernels (softmax, layer norm) a block
     per row, short ones a thread per row, elementwise kernels a grid-stride loop (the
     attribute tk.gpu_strategy records the choice)."""
-    from tensorkiln.backends.cuda.pipeline import lower_to_gpu
+    from tensorkiln.driver.cuda import lower_to_gpu
     from tensorkiln.lowering.loop_to_gpu import gpu_module_of
 
     chosen = {}

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tensorkiln as tk
-from tensorkiln.backends.cuda.pipeline import build_emulated, lower_to_gpu
+from tensorkiln.driver.cuda import build_emulated, lower_to_gpu
 from tensorkiln.lowering.loop_to_gpu import gpu_module_of
 from tensorkiln.passes.pipeline import PassContext
 from tensorkiln.schedule.gpu_gemm import MIN_ROWS, GemmShape, GemmTiles, choose_tiles, to_gemm_form
@@ -146,8 +146,8 @@ def test_grouped_and_depthwise_convs_keep_the_register_tiles():
 
 
 def _conv_kernel(x_shape, weight, disabled=()):
-    from tensorkiln.build import TO_LOOPS
-    from tensorkiln.passes.pipeline import optimize_graph, run_pipeline
+    from tensorkiln.driver.pipelines import TO_LOOPS, optimize_graph
+    from tensorkiln.passes.pipeline import run_pipeline
 
     module = _conv_module(x_shape, weight, None, padding=1)
     with PassContext(disabled_passes=disabled) as ctx:

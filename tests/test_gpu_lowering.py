@@ -130,7 +130,7 @@ def test_host_program_computes_grids_from_shapes():
     b = tk.GraphBuilder()
     x = b.input("x", ("n", 37))
     y = b.relu(b.dense(x, np.ones((13, 37), np.float32)))
-    from tensorkiln.backends.cuda.pipeline import lower_to_gpu
+    from tensorkiln.driver.cuda import lower_to_gpu
 
     gpu_level, _ = lower_to_gpu(b.finish(y), opt_level=0)
     host = next(f for f in gpu_level.ops if isinstance(f, func.FuncOp))
@@ -150,7 +150,7 @@ def test_host_program_computes_grids_from_shapes():
 def test_cuda_build_without_cupy_says_what_is_missing():
     b = tk.GraphBuilder()
     module = b.finish(b.relu(b.input("x", (3, 5))))
-    from tensorkiln.backends.cuda.runtime import CudaUnavailableError
+    from tensorkiln.runtime.cuda import CudaUnavailableError
 
     with pytest.raises(CudaUnavailableError, match="needs cupy"):
         tk.build(module, target="cuda -arch=sm_90")

@@ -16,7 +16,8 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
 import tensorkiln as tk
-from tensorkiln.backends.cuda.pipeline import build_emulated, lower_to_gpu, parse_cuda_target
+from tensorkiln.backends.cuda.codegen import parse_cuda_target
+from tensorkiln.driver.cuda import build_emulated, lower_to_gpu
 from tensorkiln.backends.llvm.jit import CPUTarget, jit_compile
 from tensorkiln.dialects import loop
 from tensorkiln.lowering.loop_to_gpu import gpu_module_of

@@ -98,7 +98,7 @@ def test_verifier_names_what_is_wrong():
 
 
 def test_emulated_gpu_kernels_match_the_cpu():
-    from tensorkiln.backends.cuda.pipeline import build_emulated
+    from tensorkiln.driver.cuda import build_emulated
 
     module = _module("s", 40, 70, 5)
     x, w, g = _inputs(67, 40, 70, 5, sort=False)

@@ -14,7 +14,7 @@ from xdsl.utils.exceptions import VerifyException
 
 import tensorkiln as tk
 from nvcc import compile_ptx
-from tensorkiln.backends.cuda.pipeline import build_emulated
+from tensorkiln.driver.cuda import build_emulated
 
 torch = pytest.importorskip("torch")
 from torch_compile import compile_torch_fn  # noqa: E402

@@ -160,7 +160,7 @@ def test_a_check_inside_control_flow_is_run_by_the_vm():
 
 
 def test_emulated_gpu_build_checks_too():
-    from tensorkiln.backends.cuda.pipeline import build_emulated
+    from tensorkiln.driver.cuda import build_emulated
 
     model, module = _embedding_module()
     lib = build_emulated(module)
@@ -174,7 +174,7 @@ def test_cuda_module_reads_the_predicates_after_the_launches(monkeypatch):
     holds: true lets the outputs through, false raises."""
     from fake_cupy import fake_cupy
 
-    from tensorkiln.backends.cuda import runtime
+    from tensorkiln.runtime import cuda as runtime
 
     fake = fake_cupy([])
     monkeypatch.setattr(runtime, "require_cupy", lambda: fake)

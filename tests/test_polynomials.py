@@ -15,7 +15,7 @@ from xdsl.utils.exceptions import VerifyException
 
 import tensorkiln as tk
 from nvcc import compile_ptx
-from tensorkiln.backends.cuda.pipeline import build_emulated
+from tensorkiln.driver.cuda import build_emulated
 from tensorkiln.dialects.graph.polynomials import POLYNOMIALS
 
 torch = pytest.importorskip("torch")

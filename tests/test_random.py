@@ -183,7 +183,7 @@ def test_vm_fills_the_state():
 
 
 def test_emulated_gpu_kernels_draw_the_cpu_numbers():
-    from tensorkiln.backends.cuda.pipeline import build_emulated
+    from tensorkiln.driver.cuda import build_emulated
 
     module = _draws_module()
     x, state = RNG.standard_normal((3, 5)).astype(np.float32), _state()

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import tensorkiln as tk
-from tensorkiln.build import TO_LOOPS
-from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
+from tensorkiln.driver.pipelines import TO_LOOPS
+from tensorkiln.driver.pipelines import optimize_graph
+from tensorkiln.passes.pipeline import PassContext, run_pipeline
 from tensorkiln.schedule.schedule import kernels
 
 SHAPES = [(3, 1000), (7, 77, 129), (1, 4097), (5, 1), (2, 3)]

@@ -13,8 +13,8 @@ import pytest
 from xdsl.utils.exceptions import VerifyException
 
 import tensorkiln as tk
-from tensorkiln.backends.cuda.pipeline import build_emulated, lower_to_gpu
-from tensorkiln.build import TO_LOOPS
+from tensorkiln.driver.cuda import build_emulated, lower_to_gpu
+from tensorkiln.driver.pipelines import TO_LOOPS
 from tensorkiln.dialects import te
 from tensorkiln.dialects.graph.indexing import running_extreme_positions
 from tensorkiln.lowering.loop_to_gpu import gpu_module_of

@@ -16,7 +16,8 @@ from xdsl.dialects.builtin import ModuleOp
 import tensorkiln as tk
 from tensorkiln.build import jit_loops, lower_to_loops
 from tensorkiln.dialects.functions import find_function
-from tensorkiln.passes.pipeline import PassContext, optimize_graph
+from tensorkiln.driver.pipelines import optimize_graph
+from tensorkiln.passes.pipeline import PassContext
 from tensorkiln.runtime.module import CompiledModule
 from tensorkiln.schedule import PRIMITIVES, Schedule, ScheduleError, kernels, trace_from_json, trace_to_json
 from tensorkiln.dialects.functions import signature_of

@@ -112,7 +112,7 @@ def test_short_axes_keep_the_rank_sort_long_ones_get_the_kernel():
 
 
 def test_the_kernel_on_the_emulated_gpu_and_through_nvcc(rng, tmp_path):
-    from tensorkiln.backends.cuda.pipeline import build_emulated
+    from tensorkiln.driver.cuda import build_emulated
 
     b = GraphBuilder()
     x = b.input("x", (3, 700), np.float32)

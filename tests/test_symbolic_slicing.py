@@ -329,7 +329,7 @@ def test_sizes_used_as_numbers():
 def test_decoder_step_on_the_emulated_gpu_and_every_executor():
     """The same kernels on the GPU path (emulated on the CPU: every block and thread)
     and in the interpreter, graph executor and VM, at a cache length not exported."""
-    from tensorkiln.backends.cuda.pipeline import build_emulated
+    from tensorkiln.driver.cuda import build_emulated
 
     torch.manual_seed(3)
     model = DecoderStep().eval()
@@ -410,7 +410,7 @@ class ChunkedHeads(nn.Module):
 
 def test_a_kernel_given_the_length_its_padded_buffers_lose(tmp_path):
     from strategy_helpers import scheduled_loops
-    from tensorkiln.backends.cuda.pipeline import build_emulated
+    from tensorkiln.driver.cuda import build_emulated
     from tensorkiln.dialects import loop
     from tensorkiln.runtime.artifact import load_module
     from tensorkiln.schedule import kernels

@@ -74,9 +74,11 @@ def test_the_taps_share_their_window_starts():
     to build (a kernel of 12k ops)."""
     from collections import Counter
 
-    from tensorkiln.build import TO_LOOPS, compilable_copy
+    from tensorkiln.driver.compilable import compilable_copy
+    from tensorkiln.driver.pipelines import TO_LOOPS
     from tensorkiln.dialects import loop
-    from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
+    from tensorkiln.driver.pipelines import optimize_graph
+    from tensorkiln.passes.pipeline import PassContext, run_pipeline
     from tensorkiln.schedule import kernels
 
     class Pool(torch.nn.Module):

@@ -14,7 +14,7 @@ nn = torch.nn
 F = torch.nn.functional
 
 import tensorkiln as tk  # noqa: E402
-from tensorkiln.backends.cuda.pipeline import build_emulated  # noqa: E402
+from tensorkiln.driver.cuda import build_emulated  # noqa: E402
 from tensorkiln.frontends.torch import TorchImportError, from_exported_program  # noqa: E402
 from tensorkiln.frontends.torch.importer import _decompose  # noqa: E402
 from tensorkiln.frontends.torch.ops import volumetric  # noqa: E402

@@ -300,7 +300,7 @@ def _every_op_inputs(rng) -> tuple:
 def test_gpu_kernels_compute_them(rng):
     """Every new op through the CUDA lowering (default GPU schedules, loop-to-gpu), its
     kernels run on the CPU by emulate-gpu, against torch."""
-    from tensorkiln.backends.cuda.pipeline import build_emulated
+    from tensorkiln.driver.cuda import build_emulated
 
     inputs = _every_op_inputs(rng)
     lib = build_emulated(_import(_every_op, inputs))
@@ -313,7 +313,7 @@ def test_cuda_source_compiles(rng, tmp_path):
     """The CUDA C of every new op (f32 and, for the graph ops, f16 and f64) compiles with nvcc."""
     from test_cuda_nvcc import NVCC, compile_all
 
-    from tensorkiln.backends.cuda.pipeline import emit_cuda_source
+    from tensorkiln.driver.cuda import emit_cuda_source
 
     if NVCC is None:
         pytest.skip("nvcc is not installed (CUDA toolkit); nothing to compile with")

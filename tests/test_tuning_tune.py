@@ -104,7 +104,8 @@ def test_apply_best_picks_the_fastest_record(tmp_path, caplog) -> None:
     log = tmp_path / "best.jsonl"
     save_records(log, [_fake(relu, slow, 3e-3), _fake(relu, fast, 1e-3), _fake(relu, broken, 1e-9, "WRONG_RESULT")])
     loops = lower_to_loops(module)
-    from tensorkiln.passes.pipeline import PassContext, optimize_graph
+    from tensorkiln.driver.pipelines import optimize_graph
+    from tensorkiln.passes.pipeline import PassContext
 
     loops = module.clone()
     optimize_graph(loops, PassContext(opt_level=2, dump_ir=False))
@@ -320,7 +321,8 @@ def test_dense_with_a_constant_weight_tunes_its_packed_default(tmp_path, rng) ->
     # a log whose only record re-lays out the weight: the build packs it for that kernel
     packed_log = tmp_path / "packed.jsonl"
     save_records(packed_log, [records[0]])
-    from tensorkiln.passes.pipeline import PassContext, optimize_graph
+    from tensorkiln.driver.pipelines import optimize_graph
+    from tensorkiln.passes.pipeline import PassContext
     from tensorkiln.schedule.layout import recorded_layouts
 
     loops = module.clone()

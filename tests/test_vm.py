@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import tensorkiln as tk
 from tensorkiln.dialects.graph.control import IfOp, WhileOp
-from tensorkiln.driver.vm import VMModule, build_vm
+from tensorkiln.driver import build_vm
+from tensorkiln.driver.vm import VMModule
 from tensorkiln.frontends.control_flow import if_, while_
 from xdsl.utils.exceptions import VerifyException
 

@@ -75,14 +75,14 @@ def compile_kernel(module_text: str, target: str) -> tuple[Any, Any]:
     key = (module_text, target)
     if key in _COMPILED:
         return _COMPILED[key]
-    from ..backends.llvm.jit import CPUTarget, jit_compile
-    from ..build import lower_to_llvm_dialect
+    from ..backends.llvm.jit import jit_compile
+    from ..driver import lower_to_llvm_dialect, parse_target
     from .task import KERNEL_SYMBOL, parse_kernel_module
 
     module, kernel = parse_kernel_module(module_text)
     n_args = len(kernel.function_type.inputs.data)
     lower_to_llvm_dialect(module, target=target)
-    jit = jit_compile(module, CPUTarget.parse(target))
+    jit = jit_compile(module, parse_target(target).config)
     function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args)(jit.address(KERNEL_SYMBOL))
     if len(_COMPILED) >= 4:
         _COMPILED.pop(next(iter(_COMPILED)))

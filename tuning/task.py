@@ -23,10 +23,16 @@ from dataclasses import dataclass, field
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, _FloatType
 from xdsl.ir import Operation
+from xdsl.parser import Parser
 
 from ..dialects import loop
+from ..driver import parse_target
+from ..driver.compilable import check_supported
+from ..driver.pipelines import TO_LOOPS, optimize_graph
+from ..passes.pipeline import PassContext, run_pipeline
 from ..schedule.nest import static_trip_bound
 from ..schedule.schedule import KERNEL_ATTR, kernels
+from ..universe import make_context
 
 #: the name a kernel's symbol takes in its normalised text (and in measured modules)
 KERNEL_SYMBOL = "kernel"
@@ -42,9 +48,7 @@ def normalized_kernel_text(kernel: func.FuncOp) -> str:
 
 def target_fingerprint(target: str) -> str:
     """What of a target changes generated code: the CPU name and its features."""
-    from ..backends.llvm.jit import CPUTarget
-
-    cpu = CPUTarget.parse(target)
+    cpu = parse_target(target).config
     return f"{cpu.cpu}|{cpu.features}|O{cpu.opt_level}"
 
 
@@ -160,10 +164,6 @@ class Task:
 
 def parse_kernel_module(text: str) -> tuple[ModuleOp, func.FuncOp]:
     """Parse a measured module's text; returns it and its ``tk.kernel`` function."""
-    from xdsl.parser import Parser
-
-    from ..universe import make_context
-
     module = Parser(make_context(), text).parse_module()
     found = kernels(module)
     if len(found) != 1:
@@ -215,9 +215,6 @@ def lower_for_tuning(module: ModuleOp, opt_level: int | None = None) -> ModuleOp
     """A graph module as ``tk.build`` sees it before scheduling: graph optimization
     (fusion) at the current PassContext's level, then ``graph-to-te,te-to-loop``."""
     import dataclasses
-
-    from ..build import TO_LOOPS, check_supported
-    from ..passes.pipeline import PassContext, optimize_graph, run_pipeline
 
     ctx = PassContext.current()
     if opt_level is not None:

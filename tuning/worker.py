@@ -31,7 +31,7 @@ def main() -> None:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     requests = sys.stdin.buffer
-    import tensorkiln.build  # noqa: F401  (the compiler, before the ready signal)
+    import tensorkiln.driver  # noqa: F401  (the compiler, before the ready signal)
     import tensorkiln.tuning.measure  # noqa: F401
 
     replies.write(b"R")

@@ -67,7 +67,7 @@ class CPUTarget:
                 )
         features = ",".join(f for f in [host_features, *extra] if f)
         # LLVM prefers 256-bit vectors on AVX-512 CPUs; our kernels are wide enough for zmm.
-        if "+avx512f" in features and "prefer-256-bit" not in features:
+        if _enabled(features).get("avx512f") and "prefer-256-bit" not in features:
             features += ",-prefer-256-bit"
         return CPUTarget(cpu, features, opt, layout=layout)
 
@@ -75,15 +75,27 @@ class CPUTarget:
         return f"llvm -mcpu={self.cpu}"
 
     @property
+    def enabled_features(self) -> frozenset[str]:
+        """The features code may use, ``+``-prefixed (``{"+avx2", "+fma", ...}``): the
+        last mention of each in the feature string wins."""
+        return frozenset(f"+{name}" for name, on in _enabled(self.features).items() if on)
+
+    @property
     def vector_bits(self) -> int:
         """The SIMD register width ``vectorized`` loops should use (loop-to-llvm's
         ``vector_bits``): 512 with AVX-512, 256 with AVX, else 128."""
-        features = set(self.features.split(","))
-        if "+avx512f" in features:
+        enabled = _enabled(self.features)
+        if enabled.get("avx512f"):
             return 512
-        if "+avx" in features or "+avx2" in features:
+        if enabled.get("avx") or enabled.get("avx2"):
             return 256
         return 128
+
+
+def _enabled(features: str) -> dict[str, bool]:
+    """Each feature of an LLVM feature string, enabled or not: the last mention wins, as
+    in LLVM (``"+avx512f,...,-avx512f"``: the host's, then the target's ``-mattr``)."""
+    return {f[1:]: f[0] == "+" for f in features.split(",") if f[:1] in ("+", "-")}
 
 
 @lru_cache(maxsize=1)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ...runtime.cuda import CudaUnavailableError, require_cupy
 from ..external import PythonExternalModule, register_kind
 from ..gemm_program import GemmProgram
 from .gemm_module import describe_program
@@ -23,8 +24,6 @@ from .gemm_module import describe_program
 def unavailable() -> str | None:
     """Why cuBLAS cannot run here (no cupy, no CUDA device), or None: the CUDA
     target's own check."""
-    from ...backends.cuda.runtime import CudaUnavailableError, require_cupy
-
     try:
         require_cupy()
     except CudaUnavailableError as error:

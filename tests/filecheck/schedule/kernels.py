@@ -4,8 +4,9 @@
 def scheduled(module):
     """A graph module optimized at O2, lowered to loops and given its default schedules
     (AVX-512 widths), in place."""
-    from tensorkiln.build import TO_LOOPS
-    from tensorkiln.passes.pipeline import PassContext, optimize_graph, run_pipeline
+    from tensorkiln.driver.pipelines import TO_LOOPS
+    from tensorkiln.driver.pipelines import optimize_graph
+    from tensorkiln.passes.pipeline import PassContext, run_pipeline
 
     ctx = PassContext(opt_level=2, dump_ir=False)
     optimize_graph(module, ctx)
