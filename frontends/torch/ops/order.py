@@ -7,6 +7,16 @@ the k-th smallest; its value is gathered. A search counts the boundaries below e
 value (``right``: at or below): with m boundaries that is m comparisons per value
 summed, which for the short boundary lists models carry (bucketing distances, token
 ids) costs less than a binary search's data-dependent loop.
+
+NaN as torch: argsort orders NaN after +inf (kthvalue, nanmedian follow); ``median``
+is NaN (at the first NaN's position) where its row holds one; ``bucketize`` and
+``searchsorted`` put a NaN value past every boundary (torch's binary search steps right
+while ``not (boundary >= value)``, which holds for every boundary against NaN); ``mode``
+counts NaNs as one value, larger than every number (torch.sort's order), and picks the
+smallest of the most frequent values. (torch's own CPU ``mode`` on NaN inputs depends
+on how its unstable sort meets NaN and is not reproducible in general: ``[nan, 1, 2, nan]``
+gives NaN in both; ``[3, nan, nan, 3, nan]`` gives 3 in torch, NaN here.) A sequence that
+holds NaN is not sorted in torch's sense; its result there depends on the search's path.
 """
 
 from __future__ import annotations
@@ -14,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import SSAValue
 
-from ....dialects.graph.types import shape_of
+from ....dialects.graph.types import numpy_dtype, shape_of
 from ..context import ImportContext
 from ..registry import converter
 
@@ -33,6 +43,33 @@ def _order_statistic(ctx: ImportContext, x: SSAValue, rank: int, dim: int, keepd
     if keepdim:
         return values, indices
     return _drop_axis(ctx, values, dim), _drop_axis(ctx, indices, dim)
+
+
+def _first_nan(ctx: ImportContext, x: SSAValue, dim: int) -> tuple[SSAValue, SSAValue]:
+    """(whether the row along ``dim`` holds a NaN, the first NaN's position), both keepdim."""
+    b = ctx.b
+    nan = b.compare(x, x, "ne")  # only NaN differs from itself
+    position = b.argmax(ctx.cast(nan, np.dtype(np.int32)), dim, keepdims=True)
+    return b.gather(nan, position, dim), position
+
+
+def _nan_propagated(ctx: ImportContext, x: SSAValue, dim: int, values: SSAValue, indices: SSAValue, keepdim: bool):
+    """torch's median: NaN, at the first NaN's position, where the row holds one."""
+    b = ctx.b
+    if not keepdim:
+        values, indices = b.reshape(values, _kept(x, dim)), b.reshape(indices, _kept(x, dim))
+    has_nan, position = _first_nan(ctx, x, dim)
+    values = b.where(has_nan, b.gather(x, position, dim), values)
+    indices = b.where(has_nan, position, indices)
+    if keepdim:
+        return values, indices
+    return _drop_axis(ctx, values, dim), _drop_axis(ctx, indices, dim)
+
+
+def _kept(x: SSAValue, dim: int) -> tuple:
+    shape = list(shape_of(x.type))
+    shape[dim] = 1
+    return tuple(shape)
 
 
 def _static_length(x: SSAValue, dim: int, what: str) -> int:
@@ -55,16 +92,24 @@ def kthvalue(ctx: ImportContext, node, x, k, dim=-1, keepdim=False):
 
 @converter("aten.median.dim", scalars_as_vectors=True)
 def median_dim(ctx: ImportContext, node, x, dim=-1, keepdim=False):
-    """torch's median of an even count is the lower of the two middle values."""
+    """torch's median of an even count is the lower of the two middle values; NaN where
+    the row holds one."""
     dim = dim % max(ctx.rank(x), 1)
-    return _order_statistic(ctx, x, (_static_length(x, dim, "median") - 1) // 2, dim, keepdim)
+    values, indices = _order_statistic(ctx, x, (_static_length(x, dim, "median") - 1) // 2, dim, keepdim)
+    if not _is_float(x):
+        return values, indices
+    return _nan_propagated(ctx, x, dim, values, indices, keepdim)
 
 
 @converter("aten.median.default")
 def median(ctx: ImportContext, node, x):
     count = int(np.prod([_static_length(x, d, "median") for d in range(ctx.rank(x))]))
-    values, _ = _order_statistic(ctx, ctx.b.reshape(x, (count,)), (count - 1) // 2, 0, False)
+    values, _ = median_dim(ctx, node, ctx.b.reshape(x, (count,)), 0, False)
     return values
+
+
+def _is_float(x: SSAValue) -> bool:
+    return numpy_dtype(x.type.element_type).kind in "fcV"  # V: bfloat16
 
 
 @converter("aten.nanmedian.dim", scalars_as_vectors=True)
@@ -96,18 +141,21 @@ def nanmedian(ctx: ImportContext, node, x):
 def _count_below(ctx: ImportContext, sequence: SSAValue, values: SSAValue, right: bool, out_int32: bool) -> SSAValue:
     """For each value, how many elements of ``sequence``'s last axis are below it (at or
     below with ``right``); ``sequence`` is 1-d, or holds one sorted row per row of
-    ``values``."""
+    ``values``. Counted as the length minus those not below (``>=``, ``>``), so that a
+    NaN value, which compares false, lands past every element, as in torch."""
     b = ctx.b
     if ctx.rank(sequence) == 1:
-        flags = b.compare(sequence, b.reshape(values, (*shape_of(values.type), 1)), "le" if right else "lt")
+        flags = b.compare(sequence, b.reshape(values, (*shape_of(values.type), 1)), "gt" if right else "ge")
     else:
         rows, columns = shape_of(sequence.type), shape_of(values.type)
         flags = b.compare(
             b.reshape(sequence, (*rows[:-1], 1, rows[-1])),
             b.reshape(values, (*columns, 1)),
-            "le" if right else "lt",
+            "gt" if right else "ge",
         )
-    counts = b.reduce_sum(ctx.cast(flags, np.dtype(np.int64)), [ctx.rank(flags) - 1], keepdims=False)
+    not_below = b.reduce_sum(ctx.cast(flags, np.dtype(np.int64)), [ctx.rank(flags) - 1], keepdims=False)
+    length = shape_of(sequence.type)[-1]
+    counts = b.sub(ctx.scalar(length, not_below), not_below)
     return ctx.cast(counts, np.dtype(np.int32 if out_int32 else np.int64))
 
 
@@ -135,7 +183,8 @@ def mode(ctx: ImportContext, node, x, dim=-1, keepdim=False):
     """The most frequent value along ``dim`` (the smallest of those tied, as torch) and the
     last position holding it. Sorted, each run of equal values has its length at its last
     element (its position minus the run's start, a running max of run starts, plus one);
-    the first run end of the longest length is the mode."""
+    the first run end of the longest length is the mode. NaNs are one value, sorted last
+    (see the module docstring)."""
     b = ctx.b
     dim = dim % ctx.rank(x)
     n = _static_length(x, dim, "mode")
@@ -145,7 +194,7 @@ def mode(ctx: ImportContext, node, x, dim=-1, keepdim=False):
     position = ctx.constant(np.arange(n, dtype=np.int64).reshape(along))
     ordered = b.gather(x, b.argsort(x, dim, descending=False, k=n), dim)
     if n > 1:
-        differs = b.compare(b.slice(ordered, [1], [n], [dim], [1]), b.slice(ordered, [0], [n - 1], [dim], [1]), "ne")
+        differs = _differs(ctx, b.slice(ordered, [1], [n], [dim], [1]), b.slice(ordered, [0], [n - 1], [dim], [1]))
         edge = b.broadcast_to(b.constant(np.asarray(True)), tuple(1 if d == dim else s for d, s in enumerate(shape_of(x.type))))
         starts_run = b.concat([edge, differs], axis=dim)
         ends_run = b.concat([differs, edge], axis=dim)
@@ -157,7 +206,18 @@ def mode(ctx: ImportContext, node, x, dim=-1, keepdim=False):
     longest = b.compare(length, b.reduce_max(length, [dim], keepdims=True), "eq")
     first = b.argmax(ctx.cast(longest, np.dtype(np.int32)), dim, keepdims=True)
     value = b.gather(ordered, first, dim)
-    last = b.reduce_max(b.where(b.compare(x, value, "eq"), position, ctx.scalar(-1, position)), [dim], keepdims=True)
+    same = b.bitwise_xor(_differs(ctx, x, value), b.constant(np.asarray(True)))
+    last = b.reduce_max(b.where(same, position, ctx.scalar(-1, position)), [dim], keepdims=True)
     if keepdim:
         return value, last
     return _drop_axis(ctx, value, dim), _drop_axis(ctx, last, dim)
+
+
+def _differs(ctx: ImportContext, a: SSAValue, b_: SSAValue) -> SSAValue:
+    """``a != b`` where NaN equals NaN (mode counts NaNs as one value)."""
+    b = ctx.b
+    differs = b.compare(a, b_, "ne")
+    if not _is_float(a):
+        return differs
+    both_nan = b.bitwise_and(b.compare(a, a, "ne"), b.compare(b_, b_, "ne"))
+    return b.bitwise_and(differs, b.bitwise_xor(both_nan, b.constant(np.asarray(True))))

@@ -1,0 +1,206 @@
+"""NaN and inf through every sort/select/search op, against torch (issue #39: median and
+mode ignored NaN where torch propagates it, bucketize put NaN in bucket 0, torch last).
+
+Values must equal torch's exactly (NaN where torch has NaN). Indices must equal torch's
+where torch defines them; where several positions hold the selected value (ties, or NaN
+among NaNs: torch documents no choice), the index must point at a position holding it.
+``mode`` is checked against its stated semantics (NaNs are one value, sorted last; the
+smallest of the most frequent) and against torch on rows where torch's answer does not
+depend on its unstable sort (see frontends/torch/ops/order.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+import tensorkiln as tk  # noqa: E402
+from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
+
+NAN, INF = float("nan"), float("inf")
+
+#: rows covering NaN first/last/only, inf of both signs, ties, signed zeros
+ROWS = [
+    [NAN, 1, 2, NAN],
+    [1, 2, 3, 4],
+    [INF, -INF, 0, 1],
+    [NAN, NAN, NAN, NAN],
+    [INF, INF, NAN, -INF],
+    [-INF, 3, -INF, 2],
+    [2, NAN, 2, 1],
+    [0.0, -0.0, 0, 5],
+]
+BOUNDARIES = torch.tensor([-1.0, 0.0, 1.0, INF])
+
+
+class _Fn(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def rows() -> torch.Tensor:
+    return torch.tensor(ROWS)
+
+
+def mixed(rng, *shape) -> torch.Tensor:
+    """Random normals with about 25% NaN, 15% +inf, 15% -inf."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    u = rng.random(shape)
+    x[u < 0.25] = np.nan
+    x[(u >= 0.25) & (u < 0.4)] = np.inf
+    x[(u >= 0.4) & (u < 0.55)] = -np.inf
+    return torch.from_numpy(x)
+
+
+def _flat(result) -> list:
+    if isinstance(result, tuple | list):
+        return [t for r in result for t in _flat(r)]
+    return [result]
+
+
+def _compiled(fn, *inputs):
+    ep = torch.export.export(_Fn(fn).eval(), inputs)
+    got = tk.build(from_exported_program(ep))(*(t.numpy() for t in inputs))
+    return list(got) if isinstance(got, tuple) else [got]
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> bool:
+    return got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got, want, equal_nan=want.dtype.kind == "f")
+
+
+def _index_holds(x: np.ndarray, values: np.ndarray, indices: np.ndarray, dim: int) -> bool:
+    """Each index points at a position of ``x`` along ``dim`` holding its value."""
+    picked = np.take_along_axis(x, np.expand_dims(indices, dim) if indices.ndim < x.ndim else indices, dim)
+    picked = picked.reshape(values.shape)
+    return bool(np.all((picked == values) | (np.isnan(picked) & np.isnan(values))))
+
+
+VALUE_AND_INDEX = [
+    ("median.dim", lambda x: torch.median(x, 1), rows, 1),
+    ("median.dim0-keepdim", lambda x: torch.median(x, 0, keepdim=True), rows, 0),
+    ("median.mixed", lambda x: torch.median(x, -1), "mixed", 1),
+    ("nanmedian.dim", lambda x: torch.nanmedian(x, 1), rows, 1),
+    ("kthvalue.2", lambda x: torch.kthvalue(x, 2, 1), rows, 1),
+    ("kthvalue.4", lambda x: torch.kthvalue(x, 4, 1), rows, 1),
+    ("kthvalue.mixed", lambda x: torch.kthvalue(x, 3, 1), "mixed", 1),
+    ("topk", lambda x: torch.topk(x, 2, 1), rows, 1),
+    ("topk.smallest", lambda x: torch.topk(x, 2, 1, largest=False), rows, 1),
+    ("topk.mixed", lambda x: torch.topk(x, 3, 1), "mixed", 1),
+    ("max.dim", lambda x: torch.max(x, 1), rows, 1),
+    ("min.dim", lambda x: torch.min(x, 1), rows, 1),
+    ("cummax", lambda x: torch.cummax(x, 1), rows, 1),
+    ("cummin", lambda x: torch.cummin(x, 1), rows, 1),
+    ("sort", lambda x: torch.sort(x, 1), rows, 1),
+    ("sort.descending", lambda x: torch.sort(x, 1, descending=True), rows, 1),
+    ("sort.stable-mixed", lambda x: torch.sort(x, dim=0, stable=True), "mixed", 0),
+]
+
+
+@pytest.mark.parametrize("fn, make, dim", [pytest.param(f, m, d, id=n) for n, f, m, d in VALUE_AND_INDEX])
+def test_values_and_indices_with_nan_and_inf(rng, fn, make, dim):
+    x = rows() if make is rows else mixed(rng, 7, 9)
+    values, indices = (t.numpy() for t in _flat(fn(x)))
+    got_values, got_indices = _compiled(fn, x)
+    assert _same(got_values, values), f"values {got_values.tolist()}, torch {values.tolist()}"
+    assert got_indices.dtype == indices.dtype and got_indices.shape == indices.shape
+    assert _index_holds(x.numpy(), got_values, got_indices, dim), f"indices {got_indices.tolist()} (torch {indices.tolist()})"
+
+
+def test_median_is_nan_at_the_first_nan_as_torch():
+    """The issue's case: [nan, 1, 2, nan] -> torch nan (we gave 2). Index: the first NaN."""
+    x = rows()
+    got_values, got_indices = _compiled(lambda t: torch.median(t, 1), x)
+    want = torch.median(x, 1)
+    assert _same(got_values, want.values.numpy()) and _same(got_indices, want.indices.numpy())
+    (overall,) = _compiled(lambda t: torch.median(t), x)
+    assert np.isnan(overall)
+    (finite,) = _compiled(lambda t: torch.median(t[1:3]), x)
+    assert finite == torch.median(x[1:3]).item()
+
+
+VALUES_ONLY = [
+    ("median.all", lambda x: (torch.median(x), torch.median(x[1:3]))),
+    ("nanmedian.all", lambda x: (torch.nanmedian(x), torch.nanmedian(x[3:4]))),
+    ("argmax", lambda x: torch.argmax(x, 1)),
+    ("argmin", lambda x: torch.argmin(x, 1)),
+    ("argmax.all", lambda x: torch.argmax(x)),
+    ("argmin.all", lambda x: torch.argmin(x[1:3])),
+    ("max.all", lambda x: (torch.max(x), torch.max(x[1:3]))),
+    ("min.all", lambda x: (torch.min(x), torch.min(x[1:3]))),
+    ("amax-amin", lambda x: (torch.amax(x, 1), torch.amin(x, 1))),
+    ("aminmax", lambda x: torch.aminmax(x, dim=1)),
+    ("maximum-minimum", lambda x: (torch.maximum(x, x.flip(1)), torch.minimum(x, x.flip(1)))),
+    ("fmax-fmin", lambda x: (torch.fmax(x, x.flip(1)), torch.fmin(x, x.flip(1)))),
+    ("clamp", lambda x: torch.clamp(x, -1, 1)),
+    ("argsort.stable", lambda x: torch.argsort(x, dim=1, stable=True)),
+    ("argsort.stable-descending", lambda x: torch.argsort(x, dim=1, descending=True, stable=True)),
+    ("msort", lambda x: torch.msort(x)),
+    ("bucketize", lambda x: torch.bucketize(x, BOUNDARIES)),
+    ("bucketize.right-int32", lambda x: torch.bucketize(x, BOUNDARIES, right=True, out_int32=True)),
+    ("searchsorted", lambda x: torch.searchsorted(BOUNDARIES, x)),
+    ("searchsorted.right", lambda x: torch.searchsorted(BOUNDARIES, x, side="right")),
+    ("quantile", lambda x: torch.quantile(x, 0.3, dim=1)),
+    ("nanquantile", lambda x: torch.nanquantile(x, 0.3, dim=1)),
+    ("logsumexp", lambda x: torch.logsumexp(x, 1)),
+    ("isin", lambda x: torch.isin(x, BOUNDARIES)),
+    ("histc", lambda x: torch.histc(x, 4, -2, 2)),
+]
+
+
+@pytest.mark.parametrize("fn", [pytest.param(f, id=n) for n, f in VALUES_ONLY])
+def test_values_with_nan_and_inf_equal_torch(fn):
+    x = rows()
+    want = [t.numpy() for t in _flat(fn(x))]
+    got = _compiled(fn, x)
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert _same(np.asarray(g), w), f"output {k}: {np.asarray(g).tolist()}, torch {w.tolist()}"
+
+
+def test_bucketize_puts_nan_past_the_last_boundary():
+    x = torch.tensor([NAN, -2.0, 0.5, INF, NAN])
+    for right in (False, True):
+        (got,) = _compiled(lambda t: torch.bucketize(t, BOUNDARIES, right=right), x)
+        np.testing.assert_array_equal(got, torch.bucketize(x, BOUNDARIES, right=right).numpy())
+        assert got[0] == got[-1] == len(BOUNDARIES)
+
+
+def test_unique_with_nan_and_inf():
+    for x in (torch.tensor([NAN, 1, 1, INF, -INF, INF, NAN]), torch.tensor([2.0, 1, 1, INF, -INF, INF, 0])):
+        got = _compiled(lambda t: torch.unique(t), x)[0]
+        assert _same(got, torch.unique(x).numpy())
+
+
+def _mode_reference(row: list[float]) -> float:
+    """NaNs one value, larger than every number; the smallest of the most frequent."""
+    keys = ["nan" if np.isnan(v) else v for v in row]
+    counts = {k: keys.count(k) for k in keys}
+    best = max(counts.values())
+    tied = [k for k, c in counts.items() if c == best]
+    numbers = sorted(k for k in tied if k != "nan")
+    return numbers[0] if numbers else NAN
+
+
+MODE_ROWS = ROWS + [[NAN, NAN, 1, 1], [3, NAN, NAN, 3], [NAN, 2, NAN, 2]]
+
+
+def test_mode_counts_nans_as_one_value():
+    x = torch.tensor(MODE_ROWS)
+    values, indices = _compiled(lambda t: torch.mode(t, 1), x)
+    for k, row in enumerate(x.tolist()):
+        want = _mode_reference(row)
+        assert values[k] == want or (np.isnan(want) and np.isnan(values[k])), f"row {row}: {values[k]}, expected {want}"
+        last = max(j for j, v in enumerate(row) if v == want or (np.isnan(v) and np.isnan(want)))
+        assert indices[k] == last, f"row {row}: index {indices[k]}, expected the last position {last}"
+
+
+@pytest.mark.parametrize("row", [[NAN, 1, 2, NAN], [NAN, NAN, NAN, NAN], [INF, INF, NAN, -INF], [NAN, NAN, 1, 1], [1, 2, 3, 4]])
+def test_mode_agrees_with_torch_where_torch_is_unambiguous(row):
+    x = torch.tensor([row])
+    values, _ = _compiled(lambda t: torch.mode(t, 1), x)
+    assert _same(values, torch.mode(x, 1).values.numpy())
