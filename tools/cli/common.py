@@ -35,7 +35,7 @@ class UserError(Exception):
 #: as one line, without the hint that it may be a bug of ours
 USER_ERRORS: tuple[type[BaseException], ...] = (
     UserError, OSError, ValueError, IndexError, UnsupportedOperatorError, ArtifactError,
-    RuntimeCheckError, ParseError, VerifyException, ImportError,
+    RuntimeCheckError, ParseError, VerifyException,
 )
 
 

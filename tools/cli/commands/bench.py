@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         rows.append((name, f"{seconds * 1e3:.4f}", f"{seconds / medians['tensorkiln']:.2f}", f"{differences[name]:.1e}"))
     shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in inputs)
     how = f"compiled in {compile_seconds * 1e3:.0f} ms" if model is not None else "loaded"
-    print(f"{args.model} ({how}); inputs {shapes}; {args.threads or 'default'} threads; {args.repeat} x {args.number} calls")
+    threads = "default threads" if args.threads is None else f"{args.threads} thread{'s' if args.threads > 1 else ''}"
+    print(f"{args.model} ({how}); inputs {shapes}; {threads}; {args.repeat} x {args.number} calls")
     print(format_table(rows))
     return 0
