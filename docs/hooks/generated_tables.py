@@ -127,7 +127,7 @@ def architecture() -> str:
     lines = path.read_text().splitlines()
     if lines and lines[0].startswith("# "):
         lines = lines[1:]
-    return "\n".join("#" + line if line.startswith("#") else line for line in lines)
+    return "\n".join(lines)
 
 
 TABLES: dict[str, Callable[[], str]] = {
