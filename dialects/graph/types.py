@@ -45,6 +45,8 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from ...runtime.sizes import MAX_BYTES
+
 Dim = int | str
 Shape = tuple[Dim, ...]
 
@@ -241,6 +243,8 @@ def shape_of(t: Attribute) -> Shape:
     if not isinstance(t, TensorType):
         raise VerifyException(f"expected a tensor type, got {t}")
     dims = t.get_shape()
+    if any(d > MAX_BYTES for d in dims):  # the generated code computes sizes in int64
+        raise VerifyException(f"{t}: a dim larger than 2**63 - 1 (sizes are 64-bit)")
     if isinstance(t.encoding, DimNamesAttr):
         names = [n.data for n in t.encoding.names.data]
         if len(names) != len(dims):
