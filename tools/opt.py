@@ -8,6 +8,10 @@ prints the result::
     tensorkiln-opt model.mlir --print-op-generic
     tensorkiln-opt bad.mlir --verify-diagnostics
 
+An error (a parse error, a verifier's diagnostic, a pass that fails, input that is not
+text) is printed alone, as ``tensorkiln-opt: error: ...``, with exit status 1;
+``--traceback`` shows Python's traceback as well (for reporting a bug).
+
 Dialects and passes come from :func:`tensorkiln.universe.full_universe`: xDSL's own,
 ours (``universe.DIALECTS`` / ``universe.PASSES``) and any other installed package's
 ``xdsl.universe`` entry point.
@@ -15,6 +19,8 @@ ours (``universe.DIALECTS`` / ``universe.PASSES``) and any other installed packa
 
 from __future__ import annotations
 
+import argparse
+import sys
 import warnings
 from collections.abc import Sequence
 
@@ -40,11 +46,38 @@ class TensorkilnOptMain(xDSLOptMain):
         for name, factory in self._universe.all_passes.items():
             self.register_pass(name, factory)
 
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--traceback", default=False, action="store_true", help="show the Python traceback of an error"
+        )
+
+
+def describe_error(error: BaseException) -> str:
+    """One message for an error of ``tensorkiln-opt`` (what the user sees without --traceback)."""
+    if isinstance(error, RecursionError):
+        return "the input is nested too deeply to be parsed (a constant or region nested thousands of levels?)"
+    if isinstance(error, UnicodeDecodeError):
+        return f"the input is not UTF-8 text (byte {error.start}: {error.reason}); is it a binary file?"
+    if isinstance(error, OSError) and error.filename:
+        return f"{error.filename}: {error.strerror}"
+    text = str(error).strip() or type(error).__name__
+    known = type(error).__module__.startswith(("xdsl", "tensorkiln")) or isinstance(error, ValueError)
+    notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))  # xDSL: the IR, the error marked
+    return (text if known else f"{type(error).__name__}: {text}") + notes
+
 
 def main(args: Sequence[str] | None = None) -> None:
     """Console-script entry point (``tensorkiln-opt``)."""
     warnings.filterwarnings("default", category=DeprecationWarning)
-    TensorkilnOptMain(args=args).run()
+    show_traceback = "--traceback" in (sys.argv[1:] if args is None else args)
+    try:
+        TensorkilnOptMain(args=args).run()
+    except Exception as error:  # noqa: BLE001 (every error is reported, as one message)
+        if show_traceback:
+            raise
+        print(f"tensorkiln-opt: error: {describe_error(error)}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
