@@ -38,10 +38,10 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from ..dialects.graph import ConstantOp
 from ..dialects.graph.elementwise import ReluOp
-from ..dialects.graph.linalg import DenseOp, MatMulOp
+from ..dialects.graph.linalg import BatchMatMulOp, DenseOp, MatMulOp
 from ..dialects.graph.nn import Conv2dOp
 from ..dialects.graph.quant import DequantizeOp, QConv2dOp, QDenseOp, QuantizeOp
-from ..dialects.graph.shape import TransposeOp
+from ..dialects.graph.shape import ReshapeOp, TransposeOp
 
 log = logging.getLogger("tensorkiln.passes")
 
@@ -49,7 +49,7 @@ log = logging.getLogger("tensorkiln.passes")
 SKIPPED_ATTR = "tk.qdq"
 
 #: the float products this pass turns into quantized ones
-PRODUCTS = (DenseOp, MatMulOp, Conv2dOp)
+PRODUCTS = (DenseOp, MatMulOp, BatchMatMulOp, Conv2dOp)
 
 
 class NotFolded(Exception):
@@ -72,9 +72,20 @@ def _per_tensor(dq: DequantizeOp | QuantizeOp, what: str) -> None:
         raise NotFolded(f"the {what} is quantized per channel (only weights may be)")
 
 
+def _matrix_weight(value: SSAValue) -> SSAValue:
+    """A batch matmul's right operand without the reshape that only adds leading 1s (how
+    ONNX's MatMul of a (B, S, K) activation by a (K, N) weight arrives)."""
+    owner = value.owner
+    if isinstance(owner, ReshapeOp):
+        shape, source = value.type.get_shape(), owner.input.type.get_shape()
+        if len(source) == 2 and all(d == 1 for d in shape[:-2]) and tuple(shape[-2:]) == tuple(source):
+            return owner.input
+    return value
+
+
 def _weight_axis(op: Operation) -> int:
     """The output-channel axis of the product's float weight."""
-    if isinstance(op, MatMulOp):
+    if isinstance(op, MatMulOp | BatchMatMulOp):
         return 1
     if isinstance(op, Conv2dOp):
         return 0 if op.data_layout() == "NCHW" else 3
@@ -120,10 +131,10 @@ def _bias(bias: SSAValue | None, x: DequantizeOp, w: DequantizeOp, before: Opera
 
 def _fold(op: Operation) -> None:
     """Replace the island around the float product ``op`` (raise NotFolded if it is not one)."""
-    if isinstance(op, MatMulOp):
-        data, weight, bias = op.lhs, op.rhs, None
-        if len(op.lhs.type.get_shape()) != 2 or len(op.rhs.type.get_shape()) != 2:
-            raise NotFolded("a matmul folds with 2-d operands")
+    if isinstance(op, MatMulOp | BatchMatMulOp):
+        data, weight, bias = op.lhs, _matrix_weight(op.rhs), None
+        if len(weight.type.get_shape()) != 2:
+            raise NotFolded("the right operand is not a matrix (both operands are run-time activations: computed in float32)")
     else:
         data, weight, bias = op.operands[0], op.operands[1], getattr(op, "bias", None)
     x = _dequantized(data, "input")
@@ -147,7 +158,7 @@ def _fold(op: Operation) -> None:
     else:
         w_int = w.input
         ops = []
-        if isinstance(op, MatMulOp):  # (K, N) -> qdense's (N, K)
+        if isinstance(op, MatMulOp | BatchMatMulOp):  # (K, N) -> qdense's (N, K)
             transpose = TransposeOp(w_int, (1, 0))
             ops.append(transpose)
             w_int = transpose.result

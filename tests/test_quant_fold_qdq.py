@@ -13,7 +13,7 @@ from tensorkiln.dialects.graph.linalg import DenseOp, MatMulOp
 from tensorkiln.dialects.graph.nn import Conv2dOp
 from tensorkiln.dialects.graph.shape import TransposeOp
 from tensorkiln.passes.fold_qdq import SKIPPED_ATTR, fold_qdq
-from tensorkiln.passes.pipeline import PassContext, optimize_graph
+from tensorkiln.passes.pipeline import PassContext, run_pipeline
 
 
 def ops_of(module, cls):
@@ -128,9 +128,31 @@ def test_convolution_chain_stays_channels_last(rng):
     xv = rng.normal(size=(1, 8, 10, 10)).astype(np.float32)
     fold_qdq(module)
     want = tk.create_executor("interpreter", module).evaluate()(xv)
-    optimize_graph(module, PassContext(opt_level=2, dump_ir=False), layout="NHWC")
+    passes = ["cse", "fold-constants", "simplify", "convert-layout", "fold-constants", "simplify", "dce", "fuse-ops"]
+    run_pipeline(module, passes, PassContext(opt_level=2, dump_ir=False))
     assert {op.layout.data for op in ops_of(module, quant.QConv2dOp)} == {"NHWC"}
     first, second = ops_of(module, quant.QConv2dOp)
     assert not isinstance(second.input.owner, TransposeOp)
     assert any(v is first.result for v in second.input.owner.operands)  # the fused dequantize-add-quantize
     np.testing.assert_array_equal(tk.create_executor("interpreter", module).evaluate()(xv), want)
+
+
+def test_batch_matmul_by_a_constant_matrix_and_attention(rng):
+    """ONNX's MatMul of a (B, S, K) activation by a (K, N) weight arrives as a batch matmul
+    with the weight reshaped to (1, K, N): a qdense. A product of two activations
+    (attention's Q K^T) stays float32, with the reason."""
+    g = QDQ(rng)
+    x = g.b.input("x", (2, 5, 12))
+    w = g.b.reshape(g.weight((12, 7), 1), (1, 12, 7))
+    y = g.qdq(g.b.batch_matmul(g.qdq(x), w), 0.2, 120)
+    k = g.b.input("k", (2, 7, 5))
+    scores = g.qdq(g.b.batch_matmul(y, g.qdq(k)), 0.3, 100)
+    module = g.b.finish(scores)
+    xv, kv = rng.normal(size=(2, 5, 12)).astype(np.float32), rng.normal(size=(2, 7, 5)).astype(np.float32)
+    want = tk.create_executor("interpreter", module).evaluate()(xv, kv)
+    skipped = fold_qdq(module)
+    assert skipped == [("graph.batch_matmul", "the right operand is not a matrix (both operands are run-time activations: computed in float32)")]
+    (dense,) = ops_of(module, quant.QDenseOp)
+    assert dense.result.type.get_shape() == (2, 5, 7) and dense.weight.type.get_shape() == (7, 12)
+    got = tk.create_executor("interpreter", module).evaluate()(xv, kv)
+    assert np.mean(got != want) < 0.05 and np.abs(got - want).max() <= 0.3 * 2 + 1e-6

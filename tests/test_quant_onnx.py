@@ -127,3 +127,16 @@ def test_unsupported_schemes_name_node_and_scheme(attrs, zero_point, scale, mess
     with pytest.raises(Exception, match=message) as error:
         from_onnx(model)
     assert "quant_3" in str(error.value)
+
+
+def test_per_tensor_dequantize_of_a_vector(rng):
+    """A per-tensor DequantizeLinear of a 1-d tensor (a quantized bias) ignores the default axis 1."""
+    node = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="bias_dq")
+    q = rng.integers(0, 256, 9).astype(np.uint8)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("q", TensorProto.UINT8, [9])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [9])],
+        [numpy_helper.from_array(np.float32(0.1), "s"), numpy_helper.from_array(np.uint8(7), "z")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    np.testing.assert_allclose(tk.build(from_onnx(model))(q), (q.astype(np.float32) - 7) * np.float32(0.1), rtol=1e-6)

@@ -63,11 +63,13 @@ def _check_scheme(ctx: OnnxContext, node: OnnxNode, quantized: np.dtype, scale: 
         names = ", ".join(str(d) for d in allowed)
         raise refuse(f"quantization to {quantized} (supported: {names})")
     rank = ctx.rank(x)
-    axis = ctx.axis(node.attr("axis", 1), max(rank, 1), node)
     shape = ctx.shape(scale)
     if len(shape) > 1:
         raise refuse(f"a scale of shape {shape} (per-tensor: a scalar; per-axis: 1-d)")
-    if len(shape) == 1 and shape[0] != 1 and (rank == 0 or shape[0] != ctx.shape(x)[axis]):
+    if len(shape) == 0 or shape[0] == 1:
+        return 1  # per tensor: the axis is not read
+    axis = ctx.axis(node.attr("axis", 1), max(rank, 1), node)
+    if rank == 0 or shape[0] != ctx.shape(x)[axis]:
         raise refuse(f"per-axis scales: {shape[0]} scales for axis {axis} of size {ctx.shape(x)[axis] if rank else 0}")
     return axis
 
