@@ -216,7 +216,7 @@ def test_decoder_step_with_a_growing_cache():
     n = Dim("n", min=2, max=512)
     args = (torch.randn(1, 1, 16), torch.randn(1, 9, 16), torch.randn(1, 9, 16))
     lib = _check_at_lengths(DecoderStep(), args, (None, {1: n}, {1: n}), (2, 5, 33), [(), (1,), (1,)])
-    with pytest.raises(ValueError, match=r"argument 'k_cache' dim 1: 's\d+' = 1 is outside \[2, 512\]"):
+    with pytest.raises(ValueError, match=r"argument 'k_cache' dim 1: 'n' = 1 is outside \[2, 512\]"):
         lib(np.zeros((1, 1, 16), "f4"), np.zeros((1, 1, 16), "f4"), np.zeros((1, 1, 16), "f4"))
 
 
@@ -227,7 +227,7 @@ def test_a_bounded_slice_is_checked_against_the_exported_range(tmp_path):
 
     t = Dim("t", min=7, max=64)
     lib = _check_at_lengths(Window(), (torch.randn(2, 10),), ({1: t},), (7, 64), [(1,)])
-    with pytest.raises(ValueError, match=r"argument 'x' dim 1: 's\d+' = 5 is outside \[7, 64\]"):
+    with pytest.raises(ValueError, match=r"argument 'x' dim 1: 't' = 5 is outside \[7, 64\]"):
         lib(np.zeros((2, 5), "f4"))
     # a deployed artifact keeps the range
     from tensorkiln.runtime.artifact import load_module
@@ -236,7 +236,7 @@ def test_a_bounded_slice_is_checked_against_the_exported_range(tmp_path):
     deployed = load_module(tmp_path / "window.tk")
     x = np.random.default_rng(0).standard_normal((2, 9)).astype("f4")
     np.testing.assert_array_equal(deployed(x), x[:, 2:7] * 2)
-    with pytest.raises(ValueError, match=r"= 65 is outside \[7, 64\]"):
+    with pytest.raises(ValueError, match=r"'t' = 65 is outside \[7, 64\]"):
         deployed(np.zeros((2, 65), "f4"))
 
 

@@ -15,6 +15,7 @@ from ...runtime.dim_expr import DimExprError, free_symbols, lower
 from ...runtime.dim_arith import canonical
 from ...runtime.signature import is_torch_bfloat16, torch_bfloat16_bits
 from ..builder import GraphBuilder
+from .dim_names import dim_text
 
 #: a complex dtype -> the dtype of its real and imaginary parts (complex values are imported as pairs)
 PART_DTYPES = {"torch.complex64": np.dtype(np.float32), "torch.complex128": np.dtype(np.float64)}
@@ -125,7 +126,7 @@ def dim_of_expression(expr: Any) -> Dim:
     """A sympy size expression of torch's (``4*s0``, ``u0 + 1``) as a graph dim."""
     if getattr(expr, "is_Integer", False):
         return int(expr)
-    text = str(_integer_divisions(expr))
+    text = dim_text(str(_integer_divisions(expr)))  # the user's Dim names for torch's symbols
     try:
         return canonical(text)
     except DimExprError as e:

@@ -26,6 +26,7 @@ from ..builder import GraphBuilder
 from . import ops  # noqa: F401  (registers the converters)
 from .complex import COMPLEX_CONVERTERS, Complex, convert_complex, has_complex, is_complex_node
 from .context import ImportContext, UnsupportedDtypeError, numpy_dtype_of_torch, symbol_name, tensor_to_numpy
+from .dim_names import dim_text, user_dim_names
 from .opmath import CONVERSION_ERRORS, convert_node, ops_after
 from .ops.checks import CHECKED_INFO
 from .python_decompositions import python_decompositions
@@ -379,7 +380,7 @@ def _symbol_ranges(ep: Any) -> dict[str, tuple[int | None, int | None]]:
     ranges = {}
     for symbol, bounds in getattr(ep, "range_constraints", {}).items():
         finite = [None if str(b) in ("int_oo", "oo", "-int_oo", "-oo") else int(b) for b in (bounds.lower, bounds.upper)]
-        ranges[str(symbol)] = (finite[0], finite[1])
+        ranges[dim_text(str(symbol))] = (finite[0], finite[1])
     return ranges
 
 
@@ -498,9 +499,10 @@ def from_exported_program(
     """
     if decompose:
         ep = _decompose(ep)
-    importer = _Importer(ep, keep_params_as_input, function_name, state_as_io)
-    importer.ctx.check_indices = check_indices
-    module = importer.run()
+    with user_dim_names(ep):  # shapes and range errors say Dim("batch")'s name, not torch's s77
+        importer = _Importer(ep, keep_params_as_input, function_name, state_as_io)
+        importer.ctx.check_indices = check_indices
+        module = importer.run()
     function = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == function_name)
     set_dim_ranges(function, _input_ranges(importer.ctx.symbol_ranges, function))
     extra = ((importer.params,) if keep_params_as_input else ()) + ((importer.state,) if state_as_io else ())
