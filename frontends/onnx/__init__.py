@@ -8,12 +8,12 @@ Example::
     module = from_onnx("model.onnx", shape={"batch": 1})
     lib = tk.build(module)
 
-``tensorkiln.frontends.onnx.backend`` runs ONNX's backend test suite against tensorkiln
-(``onnx.backend.base.Backend``). Needs the ``onnx`` package (the ``onnx`` extra); ONNX
+``tensorkiln.tools.onnx_backend`` is tensorkiln as an ``onnx.backend.base.Backend`` (ONNX's
+backend test runner runs against it). Needs the ``onnx`` package (the ``onnx`` extra); ONNX
 Runtime is not needed.
 """
 
-from .context import OnnxImportError, OnnxUnsupportedError
-from .importer import from_onnx, unsupported_nodes
+from .context import OnnxImportError, OnnxInputValuesNeeded, OnnxUnsupportedError
+from .importer import from_onnx, from_onnx_with_values, unsupported_nodes
 
-__all__ = ["OnnxImportError", "OnnxUnsupportedError", "from_onnx", "unsupported_nodes"]
+__all__ = ["OnnxImportError", "OnnxInputValuesNeeded", "OnnxUnsupportedError", "from_onnx", "from_onnx_with_values", "unsupported_nodes"]

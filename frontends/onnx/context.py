@@ -50,6 +50,26 @@ class NotConverted(Exception):
     """Raised by a converter for a feature it does not handle; the importer names the node."""
 
 
+class NeedsInputValues(NotConverted):
+    """A value needed at import time (a reshape's target, reduction axes, pads) is computed
+    from graph inputs: with their values bound at import (``from_onnx(..., bind=...)``) it
+    is a constant."""
+
+    def __init__(self, message: str, inputs: Sequence[str]):
+        super().__init__(message)
+        self.inputs = list(inputs)
+
+
+class OnnxInputValuesNeeded(OnnxUnsupportedError):
+    """The model uses graph inputs as shapes, axes or sizes (their values decide the shapes of
+    results): import it with those values bound, ``from_onnx(model, bind={name: array})``,
+    once per set of values (``inputs`` names them)."""
+
+    def __init__(self, message: str, inputs: Sequence[str]):
+        super().__init__(message)
+        self.inputs = list(inputs)
+
+
 class FoldingBuilder(GraphBuilder):
     """A :class:`GraphBuilder` whose ops are evaluated at once when all their operands are
     constants and the result has at most :data:`FOLD_LIMIT` elements."""
@@ -62,6 +82,11 @@ class FoldingBuilder(GraphBuilder):
 
         folded.__doc__, folded.__name__ = build.__doc__, method
         return folded
+
+    def unfolded(self, method: str) -> Callable[..., SSAValue]:
+        """The plain builder method, whose op is kept even when its operands are constants
+        (a dequantize of an int8 weight stays one: folding it would lose the int8 data)."""
+        return super().__getattr__(method)
 
     def fold(self, value: SSAValue) -> SSAValue:
         op = value.owner
@@ -83,7 +108,7 @@ class FoldingBuilder(GraphBuilder):
             return value  # (a reference that disagrees with its op's type: leave it to the compiler)
         op.detach()
         op.erase()
-        return self.constant(np.ascontiguousarray(array), f"const.{op.name.removeprefix('graph.')}")
+        return self.constant(np.asarray(array, order="C"), f"const.{op.name.removeprefix('graph.')}")
 
 
 class OnnxNode:
@@ -150,11 +175,14 @@ class OnnxContext:
 
     def __init__(self, builder: FoldingBuilder):
         self.b = builder
-        #: the subgraph converter (``If``/``Loop``/``Scan`` bodies): set by the importer
-        self.convert_subgraph: Callable[..., Any] | None = None
+        #: converts subgraphs (``If``/``Loop``/``Scan`` bodies): the importer (``convert_subgraph``
+        #: inline, ``region`` for a control-flow op's region, ``outer_values``)
+        self.subgraphs: Any = None
         #: sizes read from data (``NonZero``'s count): symbol -> its 0-d int64 value, its size carrier
         self.symbol_values: dict[str, SSAValue] = {}
         self.carriers: dict[str, SSAValue] = {}
+        #: the function's arguments -> the names of the graph inputs they are
+        self.input_names: dict[SSAValue, str] = {}
         #: integer tensors computed from symbolic sizes (``Shape`` of a ``batch`` x 768 input)
         #: -> their elements as dims (an object array: ints and symbol expressions)
         self.symbolic: dict[SSAValue, np.ndarray] = {}
@@ -172,11 +200,39 @@ class OnnxContext:
         """Input ``k`` of ``node``'s value, which must be known at import time."""
         array = self.const(node.input(k))
         if array is None:
-            raise NotConverted(
-                f"input {k} ({what}) must be a constant or computed from constants and static shapes; "
-                "it is computed at run time here"
-            )
+            raise self._not_known(node.input(k), f"input {k} ({what}) must be a constant or computed from constants and static shapes")
         return array
+
+    def _not_known(self, value: SSAValue, message: str) -> NotConverted:
+        """The refusal for a value needed at import time that is computed at run time; when
+        it is computed from graph inputs alone, naming them (their values can be bound)."""
+        names = self._input_sources(value)
+        if not names:
+            return NotConverted(f"{message}; it is computed from data here")
+        listed = ", ".join(f"'{n}'" for n in names)
+        return NeedsInputValues(
+            f"{message}; it is computed from the graph input{'s' if len(names) > 1 else ''} {listed}: "
+            f"import with from_onnx(..., bind={{{listed}: value}}) to compile for given values",
+            names,
+        )
+
+    def _input_sources(self, value: SSAValue) -> list[str]:
+        """The graph inputs ``value`` is computed from when it depends on nothing else that
+        is not a constant (empty otherwise)."""
+        found: list[str] = []
+        stack, seen = [value], set()
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if v in self.input_names:
+                found.append(self.input_names[v])
+            elif isinstance(v.owner, GraphOp) and not v.owner.regions:
+                stack.extend(v.owner.operands)
+            elif not isinstance(v.owner, ConstantOp):
+                return []
+        return sorted(found)
 
     def dims_of(self, value: SSAValue | None) -> list[Dim] | None:
         """The elements of a small integer vector known at import time: a constant's, or
@@ -195,9 +251,7 @@ class OnnxContext:
         included); a clear refusal when it is computed from data."""
         dims = self.dims_of(node.input(k))
         if dims is None:
-            raise NotConverted(
-                f"input {k} ({what}) must be a constant or computed from the shapes of tensors; it is computed from data here"
-            )
+            raise self._not_known(node.input(k), f"input {k} ({what}) must be a constant or computed from the shapes of tensors")
         return dims
 
     def dims_value(self, dims: Sequence[Dim], scalar: bool = False) -> SSAValue:
@@ -212,7 +266,7 @@ class OnnxContext:
         return value
 
     def constant(self, array: Any, dtype: Any = None) -> SSAValue:
-        return self.b.constant(np.ascontiguousarray(np.asarray(array, dtype=dtype)))
+        return self.b.constant(np.asarray(array, dtype=dtype, order="C"))
 
     def scalar(self, value: float | int | bool, like: SSAValue) -> SSAValue:
         """A 0-d constant of ``like``'s element type."""

@@ -14,19 +14,31 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import onnx
 from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr
-from xdsl.ir import SSAValue
+from xdsl.builder import Builder, InsertPoint
+from xdsl.ir import Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from ...dialects.graph import ConstantOp
+from ...dialects.graph.control import RegionYieldOp
 from ...dialects.graph.types import Dim, format_shape, shape_of
 from ...errors import UnsupportedOperatorError
 from . import ops  # noqa: F401  (registers the converters)
-from .context import FoldingBuilder, NotConverted, OnnxContext, OnnxImportError, OnnxNode, OnnxUnsupportedError
+from .context import (
+    FoldingBuilder,
+    NeedsInputValues,
+    NotConverted,
+    OnnxContext,
+    OnnxImportError,
+    OnnxInputValuesNeeded,
+    OnnxNode,
+    OnnxUnsupportedError,
+)
 from .dtypes import UnsupportedDtypeError, numpy_dtype_of_onnx, onnx_of_numpy
 from .functions import FunctionBody, bind_attributes, has_schema_function, local_body, local_functions, schema_body
 from .loader import check_model, initializer_array, load_model, node_label
@@ -75,6 +87,15 @@ def names_read(nodes: Iterable[onnx.NodeProto]) -> set[str]:
             read |= names_read(graph.node)
             read.update(o.name for o in graph.output)
     return read
+
+
+def free_names(graph: onnx.GraphProto) -> set[str]:
+    """The names a subgraph reads from enclosing scopes (read, but not defined in it)."""
+    defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    for node in graph.node:
+        defined.update(node.output)
+    read = names_read(graph.node) | {o.name for o in graph.output}
+    return read - defined - {""}
 
 
 # ---------------------------------------------------------------------------
@@ -128,15 +149,20 @@ def _raise_unsupported(missing: dict[tuple[str, str, int], list[str]]) -> None:
 
 
 class _Importer:
-    def __init__(self, model: onnx.ModelProto, shapes: Mapping[str, Any], keep_params_as_input: bool, function_name: str):
+    def __init__(
+        self, model: onnx.ModelProto, shapes: Mapping[str, Any], keep_params_as_input: bool, function_name: str, bind: Mapping[str, Any]
+    ):
         self.model = model
+        self.bind = dict(bind)
         self.opsets = {canonical_domain(o.domain): o.version for o in model.opset_import}
         self.functions = local_functions(model)
         self.shapes = dict(shapes)
         self.keep_params_as_input = keep_params_as_input
         self.builder = FoldingBuilder(function_name)
         self.ctx = OnnxContext(self.builder)
-        self.ctx.convert_subgraph = self.convert_subgraph
+        self.ctx.subgraphs = self
+        #: the scope of the node being converted (subgraphs read enclosing names through it)
+        self.scope = Scope()
         self.params: dict[str, np.ndarray] = {}
         self._unknown_dims = 0
 
@@ -171,6 +197,9 @@ class _Importer:
     def inputs(self, scope: Scope) -> None:
         graph = self.model.graph
         initializers = {t.name: t for t in graph.initializer}
+        unbound = set(self.bind) - {i.name for i in graph.input}
+        if unbound:
+            raise OnnxImportError(f"bind= names {sorted(unbound)}, which are not inputs of the model")
         unknown = set(self.shapes) - {i.name for i in graph.input} - self._dim_params()
         if unknown:
             raise OnnxImportError(
@@ -184,9 +213,25 @@ class _Importer:
             if kind != "tensor_type":
                 raise OnnxUnsupportedError(f"input '{value.name}' is of {kind.replace('_type', '')} type: only tensor inputs are supported")
             dtype = numpy_dtype_of_onnx(value.type.tensor_type.elem_type, f"input '{value.name}'")
-            scope.values[value.name] = self.builder.input(_input_name(value.name), self.input_shape(value), dtype)
+            if value.name in self.bind:
+                scope.values[value.name] = self.bound_input(value, dtype)
+                continue
+            arg = self.builder.input(_input_name(value.name), self.input_shape(value), dtype)
+            self.ctx.input_names[arg] = value.name
+            scope.values[value.name] = arg
         for tensor in graph.initializer:
             scope.values[tensor.name] = self.initializer(tensor)
+
+    def bound_input(self, value: onnx.ValueInfoProto, dtype: np.dtype) -> SSAValue:
+        """A graph input given a value at import (``bind=``): a constant of it."""
+        array = np.asarray(self.bind[value.name])
+        if array.dtype != dtype and not np.can_cast(array.dtype, dtype, "same_kind"):
+            raise OnnxImportError(f"bind= gives input '{value.name}' a {array.dtype} value; the model declares {dtype}")
+        dims = value.type.tensor_type.shape.dim
+        declared = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+        if len(declared) != array.ndim or any(d is not None and d != s for d, s in zip(declared, array.shape)):
+            raise OnnxImportError(f"bind= gives input '{value.name}' the shape {array.shape}; the model declares {declared}")
+        return self.builder.constant(np.asarray(array, dtype=dtype, order="C"), value.name)
 
     def _dim_params(self) -> set[str]:
         return {
@@ -215,6 +260,7 @@ class _Importer:
 
     def convert_node(self, node: onnx.NodeProto, index: int, scope: Scope, opsets: Opsets, read: set[str]) -> None:
         label = node_label(node, index)
+        self.scope = scope
         domain = canonical_domain(node.domain)
         opset = opsets.get(domain)
         if opset is None:
@@ -236,6 +282,8 @@ class _Importer:
                 if body is None:
                     _raise_unsupported({(domain, node.op_type, opset): [node.name or f"#{index}"]})
                 results = self.expand(node, body, inputs, opsets, used)
+        except NeedsInputValues as e:
+            raise OnnxInputValuesNeeded(f"{label}, opset {opset}: {e}", e.inputs) from None
         except NotConverted as e:
             raise OnnxUnsupportedError(f"{label}, opset {opset}: {e}") from None
         except UnsupportedDtypeError as e:
@@ -271,16 +319,84 @@ class _Importer:
         self.convert_nodes(nodes, inner, {**opsets, **body.opsets}, body.outputs)
         return [inner.values.get(name) for name in body.outputs]
 
-    def convert_subgraph(self, graph: onnx.GraphProto, scope: Scope, inputs: Sequence[SSAValue]) -> list[SSAValue]:
-        """Convert a subgraph (an ``If`` branch, a ``Loop`` body) at the builder's insertion
-        point, its inputs bound to ``inputs``; returns its outputs."""
-        inner = Scope(scope)
+    def convert_subgraph(self, graph: onnx.GraphProto, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+        """Convert a subgraph (an ``If`` branch, a ``Loop`` body) inline, at the builder's
+        insertion point, its inputs bound to ``inputs``; returns its outputs."""
+        inner = Scope(self.scope)
+        return self._convert_graph(graph, inner, inputs)
+
+    def _convert_graph(self, graph: onnx.GraphProto, inner: Scope, inputs: Sequence[SSAValue]) -> list[SSAValue]:
         for value_info, value in zip(graph.input, inputs):
             inner.values[value_info.name] = value
         for tensor in graph.initializer:
             inner.values[tensor.name] = self.builder.constant(initializer_array(tensor), tensor.name)
-        self.convert_nodes(graph.node, inner, self.opsets, [o.name for o in graph.output])
-        return [inner.get(o.name) for o in graph.output]
+        saved = self.scope
+        try:
+            self.convert_nodes(graph.node, inner, self.opsets, [o.name for o in graph.output])
+        finally:
+            self.scope = saved
+        outputs = [inner.get(o.name) for o in graph.output]
+        missing = [o.name for o, v in zip(graph.output, outputs) if v is None]
+        if missing:
+            raise OnnxImportError(f"subgraph '{graph.name}' does not compute its outputs {missing}")
+        return outputs
+
+    def outer_values(self, graphs: Sequence[onnx.GraphProto]) -> list[SSAValue]:
+        """The values of the enclosing scopes the subgraphs read that are not constants
+        (a region is isolated: they come in as its arguments), in a fixed order."""
+        found: list[SSAValue] = []
+        for name in sorted(set().union(*(free_names(g) for g in graphs))):
+            value = self.scope.get(name)
+            if value is not None and not isinstance(value.owner, ConstantOp) and value not in found:
+                found.append(value)
+        return found
+
+    def region(self, graph: onnx.GraphProto, args: Sequence[SSAValue], outer: Sequence[SSAValue], tail: Callable[[list[SSAValue], list[SSAValue]], list[SSAValue]]) -> Region:
+        """A region of ``graph``: its block takes values of the types of ``args`` (bound to
+        the graph's inputs) and of ``outer`` (the enclosing values it reads); constants of
+        the enclosing scopes are copied in. ``tail(block_args, outputs)`` gives what it yields."""
+        block = Block(arg_types=[v.type for v in [*args, *outer]])
+        inner = Scope()
+        names = {value: name for name, value in self._visible().items()}
+        for value, arg in zip(outer, block.args[len(args):]):
+            inner.values[names[value]] = arg
+        saved_builder = self.builder._builder  # noqa: SLF001  (the builder's insertion point)
+        self.builder._builder = Builder(InsertPoint.at_end(block))  # noqa: SLF001
+        try:
+            for name, value in self._visible().items():  # constants of the enclosing scopes
+                if isinstance(value.owner, ConstantOp) and name not in inner.values:
+                    inner.values[name] = self.builder.constant(value.owner.array(), name)
+            outputs = self._convert_graph(graph, inner, list(block.args[: len(args)]))
+            self.builder._builder.insert(RegionYieldOp(tail(list(block.args), outputs)))  # noqa: SLF001
+        finally:
+            self.builder._builder = saved_builder  # noqa: SLF001
+        return Region(block)
+
+    def plain_region(self, types: Sequence[Any], build: Callable[..., list[SSAValue]]) -> Region:
+        """A region whose block takes ``types`` and yields ``build(*block_args)`` (ops made
+        with the builder inside ``build`` go into the block)."""
+        block = Block(arg_types=list(types))
+        saved_builder = self.builder._builder  # noqa: SLF001
+        self.builder._builder = Builder(InsertPoint.at_end(block))  # noqa: SLF001
+        try:
+            self.builder._builder.insert(RegionYieldOp(build(*block.args)))  # noqa: SLF001
+        finally:
+            self.builder._builder = saved_builder  # noqa: SLF001
+        return Region(block)
+
+    def insert(self, op: Any) -> Any:
+        """Insert an op built outside the builder (a control-flow op) at its insertion point."""
+        return self.builder._builder.insert(op)  # noqa: SLF001
+
+    def _visible(self) -> dict[str, SSAValue]:
+        """Every name the current scope sees, inner scopes first."""
+        visible: dict[str, SSAValue] = {}
+        scope: Scope | None = self.scope
+        while scope is not None:
+            for name, value in scope.values.items():
+                visible.setdefault(name, value)
+            scope = scope.parent
+        return visible
 
     # -- the whole graph ------------------------------------------------------------------
 
@@ -288,7 +404,7 @@ class _Importer:
         missing = unsupported_nodes(self.model)
         if missing:
             _raise_unsupported(missing)
-        scope = Scope()
+        scope = self.scope
         self.inputs(scope)
         graph = self.model.graph
         self.convert_nodes(graph.node, scope, self.opsets, [o.name for o in graph.output])
@@ -344,6 +460,7 @@ def from_onnx(
     shape: Mapping[str, Any] | None = None,
     keep_params_as_input: bool = False,
     *,
+    bind: Mapping[str, Any] | None = None,
     base_dir: str | None = None,
     function_name: str = "main",
 ) -> ModuleOp | tuple[ModuleOp, dict[str, np.ndarray]]:
@@ -364,6 +481,11 @@ def from_onnx(
         lib = tk.build(module)
         (logits,) = lib(image)
 
+    ``bind``: values for graph inputs that the model uses as shapes, axes or sizes (a
+    ``Reshape``'s target, ``ReduceSum``'s axes, ``Pad``'s pads given as inputs): they become
+    constants, and the module is compiled for those values. Without it such a model raises
+    OnnxInputValuesNeeded naming the inputs (``.inputs``).
+
     Raises UnsupportedOperatorError listing every unsupported (domain, op type, opset)
     with counts and node names before converting anything, OnnxUnsupportedError naming
     the node when a node uses a feature not converted (an attribute value, a dtype), and
@@ -371,9 +493,33 @@ def from_onnx(
     """
     proto, path = load_model(model, base_dir)
     check_model(proto, path)
-    importer = _Importer(proto, shape or {}, keep_params_as_input, function_name)
+    importer = _Importer(proto, shape or {}, keep_params_as_input, function_name, bind or {})
     module = importer.run()
     return (module, importer.params) if keep_params_as_input else module
 
 
-__all__ = ["OnnxImportError", "OnnxUnsupportedError", "from_onnx", "unsupported_nodes"]
+def from_onnx_with_values(model: Any, values: Mapping[str, Any], **kwargs: Any) -> tuple[ModuleOp, dict[str, Any]]:
+    """:func:`from_onnx` binding, from ``values`` (the inputs of one call), the graph inputs the
+    model uses as shapes, axes or sizes; returns the module and what was bound (the inputs
+    to leave out of the call). The module is for those values only::
+
+        module, bound = from_onnx_with_values(model, {"x": x, "axes": np.array([1])})
+        lib = tk.build(module)
+        y = lib(*(v for name, v in inputs.items() if name not in bound))
+    """
+    base_dir = kwargs.pop("base_dir", None)
+    proto, path = load_model(model, base_dir)
+    source = path if path is not None else proto  # (a path: a model over 2 GB is checked from its file)
+    bound: dict[str, Any] = dict(kwargs.pop("bind", None) or {})
+    while True:
+        try:
+            return from_onnx(source, bind=bound, base_dir=base_dir, **kwargs), bound
+        except OnnxInputValuesNeeded as e:
+            wanted = [n for n in e.inputs if n not in bound]
+            if not wanted or any(n not in values for n in wanted):
+                raise
+            bound.update({n: values[n] for n in wanted})
+
+
+__all__ = [
+    "from_onnx_with_values","OnnxImportError", "OnnxInputValuesNeeded", "OnnxUnsupportedError", "from_onnx", "unsupported_nodes"]

@@ -131,4 +131,4 @@ def initializer_array(tensor: onnx.TensorProto) -> np.ndarray:
         array = numpy_helper.to_array(tensor)
     except Exception as e:
         raise OnnxImportError(f"initializer '{tensor.name}' cannot be read: {e}") from None
-    return np.ascontiguousarray(array)
+    return np.asarray(array, order="C")  # (not ascontiguousarray: it makes a 0-d array 1-d)

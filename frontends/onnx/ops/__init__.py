@@ -1,3 +1,17 @@
 """ONNX converters by op family; importing this package registers them all."""
 
-from . import elementwise, reduce, shape  # noqa: F401
+from . import (  # noqa: F401
+    activations,
+    control_flow,
+    conv,
+    elementwise,
+    indexing,
+    linalg,
+    normalization,
+    pool,
+    quantized,
+    reduce,
+    resize,
+    rnn,
+    shape,
+)

@@ -8,6 +8,8 @@ from functools import reduce as fold
 import numpy as np
 from xdsl.ir import SSAValue
 
+from ....dialects.graph.types import broadcast_shapes
+
 from ..context import OnnxContext, OnnxNode, refuse
 from ..registry import converter
 
@@ -119,14 +121,31 @@ for _op_type, _graph_op in _BINARY.items():
     converter(_op_type)(_binary(_graph_op))
 
 
+def integer_power(ctx: OnnxContext, x: SSAValue, y: SSAValue) -> SSAValue:
+    """``x ** y`` for integers, exactly (wrapping as the type does): square and multiply over
+    the exponent's bits. A negative exponent gives 0 (1 or -1 for a base of 1 or -1)."""
+    g = ctx.b
+    one, zero = ctx.scalar(1, x), ctx.scalar(0, x)
+    result, base, exponent = g.broadcast_to(one, broadcast_shapes(ctx.shape(x), ctx.shape(y))), x, y
+    for _ in range(ctx.dtype(y).itemsize * 8 - 1):
+        odd = g.compare(g.bitwise_and(exponent, ctx.scalar(1, y)), ctx.scalar(1, y), "eq")
+        result = g.where(odd, g.mul(result, base), result)
+        base = g.mul(base, base)
+        exponent = g.div(exponent, ctx.scalar(2, y))
+    negative_exponent = g.compare(y, ctx.scalar(0, y), "lt")
+    minus_one_odd = g.bitwise_and(g.compare(x, ctx.scalar(-1, x), "eq"), g.compare(g.fmod(y, ctx.scalar(2, y)), ctx.scalar(0, y), "ne"))
+    unit = g.where(g.bitwise_or(g.compare(x, one, "eq"), g.compare(x, ctx.scalar(-1, x), "eq")), g.where(minus_one_odd, ctx.scalar(-1, x), one), zero)
+    return g.where(negative_exponent, unit, result)
+
+
 @converter("Pow")
 def power(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     x, y = node.input(0), node.input(1)
     y = broadcast_legacy(ctx, node, x, y)
-    if ctx.dtype(x) == ctx.dtype(y):
-        return ctx.b.pow(x, y)
     if ctx.is_float(x):
         return ctx.b.pow(x, ctx.cast(y, ctx.dtype(x)))
+    if not ctx.is_float(y):
+        return integer_power(ctx, x, ctx.cast(y, ctx.dtype(x)))
     # an integer base with a float exponent: computed in float64, truncated back
     wide = np.float64
     return ctx.cast(ctx.b.pow(ctx.cast(x, wide), ctx.cast(y, wide)), ctx.dtype(x))
@@ -194,23 +213,30 @@ for _op_type, _graph_op in _BITWISE.items():
 
 @converter("BitShift", since=11)
 def bit_shift(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
-    b = ctx.b
+    """Shifts as products and floor quotients by powers of two (computed in int64, the left
+    shift wrapped back to the type's bits); a shift below 0 or of the type's width or more
+    leaves only the sign (-1 for a right shift of a negative value, else 0)."""
+    g = ctx.b
     x, amount = node.input(0), node.input(1)
     dtype = ctx.dtype(x)
-    wide = np.int64
-    # computed in int64: x * 2**amount (kept to the type's bits) or x // 2**amount
     bits = dtype.itemsize * 8
-    shift = ctx.cast(amount, wide)
-    factor = b.pow(ctx.scalar(2, shift), b.min(shift, ctx.scalar(bits, shift)))
-    value = ctx.cast(x, wide)
+    wide = np.dtype(np.int64)
+    value, shift = ctx.cast(x, wide), ctx.cast(amount, wide)
+    powers = ctx.constant(np.left_shift(np.int64(1), np.arange(64, dtype=np.int64)))
+    in_range = g.bitwise_and(g.compare(shift, ctx.scalar(0, shift), "ge"), g.compare(shift, ctx.scalar(bits, shift), "lt"))
+    factor = g.take(powers, g.min(g.max(shift, ctx.scalar(0, shift)), ctx.scalar(63, shift)), 0)
+    negative = g.compare(value, ctx.scalar(0, value), "lt")
     direction = node.attr("direction")
     if direction == "LEFT":
-        result = b.bitwise_and(b.mul(value, factor), ctx.scalar((1 << bits) - 1, value))
+        shifted, outside = g.mul(value, factor), ctx.scalar(0, value)
     elif direction == "RIGHT":
-        result = b.div(value, factor)
+        quotient = g.div(value, factor)  # rounds toward zero: one less where a negative value leaves a remainder
+        inexact = g.compare(g.mul(quotient, factor), value, "ne")
+        shifted = g.where(g.bitwise_and(negative, inexact), g.sub(quotient, ctx.scalar(1, value)), quotient)
+        outside = g.where(negative, ctx.scalar(-1, value), ctx.scalar(0, value))
     else:
         raise refuse(f"direction '{direction}' (expected LEFT or RIGHT)")
-    return ctx.cast(result, dtype)
+    return ctx.cast(g.where(in_range, shifted, outside), dtype)
 
 
 @converter("Where", since=9)

@@ -67,7 +67,10 @@ def reshape(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
 def flatten(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     x = node.input(0)
     shape = ctx.shape(x)
-    axis = ctx.axis(node.attr("axis", 1), len(shape) + 1, node)
+    axis = node.attr("axis", 1)
+    axis = axis + len(shape) if axis < 0 else axis  # (in [-rank, rank]: rank puts every dim in the first)
+    if not 0 <= axis <= len(shape):
+        raise OnnxImportError(f"node '{node.name}' (Flatten): axis {node.attr('axis')} is out of range for rank {len(shape)}")
     return ctx.b.reshape(x, (product(shape[:axis]), product(shape[axis:])))
 
 
@@ -402,5 +405,6 @@ def space_to_depth(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     b, x = ctx.b, node.input(0)
     n, c, h, w = ctx.shape(x)
     bs = node.attr("blocksize")
-    y = b.transpose(b.reshape(x, (n, c, h // bs, bs, w // bs, bs)), [0, 3, 5, 1, 2, 4])
+    perm = [0, 3, 5, 1, 2, 4] if node.attr("mode", "DCR") == "DCR" else [0, 1, 3, 5, 2, 4]
+    y = b.transpose(b.reshape(x, (n, c, h // bs, bs, w // bs, bs)), perm)
     return b.reshape(y, (n, c * bs * bs, h // bs, w // bs))
