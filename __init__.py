@@ -41,6 +41,7 @@ _LAZY = {
     "extract_tasks": "tuning",
     "tune": "tuning",
     "visualize": "tools.visualize",
+    "quantize": "quantization",
 }
 
 
@@ -84,6 +85,7 @@ __all__ = [
     "emit_source",
     "extract_tasks",
     "parse_module",
+    "quantize",
     "set_cache_dir",
     "tune",
     "visualize",

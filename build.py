@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 from . import driver
 from .driver import BuildRequest, Target, jit_loops, lower_to_llvm_dialect, lower_to_loops, parse_target
 from .driver.compilable import build_context
+from .driver.pipelines import check_precision
 from .errors import UnsupportedOperatorError
 
 
@@ -25,6 +26,7 @@ def build(
     opt_level: int | None = None,
     dump_ir: str | None = None,
     tuning_log: str | None = None,
+    precision: str = "fp32",
 ) -> Any:
     """Compile ``function`` of a graph module for ``target``; returns a callable.
 
@@ -33,7 +35,10 @@ def build(
     lowered to native code. ``dump_ir="dir"`` writes the IR after every pass there.
     ``lib.pass_timings`` lists (pass, seconds); ``lib.compile_seconds`` is the total.
     ``tuning_log``: a ``tk.tune`` log; each kernel with a record gets its fastest
-    record's schedule, the others their default schedule.
+    record's schedule, the others their default schedule. ``precision="bf16"``: linear
+    layers with constant weights as bfloat16 products with float32 sums (as
+    torch.autocast; ~1e-2 relative error); ``"fp32"`` (default) keeps float32 models
+    float32 (a bfloat16 model's linear layers are bfloat16 products either way).
 
     Example::
 
@@ -49,7 +54,10 @@ def build(
         def schedule(loops: ModuleOp, run_default: Any) -> None:
             schedule_from_log(loops, str(parsed), tuning_log, run_default)
 
-    return driver.build(module, parsed, BuildRequest(function, build_context(opt_level, dump_ir), schedule))
+    request = BuildRequest(
+        function=function, ctx=build_context(opt_level, dump_ir), schedule=schedule, precision=check_precision(precision)
+    )
+    return driver.build(module, parsed, request)
 
 
 __all__ = ["UnsupportedOperatorError", "build", "jit_loops", "lower_to_llvm_dialect", "lower_to_loops"]

@@ -31,6 +31,7 @@ DIALECTS = {
     "te": ("dialects.te", "TE"),
     "loop": ("dialects.loop", "Loop"),
     "scalar": ("dialects.scalar", "Scalar"),
+    "lowp": ("dialects.lowp", "LowP"),
     "byoc": ("dialects.byoc", "BYOC"),
 }
 
@@ -49,6 +50,7 @@ PASSES = {
     "legalize-unsigned": ("passes.legalize_unsigned", "LegalizeUnsignedPass"),
     "checks-to-outputs": ("passes.checks_to_outputs", "ChecksToOutputsPass"),
     "fold-qdq": ("passes.fold_qdq", "FoldQDQPass"),
+    "bf16-products": ("passes.bf16_products", "BF16ProductsPass"),
     # graph pipelines of each optimization level (driver/pipelines.py)
     "graph-opt": ("driver.pipelines", "GraphOptPass"),
     "graph-opt-O0": ("driver.pipelines", "GraphOptO0Pass"),

@@ -33,12 +33,12 @@ import io
 import json
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..runtime.npz import load_arrays, save_arrays
+from ..runtime.signature import TensorSpec
 
 MAGIC = b"TKEXT1\n"
 
@@ -53,34 +53,20 @@ BUILTIN_KINDS = {
 }
 
 
-@dataclass(frozen=True)
-class TensorSpec:
-    """A tensor an external module takes or returns: shape (ints, symbol names) and dtype."""
-
-    shape: tuple[int | str, ...]
-    dtype: str
-
-    def concrete(self, symbols: Mapping[str, int]) -> tuple[int, ...]:
-        return tuple(d if isinstance(d, int) else symbols[d] for d in self.shape)
-
-    @property
-    def symbolic(self) -> list[int]:
-        """Axes whose size is a symbol (passed as int64 after the pointer)."""
-        return [k for k, d in enumerate(self.shape) if not isinstance(d, int)]
-
-    def to_json(self) -> list[Any]:
-        return [list(self.shape), self.dtype]
-
-    @staticmethod
-    def from_json(data: Sequence[Any]) -> TensorSpec:
-        return TensorSpec(tuple(data[0]), str(data[1]))
-
-
 def spec_of(tensor_type: Any) -> TensorSpec:
-    """The TensorSpec of a graph tensor type."""
+    """The TensorSpec of a graph tensor type (an external module's argument: no name)."""
     from ..dialects.graph.types import element_type, numpy_dtype, shape_of
 
-    return TensorSpec(tuple(shape_of(tensor_type)), np.dtype(numpy_dtype(element_type(tensor_type))).str)
+    return TensorSpec("", tuple(shape_of(tensor_type)), np.dtype(numpy_dtype(element_type(tensor_type))))
+
+
+def spec_to_json(spec: TensorSpec) -> list[Any]:
+    """An external module's argument as serialized: ``[shape, dtype]`` (``"<f4"``)."""
+    return [list(spec.shape), np.dtype(spec.dtype).str]
+
+
+def spec_from_json(data: Sequence[Any]) -> TensorSpec:
+    return TensorSpec("", tuple(data[0]), np.dtype(data[1]))
 
 
 def register_kind(cls: type[ExternalModule]) -> type[ExternalModule]:
@@ -162,8 +148,8 @@ class ExternalModule:
                 "kind": self.kind,
                 "symbol": self.symbol,
                 "backend": self.backend,
-                "inputs": [s.to_json() for s in self.inputs],
-                "outputs": [s.to_json() for s in self.outputs],
+                "inputs": [spec_to_json(s) for s in self.inputs],
+                "outputs": [spec_to_json(s) for s in self.outputs],
                 "payload": self.payload(),
             },
             sort_keys=True,
@@ -190,8 +176,8 @@ def deserialize(data: bytes) -> ExternalModule:
     module = EXTERNAL_KINDS[kind].from_payload(
         header["symbol"],
         header["backend"],
-        [TensorSpec.from_json(s) for s in header["inputs"]],
-        [TensorSpec.from_json(s) for s in header["outputs"]],
+        [spec_from_json(s) for s in header["inputs"]],
+        [spec_from_json(s) for s in header["outputs"]],
         header["payload"],
     )
     module.init(weights)
@@ -263,5 +249,7 @@ __all__ = [
     "deserialize",
     "native_arg_types",
     "register_kind",
+    "spec_from_json",
     "spec_of",
+    "spec_to_json",
 ]

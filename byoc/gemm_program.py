@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .external import TensorSpec
+from ..runtime.signature import TensorSpec
+from .external import spec_from_json, spec_to_json
 
 
 @dataclass
@@ -26,13 +27,13 @@ class GemmProgram:
         return {
             "inputs": self.inputs,
             "outputs": self.outputs,
-            "specs": {k: s.to_json() for k, s in self.specs.items()},
+            "specs": {k: spec_to_json(s) for k, s in self.specs.items()},
             "steps": self.steps,
         }
 
     @staticmethod
     def from_json(data: dict[str, Any], weights: dict[str, np.ndarray]) -> GemmProgram:
-        specs = {k: TensorSpec.from_json(s) for k, s in data["specs"].items()}
+        specs = {k: spec_from_json(s) for k, s in data["specs"].items()}
         return GemmProgram(list(data["inputs"]), list(data["outputs"]), specs, list(data["steps"]), dict(weights))
 
 

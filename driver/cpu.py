@@ -26,7 +26,16 @@ from ..runtime.signature import Signature
 from .compilable import build_context, compilable_copy
 from .externals import bind_externals
 from .native_build import compile_native, load_compiled
-from .pipelines import DEDUPE, HOIST, TO_LOOPS, graph_pipeline, optimize_graph, schedule_pipeline, to_llvm
+from .pipelines import (
+    DEDUPE,
+    HOIST,
+    TO_LOOPS,
+    check_precision,
+    graph_pipeline,
+    optimize_graph,
+    schedule_pipeline,
+    to_llvm,
+)
 from .target import BuildRequest, Target, TargetKind, parse_target, register_target_kind
 from .vm import VMModule, compile_vm, needs_vm
 
@@ -35,11 +44,13 @@ def _quiet(ctx: PassContext | None) -> PassContext:
     return ctx if ctx is not None else PassContext(opt_level=0, dump_ir=False)
 
 
-def scheduled_loops(work: ModuleOp, cpu: CPUTarget, ctx: PassContext, schedule=None) -> list[PipelineReport]:
-    """Optimize the compilable graph module ``work`` in place, lower it to loops and
-    schedule every kernel (``schedule(work, run_default)``, else the default schedules
-    for ``cpu``); the pass reports."""
-    reports = [optimize_graph(work, ctx, layout=cpu.layout, verify_input=False)]
+def scheduled_loops(
+    work: ModuleOp, cpu: CPUTarget, ctx: PassContext, schedule=None, precision: str = "fp32"
+) -> list[PipelineReport]:
+    """Optimize the compilable graph module ``work`` in place (linear layers in
+    ``precision``), lower it to loops and schedule every kernel (``schedule(work,
+    run_default)``, else the default schedules for ``cpu``); the pass reports."""
+    reports = [optimize_graph(work, ctx, layout=cpu.layout, verify_input=False, precision=precision)]
     if schedule is None:
         reports.append(run_pipeline(work, TO_LOOPS + schedule_pipeline(cpu), ctx, verify_input=False))
     else:
@@ -55,7 +66,7 @@ def build_straight_line(module: ModuleOp, target: Target, request: BuildRequest)
     work = compilable_copy(module, ctx)
     signature = signature_of(find_function(work, function))
     externals = bind_externals(work)  # byoc: symbols of external modules, before code is loaded
-    reports = scheduled_loops(work, cpu, ctx, request.schedule)
+    reports = scheduled_loops(work, cpu, ctx, request.schedule, request.precision)
     # dumps and instruments want every pass to run: no disk cache for those builds
     use_cache = not ctx.dump_ir and not ctx.instruments
     native = compile_native(work, cpu, function, signature, to_llvm(cpu), ctx, use_disk_cache=use_cache)
@@ -79,14 +90,14 @@ def _segment_compiler(target: Target, request: BuildRequest) -> Callable[[Module
 
 def build_vm(
     module: ModuleOp, target: str | Target = "llvm", *, function: str = "main",
-    opt_level: int | None = None, dump_ir: str | None = None,
+    opt_level: int | None = None, dump_ir: str | None = None, precision: str = "fp32",
 ) -> VMModule:  # fmt: skip
     """Compile ``function`` of ``module`` for the VM (control flow, dynamic shapes), each
     straight-line piece for ``target``.
 
     Example: ``vm = build_vm(module); y = vm(x)``
     """
-    request = BuildRequest(function, build_context(opt_level, dump_ir))
+    request = BuildRequest(function, build_context(opt_level, dump_ir), precision=check_precision(precision))
     return compile_vm(module, function, _segment_compiler(parse_target(target), request))
 
 

@@ -105,7 +105,6 @@ def export_library(
         "signature": native.program.signature.to_json(),
         "target": native.target.describe(),
         "library": LIBRARY,
-        "library_sha256": hashlib.sha256(library.read_bytes()).hexdigest(),
         "program": PROGRAM,
         "weights": WEIGHTS,
         "weight_specs": [{"name": k, "shape": list(a.shape), "dtype": str(a.dtype)} for k, a in arrays.items()],

@@ -3,6 +3,7 @@
 A build runs, in order (``tk.build(..., dump_ir="dir")`` writes the IR after each pass)::
 
     checks-to-outputs                              COMPILABLE      (each function straight-line)
+    bf16-products                                  PRECISIONS      (CPU builds)
     legalize-16bit-floats, <graph passes of O0-O3> graph_pipeline  (GRAPH_PIPELINES)
     legalize-unsigned, graph-to-te, te-to-loop     TO_LOOPS
     default-schedule{vector_bits, features}        schedule_pipeline(cpu)
@@ -36,6 +37,12 @@ FUSE_OPS = "fuse-ops"
 #: float32 (passes/legalize_16bit_floats.py), before fold-constants (which then folds the
 #: casts of 16-bit weights) and fusion (which fuses the casts into the kernels)
 LEGALIZE_16BIT_FLOATS = "legalize-16bit-floats"
+
+#: ``tk.build(precision=...)`` -> the pass that runs first in a CPU build's graph pipeline:
+#: a bfloat16 model's dense layers as bfloat16 products (graph.bf16_dense: vdpbf16ps on
+#: AVX512_BF16), and with ``"bf16"`` also float32 ones with constant weights (float32 sums,
+#: like torch.autocast; ~1e-2 relative error: passes/bf16_products.py)
+PRECISIONS = {"fp32": "bf16-products", "bf16": "bf16-products{autocast=true}"}
 
 #: the layout pass; its ``layout`` option is the target's (:func:`graph_pipeline`)
 CONVERT_LAYOUT = "convert-layout"
@@ -83,15 +90,24 @@ GPU_GRAPH_PASSES = ("split-reductions",)
 GPU_LOWERING = ("gpu-default-schedule", "bf16-storage", "loop-to-gpu")
 
 
-def graph_pipeline(opt_level: int, layout: str | None = None) -> tuple[str, ...]:
+def check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
+    return precision
+
+
+def graph_pipeline(opt_level: int, layout: str | None = None, precision: str | None = None) -> tuple[str, ...]:
     """The graph-level passes of an optimization level (``legalize-16bit-floats`` first,
     at every level); ``layout`` is the data layout the target wants convolutions in
     (None: the pass's default, NHWC; ``"NCHW"``: keep the model's own, no
-    ``convert-layout``)."""
+    ``convert-layout``); ``precision`` (CPU builds: :data:`PRECISIONS`) puts its
+    products pass before everything."""
     try:
         passes = (LEGALIZE_16BIT_FLOATS, *GRAPH_PIPELINES[opt_level])
     except KeyError:
         raise ValueError(f"opt_level must be one of {sorted(GRAPH_PIPELINES)}, got {opt_level!r}") from None
+    if precision is not None:
+        passes = (PRECISIONS[check_precision(precision)], *passes)
     if layout is None:
         return passes
     if layout == "NCHW":
@@ -100,7 +116,11 @@ def graph_pipeline(opt_level: int, layout: str | None = None) -> tuple[str, ...]
 
 
 def optimize_graph(
-    module: ModuleOp, ctx: PassContext | None = None, layout: str | None = None, verify_input: bool = True
+    module: ModuleOp,
+    ctx: PassContext | None = None,
+    layout: str | None = None,
+    verify_input: bool = True,
+    precision: str | None = None,
 ) -> PipelineReport:
     """Run the graph pipeline of ``ctx.opt_level`` (default: the current context's) on
     ``module`` in place, converting convolutions to ``layout`` (see :func:`graph_pipeline`;
@@ -108,7 +128,7 @@ def optimize_graph(
 
     Example: ``optimize_graph(module, PassContext(opt_level=1))``"""
     ctx = ctx if ctx is not None else PassContext.current()
-    return run_pipeline(module, graph_pipeline(ctx.opt_level, layout), ctx, verify_input)
+    return run_pipeline(module, graph_pipeline(ctx.opt_level, layout, precision), ctx, verify_input)
 
 
 #: the ISA extensions scheduling is told of (``KernelInfo.features``): the vector
@@ -204,7 +224,9 @@ __all__ = [
     "GRAPH_PIPELINES",
     "HOIST",
     "LEGALIZE_16BIT_FLOATS",
+    "PRECISIONS",
     "TO_LOOPS",
+    "check_precision",
     "gpu_lowering",
     "gpu_to_loops",
     "graph_pipeline",

@@ -35,6 +35,9 @@ class BuildRequest:
     function: str = "main"
     #: the pass context the build runs under (opt level, dumps, instruments)
     ctx: PassContext = field(default_factory=PassContext.current)
+    #: the arithmetic of linear layers (``driver.pipelines.PRECISIONS``: "fp32", "bf16");
+    #: a kind without bfloat16 products ignores it
+    precision: str = "fp32"
     #: schedules kernels instead of the default schedule (``tk.build(tuning_log=...)``):
     #: ``schedule(loops, run_default)`` where ``run_default(module)`` runs the default
     #: scheduling pipeline on a module of the kernels it leaves unscheduled

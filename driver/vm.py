@@ -32,6 +32,7 @@ from ..dialects.graph import ConstantOp
 from ..dialects.graph.control import CONTROL_FLOW_OPS, IfOp, RegionYieldOp, WhileOp
 from ..dialects.graph.host import CheckOp, DataSizeOp
 from ..runtime.artifact import META, VM_ARTIFACT_FORMAT, VM_CONSTANTS, VM_PROGRAM
+from ..runtime.manifest import seal
 from ..runtime.module import CompiledModule
 from ..runtime.profiler import BenchmarkResult, KernelStat, PassTimings, ProfileReport
 from ..runtime.npz import save_arrays
@@ -293,6 +294,7 @@ class VMModule(VirtualMachine):
         (root / VM_PROGRAM).write_text(json.dumps(self.program.to_json(), indent=1))
         meta = {"format": VM_ARTIFACT_FORMAT, "program": VM_PROGRAM, "constants": VM_CONSTANTS, "functions": names}
         (root / META).write_text(json.dumps(meta, indent=1))
+        seal(root)  # the manifest of every file, written last
 
 
 def vm_of(lib: CompiledModule) -> VMModule:

@@ -76,7 +76,7 @@ def test_a_user_backend_offloads_and_runs_compiled(toy_backend, rng):
     part = tk.byoc.partition_for(module, toy_backend)
     (toy,) = tk.byoc.external_modules(part)  # mul and relu(add) merged; exp stays ours
     assert toy.program == [("graph.mul", (0, 1)), ("graph.add", (2, 1)), ("graph.relu", (3,))]
-    assert toy.inputs == [TensorSpec(("n", 13), "<f4"), TensorSpec(("n", 13), "<f4")]
+    assert toy.inputs == [TensorSpec("", ("n", 13), np.dtype("<f4"))] * 2
     xs = [rng.standard_normal((5, 13)).astype(np.float32) for _ in range(2)]
     want = np.exp(np.maximum(xs[0] * xs[1] + xs[1], 0))
     np.testing.assert_allclose(tk.build(part)(*xs), want, rtol=1e-6)

@@ -150,7 +150,17 @@ def test_legalize_16bit_floats_runs_once_per_build(rng):
     lib = tk.build(_mlp(rng))
     names = [name for name, _ in lib.pass_timings]
     assert names.count("legalize-16bit-floats") == 1
-    assert names[0] == graph_pipeline(2)[0] == "legalize-16bit-floats"
+    assert names[:2] == ["bf16-products", "legalize-16bit-floats"] and graph_pipeline(2)[0] == "legalize-16bit-floats"
+
+
+def test_precision_picks_the_products_pass(rng):
+    module = _mlp(rng)
+    x = rng.standard_normal((5, 19)).astype("f4")
+    fp32, bf16 = tk.build(module), tk.build(module, precision="bf16")
+    assert [n for n, _ in bf16.pass_timings][0] == "bf16-products{autocast=true}"
+    np.testing.assert_allclose(bf16(x), fp32(x), rtol=5e-2, atol=5e-2)  # bfloat16 products, float32 sums
+    with pytest.raises(ValueError, match="precision must be one of 'fp32', 'bf16', got 'int4'"):
+        tk.build(module, precision="int4")
 
 
 def test_every_step_that_changes_ir_is_a_dumped_pass(tmp_path, rng):

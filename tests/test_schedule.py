@@ -368,8 +368,10 @@ def test_trace_round_trip_and_replay() -> None:
 
 
 def test_every_primitive_is_in_the_trace_vocabulary() -> None:
-    # (transform_layout changes the kernel's signature: tests/test_strategies_primitives.py)
-    assert {p for p, _ in FULL_TRACE} | {"bind", "transform_layout"} == set(PRIMITIVES)
+    # (transform_layout changes the kernel's signature: tests/test_strategies_primitives.py;
+    # accumulate_dots is the low-precision GEMMs' primitive: tests/test_quant*.py, tests/test_bf16*.py)
+    traced = {p for p, _ in FULL_TRACE}
+    assert traced <= set(PRIMITIVES) and set(PRIMITIVES) - traced <= {"bind", "transform_layout", "accumulate_dots"}
 
 
 def test_scheduled_module_parses_back() -> None:

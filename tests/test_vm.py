@@ -172,6 +172,7 @@ def test_vm_artifact_round_trip_and_corrupt_bytecode(tmp_path, rng):
     import json
 
     from tensorkiln.runtime import ArtifactError, load_module
+    from tensorkiln.runtime.manifest import seal
 
     module = _while_module()
     vm = build_vm(module)
@@ -185,6 +186,9 @@ def test_vm_artifact_round_trip_and_corrupt_bytecode(tmp_path, rng):
     program = json.loads((tmp_path / "vm.tk" / "vm.json").read_text())
     program["code"][0] = ["jump", 999]
     (tmp_path / "vm.tk" / "vm.json").write_text(json.dumps(program))
+    with pytest.raises(ArtifactError, match="vm.json"):  # the manifest no longer matches
+        load_module(tmp_path / "vm.tk")
+    seal(tmp_path / "vm.tk")  # resealed: the bytecode itself is checked
     with pytest.raises(ArtifactError, match="bad operands in instruction 0"):
         load_module(tmp_path / "vm.tk")
 
