@@ -157,3 +157,30 @@ def test_usage_errors_exit_2(tmp_path):
         done = _tensorkiln(*args, cwd=tmp_path)
         assert done.returncode == 2, args
         assert "usage: tensorkiln" in done.stderr
+
+
+def test_onnx_model_compiles_runs_and_benches_against_onnxruntime(tmp_path, capsys):
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    bias = np.random.default_rng(1).standard_normal(6).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "bias"], ["h"]), helper.make_node("Relu", ["h"], ["y"])], "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 6])],
+        initializer=[numpy_helper.from_array(bias, "bias")],
+    )
+    import onnx
+
+    onnx.save(helper.make_model(graph), tmp_path / "m.onnx")
+    x = np.random.default_rng(2).standard_normal((5, 6)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["compile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.tk")]) == 0
+    assert main(["run", str(tmp_path / "m.tk"), "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy")]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), np.maximum(x + bias, 0), rtol=1e-6)
+    assert main(["show", str(tmp_path / "m.onnx")]) == 0
+    assert "add -> relu" in capsys.readouterr().out
+    pytest.importorskip("onnxruntime")
+    assert main(["bench", str(tmp_path / "m.onnx"), "--compare", "onnxruntime", "--dim", "n=7", "--number", "2", "--repeat", "2"]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[3:]}
+    assert set(rows) == {"tensorkiln", "onnxruntime"} and float(rows["onnxruntime"][3]) == 0.0
