@@ -108,6 +108,9 @@ def _extrema_decided(expr: Any, shape_env: Any) -> Any:
 
     if shape_env is None or not expr.has(Max, Min):
         return expr
+    recorded = _recorded_equal(expr, shape_env, (Max, Min))
+    if recorded is not None:
+        return recorded
 
     def decided(e: Any) -> Any:
         if len(e.args) != 2:
@@ -120,6 +123,22 @@ def _extrema_decided(expr: Any, shape_env: Any) -> Any:
         return larger if isinstance(e, Max) else (b if larger is a else a)
 
     return expr.replace(lambda e: isinstance(e, Max | Min), decided)
+
+
+def _recorded_equal(expr: Any, shape_env: Any, extrema: tuple) -> Any:
+    """An expression without ``Max``/``Min`` that a guard of torch.export says equals
+    ``expr`` (``Eq(s27, 16 - Max(0, 16 - s27))``, recorded where the size met an ``s27``
+    axis), or None. torch 2.14 records the guard but no longer narrows the symbol's range
+    to ``s27 <= 16`` after decomposition, so the range alone cannot decide the extrema."""
+    for guard in getattr(shape_env, "guards", ()):
+        equation = getattr(guard, "expr", None)
+        if type(equation).__name__ != "Equality":
+            continue
+        lhs, rhs = equation.args
+        for this, other in ((lhs, rhs), (rhs, lhs)):
+            if this == expr and not other.has(*extrema):
+                return other
+    return None
 
 
 def dim_of_expression(expr: Any) -> Dim:

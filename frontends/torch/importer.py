@@ -47,6 +47,8 @@ KEEP_WHOLE = (
     "eye.default",
     "eye.m",
     "take.default",
+    # torch 2.14 added it to the default decompositions (ops/reduce.py converts it whole)
+    "linalg_vector_norm.default",
 )
 
 #: fx call_function targets handled by the importer itself, not by converters.
