@@ -98,10 +98,12 @@ class KernelGraph:
     def kernels(self) -> list[Kernel]:
         return [k for s in self.sections for k in s.kernels]
 
-    def apply_profile(self, seconds_per_call: Mapping[str, float]) -> None:
-        """Give each kernel its measured mean time (by kernel symbol)."""
+    def apply_profile(self, seconds_per_call: Mapping[str, float]) -> int:
+        """Give each kernel its measured mean time (by kernel symbol); returns how many
+        kernels were timed (none for the VM's profile, which times whole functions)."""
         for kernel in self.kernels:
             kernel.seconds = seconds_per_call.get(kernel.symbol)
+        return sum(k.seconds is not None for k in self.kernels)
 
 
 def _tensor(t: GraphTensor) -> Tensor:

@@ -16,7 +16,7 @@ import argparse
 import tensorkiln as tk
 from tensorkiln.tools.visualize import graph_of
 
-from ..common import inputs_for, model_or_compiled, signature_of
+from ..common import UserError, inputs_for, model_or_compiled, signature_of
 from .compile import add_build_options, build_options
 from .run import add_input_options
 
@@ -38,8 +38,12 @@ def run(args: argparse.Namespace) -> int:
     lib, _ = model_or_compiled(args.model, lambda module: tk.build(module, **build_options(args)))
     profile = None
     if args.profile:
+        if not hasattr(lib, "profile"):
+            raise UserError(f"--profile: {type(lib).__name__} (a loaded control-flow model) has no profiler; give the model file instead")
         profile = lib.profile(*inputs_for(signature_of(lib), args.input, args.dim))
     graph = graph_of(lib, profile, title=args.model)
+    if profile is not None and all(k.seconds is None for k in graph.kernels):
+        print(profile)  # the VM times whole compiled functions, not kernels: shown as a table
     path = args.svg or args.html
     if path:
         written = tk.visualize(lib, path, profile=profile, title=args.model)
