@@ -36,12 +36,13 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from ..dialects.graph import ConstantOp
+from ..dialects.graph import ConstantOp, GraphOp
 from ..dialects.graph.elementwise import ReluOp
 from ..dialects.graph.linalg import BatchMatMulOp, DenseOp, MatMulOp
 from ..dialects.graph.nn import Conv2dOp
 from ..dialects.graph.quant import DequantizeOp, QConv2dOp, QDenseOp, QuantizeOp
 from ..dialects.graph.shape import ReshapeOp, TransposeOp
+from ..dialects.graph.types import numpy_dtype
 
 log = logging.getLogger("tensorkiln.passes")
 
@@ -65,6 +66,29 @@ def _dequantized(value: SSAValue, what: str) -> DequantizeOp:
 
 def _constant(value: SSAValue) -> np.ndarray | None:
     return value.owner.array() if isinstance(value.owner, ConstantOp) else None
+
+
+#: the most ops of a constant computation evaluated here (a weight quantized by the graph)
+_MAX_CONSTANT_CHAIN = 4
+
+
+def _as_constant(value: SSAValue, depth: int = 0) -> SSAValue | None:
+    """``value`` as a ``graph.constant`` when a short chain of ops on constants computes it
+    (a quantizer that quantizes a shared weight in the graph: ``quantize(constant)``),
+    evaluated now with the ops' references; None when it depends on inputs. fold-qdq
+    runs before fold-constants (which would fold the dequantize of a weight too)."""
+    owner = value.owner
+    if isinstance(owner, ConstantOp):
+        return value
+    if not isinstance(owner, GraphOp) or owner.regions or not owner.operands or depth >= _MAX_CONSTANT_CHAIN:
+        return None
+    sources = [_as_constant(v, depth + 1) for v in owner.operands]
+    if any(s is None for s in sources):
+        return None
+    array = np.asarray(owner.reference(*(s.owner.array() for s in sources)))
+    constant = ConstantOp.from_array(np.ascontiguousarray(array.astype(numpy_dtype(value.type.element_type))), "weight.q")
+    Rewriter.insert_op(constant, InsertPoint.before(owner))
+    return constant.result
 
 
 def _per_tensor(dq: DequantizeOp | QuantizeOp, what: str) -> None:
@@ -140,7 +164,8 @@ def _fold(op: Operation) -> None:
     x = _dequantized(data, "input")
     w = _dequantized(weight, "weight")
     _per_tensor(x, "input")
-    if _constant(w.input) is None:
+    weight_q = _as_constant(w.input)
+    if weight_q is None:
         raise NotFolded("the weight is not a constant")
     axis = _weight_axis(op)
     if w.scale.type.get_shape() not in ((), (1,)) and w.channel_axis(w.input.type.get_shape()) != axis:
@@ -153,10 +178,10 @@ def _fold(op: Operation) -> None:
     relu_flag = relu is not None
     if isinstance(op, Conv2dOp):
         strides, padding, dilation = (tuple(a.get_values()) for a in (op.strides, op.padding, op.dilation))
-        new = QConv2dOp(x.input, w.input, bias_q, params, strides, padding, dilation, op.groups.value.data, op.data_layout(), relu_flag)
+        new = QConv2dOp(x.input, weight_q, bias_q, params, strides, padding, dilation, op.groups.value.data, op.data_layout(), relu_flag)
         ops: list[Operation] = [new]
     else:
-        w_int = w.input
+        w_int = weight_q
         ops = []
         if isinstance(op, MatMulOp | BatchMatMulOp):  # (K, N) -> qdense's (N, K)
             transpose = TransposeOp(w_int, (1, 0))

@@ -156,3 +156,21 @@ def test_batch_matmul_by_a_constant_matrix_and_attention(rng):
     assert dense.result.type.get_shape() == (2, 5, 7) and dense.weight.type.get_shape() == (7, 12)
     got = tk.create_executor("interpreter", module).evaluate()(xv, kv)
     assert np.mean(got != want) < 0.05 and np.abs(got - want).max() <= 0.3 * 2 + 1e-6
+
+
+def test_weight_quantized_in_the_graph(rng):
+    """A quantizer that quantizes a shared float weight in the graph (dequantize(quantize(W))):
+    the int8 weight is computed at fold time."""
+    g = QDQ(rng)
+    x = g.b.input("x", (3, 8))
+    w = rng.normal(size=(5, 8)).astype(np.float32)
+    scale = np.abs(w).max(axis=1).astype(np.float32) / 127
+    s, z = g.b.constant(scale), g.b.constant(np.zeros(5, np.int8))
+    wd = g.b.dequantize(g.b.quantize(g.b.constant(w), s, z, axis=0), s, z, axis=0)
+    module = g.b.finish(g.qdq(g.b.dense(g.qdq(x), wd), 0.1, 128))
+    xv = rng.normal(size=(3, 8)).astype(np.float32)
+    want = tk.create_executor("interpreter", module).evaluate()(xv)
+    assert fold_qdq(module) == []
+    (dense,) = ops_of(module, quant.QDenseOp)
+    np.testing.assert_array_equal(dense.weight.owner.array(), np.clip(np.rint(w / scale[:, None]), -128, 127).astype(np.int8))
+    np.testing.assert_allclose(tk.create_executor("interpreter", module).evaluate()(xv), want, atol=0.1 + 1e-6)
