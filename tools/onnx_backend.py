@@ -106,9 +106,11 @@ class TensorkilnBackend(Backend):
             onnx.helper.make_tensor_value_info(name, onnx.helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
             for name, a in zip(names, arrays)
         ]
-        graph_outputs = [onnx.helper.make_empty_tensor_value_info(name) for name in node.output if name]
+        schema = onnx.defs.get_schema(node.op_type, domain=node.domain)
+        types = {v.name: v.type for v in graph_inputs}
+        inferred = onnx.shape_inference.infer_node_outputs(schema, node, types)
+        graph_outputs = [onnx.helper.make_value_info(name, inferred[name]) for name in node.output if name]
         model = onnx.helper.make_model(onnx.helper.make_graph([node], "node", graph_inputs, graph_outputs))
-        model = onnx.shape_inference.infer_shapes(model)
         return cls.prepare(model, device, **kwargs).run(arrays)
 
     @classmethod

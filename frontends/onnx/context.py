@@ -240,7 +240,7 @@ class OnnxContext:
         if value is None:
             return None
         if value in self.symbolic:
-            return list(self.symbolic[value].reshape(-1))
+            return [d if isinstance(d, str) else int(d) for d in self.symbolic[value].reshape(-1)]
         array = self.const(value)
         if array is None or array.dtype.kind not in "iu":
             return None
@@ -254,16 +254,33 @@ class OnnxContext:
             raise self._not_known(node.input(k), f"input {k} ({what}) must be a constant or computed from the shapes of tensors")
         return dims
 
-    def dims_value(self, dims: Sequence[Dim], scalar: bool = False) -> SSAValue:
-        """An int64 vector (a 0-d tensor with ``scalar``) holding ``dims``: a constant when
-        they are static, else computed at run time and remembered symbolically."""
-        if all(isinstance(d, int) for d in dims):
-            array = np.asarray(dims, np.int64)
-            return self.constant(array.reshape(()) if scalar else array)
-        parts = [self.size_value(d) for d in dims]
-        value = parts[0] if scalar else self.b.concat([self.b.reshape(p, (1,)) for p in parts], 0)
-        self.symbolic[value] = np.asarray(list(dims), dtype=object).reshape(() if scalar else (len(dims),))
+    def dims_value(self, dims: Sequence[Dim] | np.ndarray, scalar: bool = False) -> SSAValue:
+        """An int64 tensor holding ``dims`` (a list, a 0-d tensor with ``scalar``, or an
+        object array of any shape): a constant when they are static, else computed at run
+        time and remembered symbolically."""
+        values = np.asarray(list(dims) if not isinstance(dims, np.ndarray) else dims, dtype=object)
+        if scalar:
+            values = values.reshape(())
+        flat = list(values.reshape(-1))
+        if all(isinstance(d, int | np.integer) for d in flat):
+            return self.constant(np.asarray(flat, np.int64).reshape(values.shape))
+        parts = [self.b.reshape(self.size_value(d if isinstance(d, str) else int(d)), (1,)) for d in flat]
+        value = parts[0] if len(parts) == 1 else self.b.concat(parts, 0)
+        value = self.b.reshape(value, values.shape) if values.shape != (len(flat),) else value
+        self.symbolic[value] = values
         return value
+
+    def known_elements(self, value: SSAValue | None) -> np.ndarray | None:
+        """A small integer tensor's elements known at import (an object array of dims, in
+        its shape): a constant's, or symbolic ones."""
+        if value is None:
+            return None
+        if value in self.symbolic:
+            return self.symbolic[value]
+        array = self.const(value)
+        if array is None or array.dtype.kind not in "iu" or array.size > 64:
+            return None
+        return array.astype(object)
 
     def constant(self, array: Any, dtype: Any = None) -> SSAValue:
         return self.b.constant(np.asarray(array, dtype=dtype, order="C"))

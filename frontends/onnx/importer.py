@@ -43,6 +43,7 @@ from .dtypes import UnsupportedDtypeError, numpy_dtype_of_onnx, onnx_of_numpy
 from .functions import FunctionBody, bind_attributes, has_schema_function, local_body, local_functions, schema_body
 from .loader import check_model, initializer_array, load_model, node_label
 from .registry import canonical_domain, find_converter, schema_version
+from .symbolic import propagate
 
 #: a node's opset per domain
 Opsets = Mapping[str, int]
@@ -272,7 +273,10 @@ class _Importer:
         before = block.last_op
         try:
             found = find_converter(domain, node.op_type, opset)
-            if found is not None:
+            followed = self.follow_symbolic(node, inputs, schema_version(domain, node.op_type, opset) or 1, used)
+            if followed is not None:
+                results = followed
+            elif found is not None:
                 onnx_node = OnnxNode(node, inputs, schema_version(domain, node.op_type, opset) or found.since, used)
                 results = found.fn(self.ctx, onnx_node)
             elif key in self.functions:
@@ -292,6 +296,8 @@ class _Importer:
             raise
         except VerifyException as e:
             raise OnnxImportError(f"{label}: {e}") from e
+        except Exception as e:  # a converter's own bug: still name the node
+            raise OnnxImportError(f"{label}: internal error in the converter: {type(e).__name__}: {e}") from e
         results = list(results) if isinstance(results, list | tuple) else [results]
         for k, name in enumerate(node.output):
             value = results[k] if k < len(results) else None
@@ -306,6 +312,15 @@ class _Importer:
         while op is not None:
             op.location = location
             op = op.next_op
+
+    def follow_symbolic(self, node: onnx.NodeProto, inputs: list[SSAValue | None], version: int, used: list[bool]) -> SSAValue | None:
+        """The node's result when it computes on symbolic sizes and a rule follows it
+        (``symbolic.py``); None otherwise (the converter runs)."""
+        if not any(v in self.ctx.symbolic for v in inputs if v is not None):
+            return None
+        known = [self.ctx.known_elements(v) for v in inputs if v is not None]
+        dims = propagate(OnnxNode(node, inputs, version, used), known)
+        return None if dims is None else self.ctx.dims_value(dims)
 
     def expand(
         self, node: onnx.NodeProto, body: FunctionBody, inputs: list[SSAValue | None], opsets: Opsets, used: list[bool]
@@ -359,7 +374,8 @@ class _Importer:
         inner = Scope()
         names = {value: name for name, value in self._visible().items()}
         for value, arg in zip(outer, block.args[len(args):]):
-            inner.values[names[value]] = arg
+            if value in names:  # (an unnamed one, a loop's trip count, is only read by the caller's tail)
+                inner.values[names[value]] = arg
         saved_builder = self.builder._builder  # noqa: SLF001  (the builder's insertion point)
         self.builder._builder = Builder(InsertPoint.at_end(block))  # noqa: SLF001
         try:

@@ -35,7 +35,10 @@ def load_model(model: Any, base_dir: str | os.PathLike | None = None) -> tuple[o
             external_data_helper.load_external_data_for_model(model, str(base_dir))
         return model, None
     if isinstance(model, bytes | bytearray | memoryview):
-        proto = onnx.load_model_from_string(bytes(model))
+        try:
+            proto = onnx.load_model_from_string(bytes(model))
+        except Exception as e:  # protobuf's DecodeError
+            raise OnnxImportError(f"the bytes given are not a readable ONNX model: {e}") from None
         if base_dir is not None:
             external_data_helper.load_external_data_for_model(proto, str(base_dir))
         return proto, None

@@ -125,42 +125,31 @@ def _unrolled_loop(ctx: OnnxContext, body: onnx.GraphProto, count: int, carried:
 
 
 def _while_loop(ctx: OnnxContext, body: onnx.GraphProto, trip: SSAValue | None, condition: SSAValue | None, carried: list[SSAValue]) -> tuple:
+    """``graph.while`` carrying (iteration, condition, the loop-carried values, trip count,
+    the enclosing values the body reads): the order of the body region's arguments."""
     g, subgraphs = ctx.b, ctx.subgraphs
     start = ctx.constant(np.asarray(0, _INT64))
     limit = ctx.cast(g.reshape(trip, ()), _INT64) if trip is not None else ctx.constant(np.asarray(np.iinfo(np.int64).max, _INT64))
     go = _predicate(ctx, condition) if condition is not None else ctx.constant(np.asarray(True))
     outer = subgraphs.outer_values([body])
-    inputs = [start, go, limit, *carried, *outer]
+    inputs = [start, go, *carried, limit, *outer]
     n = len(carried)
 
-    def cond(i: SSAValue, going: SSAValue, bound: SSAValue, *rest: SSAValue) -> list[SSAValue]:
-        return [g.bitwise_and(g.compare(i, bound, "lt"), going)]
+    def cond(i: SSAValue, going: SSAValue, *rest: SSAValue) -> list[SSAValue]:
+        return [g.bitwise_and(g.compare(i, rest[n], "lt"), going)]
 
     def tail(args: list[SSAValue], outputs: list[SSAValue]) -> list[SSAValue]:
-        i, _, bound = args[:3]
         following = outputs[1 : 1 + n]
-        for before, after in zip(args[3 : 3 + n], following):
+        for before, after in zip(args[2 : 2 + n], following):
             if before.type != after.type:
                 raise refuse(f"a loop-carried value changes its type or shape ({before.type} -> {after.type})")
-        return [g.add(i, ctx.scalar(1, i)), _predicate(ctx, outputs[0]), bound, *following, *args[3 + n :]]
+        i = args[0]
+        return [g.add(i, ctx.scalar(1, i)), _predicate(ctx, outputs[0]), *following, *args[2 + n :]]
 
     cond_region = subgraphs.plain_region([v.type for v in inputs], cond)
-    # the body's inputs: (iteration number, condition, carried...); the enclosing values come after
-    body_region = subgraphs.region(body, inputs[:2] + carried, [limit, *outer], _reorder_tail(tail, n))
+    body_region = subgraphs.region(body, inputs[: 2 + n], [limit, *outer], tail)
     op = subgraphs.insert(WhileOp(inputs, cond_region, body_region))
-    return tuple(op.outputs[3 : 3 + n])
-
-
-def _reorder_tail(tail, n: int):
-    """``region`` orders the block's arguments (body inputs..., enclosing values...): here
-    (i, cond, carried..., limit, outer...); the loop carries (i, cond, limit, carried..., outer...)."""
-
-    def reordered(args: list[SSAValue], outputs: list[SSAValue]) -> list[SSAValue]:
-        i, going = args[:2]
-        carried, limit, outer = args[2 : 2 + n], args[2 + n], args[3 + n :]
-        return tail([i, going, limit, *carried, *outer], outputs)
-
-    return reordered
+    return tuple(op.outputs[2 : 2 + n])
 
 
 @converter("Scan", since=9)

@@ -32,7 +32,9 @@ def reshape_target(ctx: OnnxContext, node: OnnxNode, x: SSAValue, target: list[i
     shape = ctx.shape(x)
     dims: list[Dim] = []
     for k, d in enumerate(target):
-        if d == 0 and not allowzero:
+        if isinstance(d, str):
+            dims.append(d)
+        elif d == 0 and not allowzero:
             if k >= len(shape):
                 raise OnnxImportError(f"node '{node.name}' (Reshape): target dim {k} is 0 (copy) but the input has rank {len(shape)}")
             dims.append(shape[k])
@@ -125,21 +127,18 @@ def concat(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     return ctx.b.concat(nonempty or values[:1], axis)
 
 
-@converter("Split", since=2)
-def split(ctx: OnnxContext, node: OnnxNode) -> tuple[SSAValue, ...]:
+def split(ctx: OnnxContext, node: OnnxNode, sizes: list[int] | None) -> tuple[SSAValue, ...]:
+    """``Split`` into ``sizes`` along ``axis``; equal parts when None (the last smaller with
+    opset 18's ``num_outputs``)."""
     x = node.input(0)
     shape = ctx.shape(x)
     axis = ctx.axis(node.attr("axis", 0), len(shape), node)
     size = shape[axis]
-    if node.version >= 13:
-        sizes = ctx.need_const(node, 1, "split").reshape(-1).tolist() if node.input(1) is not None else None
-    else:
-        sizes = node.attr("split")
     if sizes is None:
         if not isinstance(size, int):
             raise refuse(f"splitting the symbolic axis {axis} ({size}) into equal parts")
         parts = node.attr("num_outputs", node.n_outputs)
-        step = -(-size // parts)  # the last part may be smaller (opset 18's num_outputs)
+        step = -(-size // parts)
         if node.version < 18 and size % parts:
             raise OnnxImportError(f"node '{node.name}' (Split): axis {axis} of size {size} does not split into {parts} equal parts")
         sizes = [min(step, size - k * step) for k in range(parts)]
@@ -150,6 +149,17 @@ def split(ctx: OnnxContext, node: OnnxNode) -> tuple[SSAValue, ...]:
         results.append(ctx.b.slice(x, [start], [start + part], [axis]))
         start += part
     return tuple(results)
+
+
+@converter("Split", since=2)
+def split_by_attribute(ctx: OnnxContext, node: OnnxNode) -> tuple[SSAValue, ...]:
+    return split(ctx, node, node.attr("split"))
+
+
+@converter("Split", since=13)
+def split_by_input(ctx: OnnxContext, node: OnnxNode) -> tuple[SSAValue, ...]:
+    sizes = ctx.need_const(node, 1, "split").reshape(-1).tolist() if node.input(1) is not None else None
+    return split(ctx, node, sizes)
 
 
 def _slice_bounds(values: np.ndarray) -> list[int]:

@@ -1,0 +1,291 @@
+"""The ONNX frontend: from_onnx's API (paths, bytes, external data, symbolic dims, shape=,
+keep_params_as_input, bind=), its errors (unsupported ops listed at once, malformed models
+naming the node), converter selection by opset, shape arithmetic folded at import, control
+flow, and the ONNX Backend API. Numerics against onnx's own reference evaluator on fresh
+random inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+import tensorkiln as tk  # noqa: E402
+from tensorkiln.errors import UnsupportedOperatorError  # noqa: E402
+from tensorkiln.frontends.onnx import (  # noqa: E402
+    OnnxImportError,
+    OnnxInputValuesNeeded,
+    OnnxUnsupportedError,
+    from_onnx,
+    from_onnx_with_values,
+    unsupported_nodes,
+)
+from tensorkiln.frontends.onnx.registry import find_converter  # noqa: E402
+
+RNG = np.random.default_rng(34)
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=17, **kwargs):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], **kwargs)
+
+
+def _tensor(name, dtype, shape):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def _init(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def _reference(model, **inputs):
+    return ReferenceEvaluator(model).run(None, inputs)
+
+
+def _small_cnn():
+    """Conv -> Relu -> MaxPool -> Flatten -> Gemm, with odd sizes and a symbolic batch."""
+    w = RNG.standard_normal((5, 3, 3, 3)).astype("f4")
+    b = RNG.standard_normal(5).astype("f4")
+    fc = RNG.standard_normal((7, 5 * 4 * 3)).astype("f4")
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], strides=[1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["p"], ["f"], axis=1),
+        helper.make_node("Gemm", ["f", "fc", "fb"], ["y"], transB=1),
+    ]
+    inits = [_init("w", w), _init("b", b), _init("fc", fc), _init("fb", RNG.standard_normal(7).astype("f4"))]
+    return _model(nodes, [_tensor("x", TensorProto.FLOAT, ["batch", 3, 9, 7])], [_tensor("y", TensorProto.FLOAT, ["batch", 7])], inits)
+
+
+def test_symbolic_batch_compiled_once():
+    model = _small_cnn()
+    module = from_onnx(model)
+    assert "#graph.dims<batch" in str(module)
+    lib = tk.build(module)
+    for n in (1, 3):
+        x = RNG.standard_normal((n, 3, 9, 7)).astype("f4")
+        np.testing.assert_allclose(lib(x), _reference(model, x=x)[0], rtol=1e-4, atol=1e-4)
+
+
+def test_shape_pins_dim_params_and_inputs():
+    model = _small_cnn()
+    assert "?x" not in str(from_onnx(model, shape={"batch": 2}))
+    assert "tensor<4x3x9x7xf32>" in str(from_onnx(model, shape={"x": (4, 3, 9, 7)}))
+    with pytest.raises(OnnxImportError, match="neither inputs of the model nor dim_params"):
+        from_onnx(model, shape={"nope": 3})
+
+
+def test_path_bytes_and_external_data(tmp_path):
+    model = _small_cnn()
+    x = RNG.standard_normal((2, 3, 9, 7)).astype("f4")
+    expected = _reference(model, x=x)[0]
+    path = tmp_path / "cnn.onnx"
+    onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+    assert (tmp_path / "weights.bin").exists()
+    for source, base_dir in ((str(path), None), (path, None), (path.read_bytes(), tmp_path), (onnx.load(path, load_external_data=False), tmp_path)):
+        np.testing.assert_allclose(tk.build(from_onnx(source, base_dir=base_dir))(x), expected, rtol=1e-4, atol=1e-4)
+    with pytest.raises(OnnxImportError, match="weights.bin"):
+        from_onnx(path.read_bytes())  # (its external data cannot be found without base_dir)
+
+
+def test_keep_params_as_input():
+    model = _small_cnn()
+    module, params = from_onnx(model, keep_params_as_input=True)
+    assert set(params) == {"w", "b", "fc", "fb"}
+    x = RNG.standard_normal((2, 3, 9, 7)).astype("f4")
+    y = tk.build(module)(x, *params.values())
+    np.testing.assert_allclose(y, _reference(model, x=x)[0], rtol=1e-4, atol=1e-4)
+
+
+def test_one_error_lists_every_unsupported_op():
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"]),
+        helper.make_node("Frobnicate", ["a"], ["b"], domain="com.example", name="frob1"),
+        helper.make_node("Frobnicate", ["b"], ["c"], domain="com.example", name="frob2"),
+        helper.make_node("StringNormalizer", ["s"], ["t"], name="strings"),
+    ]
+    model = _model(
+        nodes,
+        [_tensor("x", TensorProto.FLOAT, [3]), _tensor("s", TensorProto.STRING, [2])],
+        [_tensor("c", TensorProto.FLOAT, [3]), _tensor("t", TensorProto.STRING, [2])],
+    )
+    model.opset_import.append(helper.make_opsetid("com.example", 1))
+    assert unsupported_nodes(model) == {
+        ("com.example", "Frobnicate", 1): ["frob1", "frob2"],
+        ("ai.onnx", "StringNormalizer", 17): ["strings"],
+    }
+    with pytest.raises(UnsupportedOperatorError) as info:
+        from_onnx(model)
+    message = str(info.value)
+    assert "2 unsupported ONNX operators (3 nodes)" in message
+    assert "com.example.Frobnicate (opset 1) x2 (frob1, frob2)" in message
+    assert "ai.onnx.StringNormalizer (opset 17) x1 (strings)" in message
+
+
+def test_unsupported_dtype_refused_by_name():
+    model = _model([helper.make_node("Identity", ["x"], ["y"])], [_tensor("x", TensorProto.FLOAT8E4M3FN, [4])], [_tensor("y", TensorProto.FLOAT8E4M3FN, [4])])
+    with pytest.raises(UnsupportedOperatorError, match="input 'x': element type float8e4m3fn is not supported"):
+        from_onnx(model)
+
+
+def test_malformed_models_name_the_node():
+    dangling = _model([helper.make_node("Add", ["x", "ghost"], ["y"], name="adder")], [_tensor("x", TensorProto.FLOAT, [3])], [_tensor("y", TensorProto.FLOAT, [3])])
+    with pytest.raises(OnnxImportError, match="adder|ghost"):
+        from_onnx(dangling)
+    short = _init("w", np.zeros(3, "f4"))
+    short.dims[:] = [4]  # claims 4 elements, holds 3
+    bad_init = _model([helper.make_node("Add", ["x", "w"], ["y"])], [_tensor("x", TensorProto.FLOAT, [4])], [_tensor("y", TensorProto.FLOAT, [4])], [short])
+    with pytest.raises(OnnxImportError, match="tensor name: w.*12 bytes"):
+        from_onnx(bad_init)
+    with pytest.raises(OnnxImportError, match="not a readable ONNX model"):
+        from_onnx(b"\x00not a model\xff" * 3)
+    conv_mismatch = _model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv1")],
+        [_tensor("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [_tensor("y", TensorProto.FLOAT, [1, 4, 6, 6])],
+        [_init("w", np.zeros((4, 5, 3, 3), "f4"))],
+    )
+    with pytest.raises(OnnxImportError, match="conv1.*input channels"):
+        from_onnx(conv_mismatch)
+
+
+@pytest.mark.parametrize("opset", [11, 13, 18])
+def test_converter_chosen_by_opset(opset):
+    """Split takes its sizes as an attribute before opset 13, as an input from 13; opset 18
+    adds num_outputs."""
+    x = RNG.standard_normal((7, 4)).astype("f4")
+    if opset < 13:
+        node = helper.make_node("Split", ["x"], ["a", "b"], axis=0, split=[3, 4])
+        inits = []
+    else:
+        node = helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=0)
+        inits = [_init("sizes", np.array([3, 4], np.int64))]
+    model = _model([node], [_tensor("x", TensorProto.FLOAT, [7, 4])], [_tensor("a", TensorProto.FLOAT, [3, 4]), _tensor("b", TensorProto.FLOAT, [4, 4])], inits, opset=opset)
+    a, b = tk.build(from_onnx(model))(x)
+    np.testing.assert_array_equal(a, x[:3])
+    np.testing.assert_array_equal(b, x[3:])
+    assert find_converter("", "Split", opset).since == (2 if opset < 13 else 13)
+
+
+def test_shape_arithmetic_folds_at_import():
+    """Shape -> Gather -> Concat -> Reshape: constants with static shapes, symbolic dims
+    followed with a symbolic batch; no shape op reaches the compiled module."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "axes"], ["b1"]),
+        helper.make_node("Concat", ["b1", "minus1"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"]),
+    ]
+    inits = [_init("zero", np.array(0, np.int64)), _init("axes", np.array([0], np.int64)), _init("minus1", np.array([-1], np.int64))]
+    for batch in (3, "n"):
+        model = _model(nodes, [_tensor("x", TensorProto.FLOAT, [batch, 4, 5])], [_tensor("y", TensorProto.FLOAT, [batch, 20])], inits)
+        module = from_onnx(model)
+        reshapes = [op for op in module.walk() if op.name == "graph.reshape" and op.operands[0].type.element_type != tk_i64()]
+        assert len(reshapes) == 1
+        x = RNG.standard_normal((3, 4, 5)).astype("f4")
+        np.testing.assert_array_equal(tk.build(module)(x), x.reshape(3, 20))
+        if batch == 3:
+            assert not any(op.name in ("graph.concat", "graph.take") for op in module.walk())
+
+
+def tk_i64():
+    from xdsl.dialects.builtin import i64
+
+    return i64
+
+
+def test_graph_inputs_used_as_axes_are_bound():
+    node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)
+    model = _model([node], [_tensor("x", TensorProto.FLOAT, [3, 4, 5]), _tensor("axes", TensorProto.INT64, [1])], [_tensor("y", TensorProto.FLOAT, [3, 5])])
+    with pytest.raises(OnnxInputValuesNeeded, match="graph input 'axes'") as info:
+        from_onnx(model)
+    assert info.value.inputs == ["axes"]
+    x = RNG.standard_normal((3, 4, 5)).astype("f4")
+    module, bound = from_onnx_with_values(model, {"x": x, "axes": np.array([1])})
+    assert list(bound) == ["axes"]
+    np.testing.assert_allclose(tk.build(module)(x), x.sum(axis=1), rtol=1e-5)
+
+
+def test_if_on_run_time_condition_and_loop():
+    then_graph = helper.make_graph([helper.make_node("Mul", ["x", "two"], ["t"])], "then", [], [_tensor("t", TensorProto.FLOAT, [3])])
+    else_graph = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [_tensor("e", TensorProto.FLOAT, [3])])
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+        helper.make_node("Greater", ["s", "zero"], ["c"]),
+        helper.make_node("If", ["c"], ["y"], then_branch=then_graph, else_branch=else_graph),
+    ]
+    model = _model(nodes, [_tensor("x", TensorProto.FLOAT, [3])], [_tensor("y", TensorProto.FLOAT, [3])], [_init("two", np.float32(2)), _init("zero", np.float32(0))])
+    module = from_onnx(model)
+    assert any(op.name == "graph.if" for op in module.walk())
+    lib = tk.build(module)
+    for x in (np.array([1, 2, -1], "f4"), np.array([-5, 2, 1], "f4")):
+        np.testing.assert_allclose(lib(x), _reference(model, x=x)[0])
+    # a loop whose trip count is an input: graph.while
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Mul", ["v_in", "x"], ["v_out"])],
+        "body",
+        [_tensor("i", TensorProto.INT64, []), _tensor("cond_in", TensorProto.BOOL, []), _tensor("v_in", TensorProto.FLOAT, [3])],
+        [_tensor("cond_out", TensorProto.BOOL, []), _tensor("v_out", TensorProto.FLOAT, [3])],
+    )
+    loop = _model(
+        [helper.make_node("Loop", ["n", "", "x"], ["y"], body=body)],
+        [_tensor("n", TensorProto.INT64, []), _tensor("x", TensorProto.FLOAT, [3])],
+        [_tensor("y", TensorProto.FLOAT, [3])],
+    )
+    module = from_onnx(loop)
+    assert any(op.name == "graph.while" for op in module.walk())
+    lib = tk.build(module)
+    x = np.array([1.5, -2, 0.5], "f4")
+    for n in (0, 1, 4):
+        np.testing.assert_allclose(lib(np.array(n), x), x ** (n + 1), rtol=1e-6)
+
+
+def test_function_ops_expand_to_their_body():
+    """Ops ONNX defines as functions (no converter here: Celu's body) convert as their body;
+    the model's own functions too."""
+    x = RNG.standard_normal((4, 5)).astype("f4")
+    model = _model([helper.make_node("MeanVarianceNormalization", ["x"], ["y"], axes=[1])], [_tensor("x", TensorProto.FLOAT, [4, 5])], [_tensor("y", TensorProto.FLOAT, [4, 5])])
+    np.testing.assert_allclose(tk.build(from_onnx(model))(x), _reference(model, x=x)[0], rtol=1e-4, atol=1e-5)
+    double = helper.make_function("local", "Double", ["a"], ["b"], [helper.make_node("Add", ["a", "a"], ["b"])], [helper.make_opsetid("", 17)])
+    model = _model([helper.make_node("Double", ["x"], ["y"], domain="local")], [_tensor("x", TensorProto.FLOAT, [4, 5])], [_tensor("y", TensorProto.FLOAT, [4, 5])], functions=[double])
+    model.opset_import.append(helper.make_opsetid("local", 1))
+    np.testing.assert_allclose(tk.build(from_onnx(model))(x), 2 * x)
+
+
+def test_refusal_names_the_node_and_attribute():
+    model = _model(
+        [helper.make_node("Pad", ["x", "pads"], ["y"], mode="mirror-ish", name="padder")],
+        [_tensor("x", TensorProto.FLOAT, [3, 4])],
+        [_tensor("y", TensorProto.FLOAT, [5, 6])],
+        [_init("pads", np.array([1, 1, 1, 1], np.int64))],
+    )
+    with pytest.raises(OnnxUnsupportedError, match="padder.*Pad.*mode 'mirror-ish'"):
+        from_onnx(model)
+
+
+def test_backend_api():
+    from onnx.backend.base import Backend
+
+    import tensorkiln.tools.onnx_backend as backend
+
+    assert issubclass(backend.TensorkilnBackend, Backend)
+    assert backend.supports_device("CPU") and not backend.supports_device("CUDA")
+    model = _small_cnn()
+    x = RNG.standard_normal((2, 3, 9, 7)).astype("f4")
+    rep = backend.prepare(model)
+    np.testing.assert_allclose(rep.run([x])[0], _reference(model, x=x)[0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(rep.run({"x": x})[0], _reference(model, x=x)[0], rtol=1e-4, atol=1e-4)
+    (y,) = backend.run_node(helper.make_node("Relu", ["a"], ["b"]), [x])
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+    # axes given as an input: compiled at run for each distinct value
+    node = helper.make_node("ReduceMax", ["x", "axes"], ["y"], keepdims=1)
+    reduce_model = _model([node], [_tensor("x", TensorProto.FLOAT, [3, 4, 5]), _tensor("axes", TensorProto.INT64, [1])], [_tensor("y", TensorProto.FLOAT, ["a", "b", "c"])], opset=18)
+    rep = backend.prepare(reduce_model)
+    v = RNG.standard_normal((3, 4, 5)).astype("f4")
+    for axis in (0, 2, 0):
+        np.testing.assert_array_equal(rep.run([v, np.array([axis])])[0], v.max(axis=axis, keepdims=True))
