@@ -14,7 +14,7 @@ another form, the one the int8 kernels run (``quant_products.py`` registers thei
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, math
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import f32, i32
 from xdsl.ir import SSAValue
 
@@ -46,38 +46,49 @@ def int_param(s: Scalar, tensor: SSAValue, channel: SSAValue | None, dtype: str)
     return int_value(s, param(s, tensor, channel), dtype)
 
 
-#: 1.5 * 2**23: added to an integer-valued float32 of magnitude below 2**22, its bits
-#: minus this constant's bits are the integer (exact: no rounding step, no conversion)
+#: 1.5 * 2**23: added to a float32 of magnitude below 2**22, the sum is rounded to an
+#: integer (nearest, ties to even) and its bits minus this constant's are that integer
 _MAGIC = 12582912.0
 _MAGIC_BITS = 0x4B400000
 
 
-def exact_int(s: Scalar, value: SSAValue) -> SSAValue:
-    """An integer-valued float32 (|value| < 2**22) as i32. Not ``fptosi``: LLVM turns the
-    saturating conversion of a vector into one branchy scalar conversion per lane on x86
-    (a quantize kernel ran at 50 ns per vector of 16)."""
-    shifted = s._insert(arith.BitcastOp(s.math(arith.AddfOp, value, s.const(_MAGIC, f32)), i32))
-    return s.sub(shifted, s.const(_MAGIC_BITS, i32))
+def _clamp_below(s: Scalar, x: SSAValue, bound: SSAValue) -> SSAValue:
+    """``x < bound ? bound : x``: one ``vmaxps`` (arith's maximumf propagates NaN: three)."""
+    return s.select(s.math(arith.CmpfOp, x, bound, "olt"), bound, x)
+
+
+def _clamp_above(s: Scalar, x: SSAValue, bound: SSAValue) -> SSAValue:
+    return s.select(s.math(arith.CmpfOp, x, bound, "ogt"), bound, x)
 
 
 def saturate_to(s: Scalar, value: SSAValue, zero_point: SSAValue, dtype: str, low_at_zero_point: bool, element) -> SSAValue:
-    """``value`` (float32, already rounded) plus the zero point (i32), clamped to the dtype's
-    range (from the zero point up with relu), stored as ``element`` (the byte)."""
+    """``saturate(round_half_even(value) + zero_point)`` (value float32, zero point i32),
+    clamped to the dtype's range (from the zero point up with relu), stored as ``element``.
+
+    The value is clamped to ``[low - zp, high - zp]`` first (integers: rounding is monotone,
+    so clamping before or after it is the same) and rounded by adding ``1.5 * 2**23``:
+    float32 addition rounds to the nearest integer, ties to even, and the sum's bits minus
+    ``1.5 * 2**23``'s are that integer (the zero point is added after: before, it would move
+    the ties). No ``roundeven`` and no ``fptosi`` (LLVM turns
+    the saturating conversion of a vector into a branchy conversion per lane on x86). NaN
+    stays NaN through the clamps; callers that can see one select their result."""
     low, high = quant.qrange(dtype)
-    shifted = s.math(arith.AddfOp, value, s.cast(zero_point, f32))
+    zp = s.cast(zero_point, f32)
     lowest = s.const(float(low), f32)
     if low_at_zero_point:
-        lowest = s.max(lowest, s.cast(zero_point, f32))
-    clamped = s.min(s.max(shifted, lowest), s.const(float(high), f32))
-    return s.cast(exact_int(s, clamped), element)
+        lowest = s.max(lowest, zp)
+    value = _clamp_below(s, value, s.math(arith.SubfOp, lowest, zp))
+    value = _clamp_above(s, value, s.math(arith.SubfOp, s.const(float(high), f32), zp))
+    shifted = s.math(arith.AddfOp, value, s.const(_MAGIC, f32))
+    rounded = s.sub(s._insert(arith.BitcastOp(shifted, i32)), s.const(_MAGIC_BITS, i32))
+    return s.cast(s.add(rounded, zero_point), element)
 
 
 def requantize(
     s: Scalar, acc: SSAValue, multiplier: SSAValue, zero_point: SSAValue, dtype: str, relu: bool, element
 ) -> SSAValue:
     """``saturate(round_half_even(float32(acc) * multiplier) + zero_point)`` (acc: i32)."""
-    scaled = s.math(arith.MulfOp, s.cast(acc, f32), multiplier)
-    return saturate_to(s, s.math(math.RoundEvenOp, scaled), zero_point, dtype, relu, element)
+    return saturate_to(s, s.math(arith.MulfOp, s.cast(acc, f32), multiplier), zero_point, dtype, relu, element)
 
 
 def _channel_index(idx, axis: int | None):
@@ -94,7 +105,7 @@ def quantize(t: TEBuilder, op: quant.QuantizeOp) -> SSAValue:
         channel = _channel_index(idx, axis)
         ratio = s.math(arith.DivfOp, s.read(x, list(idx)), param(s, scale, channel))
         zp = int_param(s, zero_point, channel, dtype)
-        stored = saturate_to(s, s.math(math.RoundEvenOp, ratio), zp, dtype, False, element)
+        stored = saturate_to(s, ratio, zp, dtype, False, element)
         is_nan = s.math(arith.CmpfOp, ratio, ratio, "uno")
         return s.select(is_nan, s.cast(zp, element), stored)
 
