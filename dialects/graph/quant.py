@@ -371,17 +371,12 @@ def _result_element(op: QuantizedProductOp) -> Attribute:
     return operand_element(op.y_zero_point)
 
 
-@irdl_op_definition
-class QDenseOp(QuantizedProductOp):
-    """A quantized linear layer: ``input (..., K) x weight (N, K)^T [+ bias (N,)] -> (..., N)``,
-    per-channel weight scales along N (see the module docstring for the arithmetic).
+class _QuantizedMatrixProduct(QuantizedProductOp):
+    """qdense and qmatmul: a 2-d weight, contracted along ``CONTRACTION_AXIS``."""
 
-    Example::
-
-        %y = graph.qdense %x, %w quant(%xs, %xz, %ws, %wz, %ys, %yz) {relu = true} : tensor<3x5xi8>, tensor<4x5xi8> quant(tensor<f32>, tensor<i8>, tensor<4xf32>, tensor<4xi8>, tensor<f32>, tensor<i8>) -> tensor<3x4xi8>
-    """
-
-    name = "graph.qdense"
+    #: the weight's contraction axis (qdense's (N, K): 1; qmatmul's (K, N): 0)
+    CONTRACTION_AXIS: ClassVar[int]
+    MIN_INPUT_RANK: ClassVar[int]
 
     def __init__(
         self,
@@ -396,22 +391,39 @@ class QDenseOp(QuantizedProductOp):
 
     def infer_result_type(self) -> TensorType:
         x, w = operand_shape(self.input), operand_shape(self.weight)
-        if len(x) < 1:
-            raise VerifyException(f"input must have rank >= 1, got shape {format_shape(x)}")
+        if len(x) < self.MIN_INPUT_RANK:
+            raise VerifyException(f"input must have rank >= {self.MIN_INPUT_RANK}, got shape {format_shape(x)}")
         expect_rank("weight", w, 2)
-        if x[-1] != w[1]:
-            raise VerifyException(f"contraction dims differ (input {x[-1]} vs weight {w[1]})")
-        self.check_quantization(w[1])
-        return tensor_type((*x[:-1], w[0]), _result_element(self))
+        k, n = w[self.CONTRACTION_AXIS], w[1 - self.CONTRACTION_AXIS]
+        if x[-1] != k:
+            raise VerifyException(f"contraction dims differ (input {x[-1]} vs weight {k})")
+        self.check_quantization(k)
+        return tensor_type((*x[:-1], n), _result_element(self))
 
     def reference(self, x: np.ndarray, w: np.ndarray, *rest: np.ndarray) -> np.ndarray:
         bias, params = (rest[0], rest[1:]) if self.bias is not None else (None, rest)
-        acc = np.matmul(self.x_values(x, params[1]), self.weight_values(w, params[3]).T)
+        weight = self.weight_values(w, params[3])
+        acc = np.matmul(self.x_values(x, params[1]), weight.T if self.CONTRACTION_AXIS == 1 else weight)
         return self.finish_reference(acc, bias, params, acc.ndim - 1)
 
 
 @irdl_op_definition
-class QMatMulOp(QuantizedProductOp):
+class QDenseOp(_QuantizedMatrixProduct):
+    """A quantized linear layer: ``input (..., K) x weight (N, K)^T [+ bias (N,)] -> (..., N)``,
+    per-channel weight scales along N (see the module docstring for the arithmetic).
+
+    Example::
+
+        %y = graph.qdense %x, %w quant(%xs, %xz, %ws, %wz, %ys, %yz) {relu = true} : tensor<3x5xi8>, tensor<4x5xi8> quant(tensor<f32>, tensor<i8>, tensor<4xf32>, tensor<4xi8>, tensor<f32>, tensor<i8>) -> tensor<3x4xi8>
+    """
+
+    name = "graph.qdense"
+    CONTRACTION_AXIS: ClassVar[int] = 1
+    MIN_INPUT_RANK: ClassVar[int] = 1
+
+
+@irdl_op_definition
+class QMatMulOp(_QuantizedMatrixProduct):
     """A quantized matrix product ``input (..., M, K) x weight (K, N) -> (..., M, N)`` (ONNX's
     QLinearMatMul with a 2-d right operand, constant or not); per-channel weight scales along N.
 
@@ -421,32 +433,9 @@ class QMatMulOp(QuantizedProductOp):
     """
 
     name = "graph.qmatmul"
+    CONTRACTION_AXIS: ClassVar[int] = 0
+    MIN_INPUT_RANK: ClassVar[int] = 2
     WEIGHT_CHANNEL_AXIS: ClassVar[int] = 1
-
-    def __init__(
-        self,
-        input: SSAValue | Operation,
-        weight: SSAValue | Operation,
-        bias: SSAValue | Operation | None,
-        params: Sequence[SSAValue | Operation],
-        relu: bool = False,
-    ):
-        self._build_product(input, weight, bias, params, relu)
-
-    def infer_result_type(self) -> TensorType:
-        a, b = operand_shape(self.input), operand_shape(self.weight)
-        if len(a) < 2:
-            raise VerifyException(f"input must have rank >= 2, got shape {format_shape(a)}")
-        expect_rank("weight", b, 2)
-        if a[-1] != b[0]:
-            raise VerifyException(f"contraction dims differ (input {a[-1]} vs weight {b[0]})")
-        self.check_quantization(b[0])
-        return tensor_type((*a[:-1], b[1]), _result_element(self))
-
-    def reference(self, x: np.ndarray, w: np.ndarray, *rest: np.ndarray) -> np.ndarray:
-        bias, params = (rest[0], rest[1:]) if self.bias is not None else (None, rest)
-        acc = np.matmul(self.x_values(x, params[1]), self.weight_values(w, params[3]))
-        return self.finish_reference(acc, bias, params, acc.ndim - 1)
 
 
 def _pair(value: int | Sequence[int]) -> tuple[int, ...]:
