@@ -27,6 +27,7 @@ m16n8k8 with TF32 inputs); they only appear in GPU schedules.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -52,6 +53,7 @@ from xdsl.irdl import (
     ParsePropInAttrDict,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -78,6 +80,15 @@ LOOP_KINDS = CPU_LOOP_KINDS + GPU_BINDINGS
 
 BUFFER_SCOPES = ("global", "local", "shared")
 
+#: what a loop iterates over, as te-to-loop records it (``role(...)``; schedules read it,
+#: never the loop's name): ``spatial``, the kernel's output elements (the output loops,
+#: independent iterations); ``reduction``, the axes a reduction combines; ``scan``, a line
+#: walked in order, each step reading the last (a scan, a sort, an elimination);
+#: ``update``, a scatter's updates, applied in order; ``init``, elements written before
+#: later loops read or update them (a scatter's targets reset, a row kernel's stashed
+#: producer). Splits, fusions and reorders keep the role of the loops they transform.
+LOOP_ROLES = ("spatial", "reduction", "scan", "update", "init")
+
 #: threads in a GPU warp: the most lanes a shuffle spans
 WARP_SIZE = 32
 
@@ -91,7 +102,8 @@ class YieldOp(IRDLOperation):
 
 @irdl_op_definition
 class ForOp(IRDLOperation):
-    """``for (iv = lb; iv < ub; iv += step)`` with a kind and a name (see module docstring)."""
+    """``for (iv = lb; iv < ub; iv += step)`` with a kind, a name (see module docstring)
+    and a role (:data:`LOOP_ROLES`), printed ``role(spatial)``, when it has one."""
 
     name = "loop.for"
     lb = operand_def(IndexType)
@@ -99,6 +111,7 @@ class ForOp(IRDLOperation):
     step = operand_def(IndexType)
     kind = prop_def(StringAttr)
     loop_name = prop_def(StringAttr)
+    role = opt_prop_def(StringAttr)
     body = region_def("single_block")
     traits = traits_def(SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect())
 
@@ -110,23 +123,32 @@ class ForOp(IRDLOperation):
         body: Region | Block,
         kind: str = "serial",
         name: str = "",
+        role: str | None = None,
     ):
         if isinstance(body, Block):
             body = Region(body)
-        super().__init__(
-            operands=[lb, ub, step],
-            properties={"kind": StringAttr(kind), "loop_name": StringAttr(name)},
-            regions=[body],
-        )
+        properties = {"kind": StringAttr(kind), "loop_name": StringAttr(name)}
+        if role is not None:
+            properties["role"] = StringAttr(role)
+        super().__init__(operands=[lb, ub, step], properties=properties, regions=[body])
 
     @property
     def induction_var(self) -> SSAValue:
         return self.body.block.args[0]
 
+    @property
+    def loop_role(self) -> str | None:
+        """What the loop iterates over (:data:`LOOP_ROLES`), or None."""
+        return self.role.data if self.role is not None else None
+
     def verify_(self) -> None:
         if self.kind.data not in LOOP_KINDS:
             raise VerifyException(
                 f"loop.for: unknown kind '{self.kind.data}' (expected one of {', '.join(LOOP_KINDS)})"
+            )
+        if self.role is not None and self.role.data not in LOOP_ROLES:
+            raise VerifyException(
+                f"loop.for: unknown role '{self.role.data}' (expected one of {', '.join(LOOP_ROLES)})"
             )
         args = self.body.block.args
         if len(args) != 1 or not isinstance(args[0].type, IndexType):
@@ -147,6 +169,8 @@ class ForOp(IRDLOperation):
             printer.print_string(" name(")
             printer.print_string_literal(self.loop_name.data)
             printer.print_string(")")
+        if self.role is not None:
+            printer.print_string(f" role({self.role.data})")
         printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False, print_block_terminators=False)
@@ -170,10 +194,15 @@ class ForOp(IRDLOperation):
             parser.parse_punctuation("(")
             name = parser.parse_str_literal()
             parser.parse_punctuation(")")
+        role = None
+        if parser.parse_optional_keyword("role") is not None:
+            parser.parse_punctuation("(")
+            role = parser.parse_identifier()
+            parser.parse_punctuation(")")
         attributes = parser.parse_optional_attr_dict_with_keyword()
         attributes = attributes.data if attributes is not None else {}
         body = parser.parse_region((iv.resolve(IndexType()),))
-        op = cls(*bounds, body, kind=kind, name=name)
+        op = cls(*bounds, body, kind=kind, name=name, role=role)
         op.attributes |= attributes
         for trait in op.get_traits_of_type(SingleBlockImplicitTerminator):
             ensure_terminator(op, trait)
@@ -471,6 +500,11 @@ class MmaTf32Op(IRDLOperation):
 #: a kernel function: what it computes, a name stem (``"dense_add_relu"``: the graph ops
 #: of its fused group; ``"copy"``, ``"scatter"``, ``"sort"``...)
 KERNEL_ATTR = "tk.kernel"
+#: a kernel made of graph ops (te-to-loop records them when its tag names graph ops):
+#: the ops in order, the anchor, and the elementwise epilogue (see :class:`KernelAnchor`)
+OPS_ATTR = "tk.ops"
+ANCHOR_ATTR = "tk.anchor"
+EPILOGUE_ATTR = "tk.epilogue"
 #: the host function: ``{inputs = n, outputs = m}`` (and ``temporaries = t`` once its
 #: temporaries are hoisted into arguments): its arguments are the inputs, the output
 #: buffers, the weights, then the temporaries
@@ -521,6 +555,56 @@ def kernel_tag(kernel: Operation) -> str | None:
 def set_kernel_tag(kernel: Operation, tag: str) -> None:
     """Make ``kernel`` a kernel computing ``tag`` (see :data:`KERNEL_ATTR`)."""
     kernel.attributes[KERNEL_ATTR] = StringAttr(tag)
+
+
+@dataclass(frozen=True)
+class KernelAnchor:
+    """What a kernel made of graph ops computes: its ops in order (``dense``, ``add``,
+    ``relu``), its anchor -- the op whose loops it has, the one of highest fusion
+    pattern kind (``dense``; a reduction in ``mul_reduce_mean``) -- and its epilogue: the
+    ops after the anchor when each is elementwise or broadcast, applied to the anchor's
+    result inside its loops (``("add", "relu")``; None when an op after the anchor moves
+    elements, a transpose or a reshape, whose loops are then the kernel's).
+
+    Printed on the kernel as ``tk.ops = ["dense", "add", "relu"], tk.anchor = "dense",
+    tk.epilogue = ["add", "relu"]``; a kernel of one op shows its anchor alone, and one
+    whose ops after the anchor are not an epilogue has no ``tk.epilogue``."""
+
+    ops: tuple[str, ...]
+    op: str
+    epilogue: tuple[str, ...] | None
+
+
+def _strings(values: Sequence[str]) -> ArrayAttr:
+    return ArrayAttr([StringAttr(v) for v in values])
+
+
+def set_kernel_anchor(kernel: Operation, anchor: KernelAnchor) -> None:
+    """Record what ``kernel`` computes (te-to-loop)."""
+    if anchor.ops != (anchor.op,):
+        kernel.attributes[OPS_ATTR] = _strings(anchor.ops)
+    kernel.attributes[ANCHOR_ATTR] = StringAttr(anchor.op)
+    if anchor.epilogue:
+        kernel.attributes[EPILOGUE_ATTR] = _strings(anchor.epilogue)
+
+
+def kernel_anchor(kernel: Operation) -> KernelAnchor | None:
+    """What ``kernel`` computes, or None when it is not made of graph ops (a copy, a
+    sort, a scan's own kernel...)."""
+    op = _string(kernel, ANCHOR_ATTR)
+    if op is None:
+        return None
+    listed = kernel.attributes.get(OPS_ATTR)
+    ops = tuple(s.data for s in listed.data) if isinstance(listed, ArrayAttr) else (op,)
+    after = ops[ops.index(op) + 1 :] if op in ops else ()
+    epilogue = kernel.attributes.get(EPILOGUE_ATTR)
+    return KernelAnchor(ops, op, after if not after or isinstance(epilogue, ArrayAttr) else None)
+
+
+def loops_with_role(root: Operation, *roles: str) -> list[ForOp]:
+    """The loops inside ``root`` (a kernel) whose role is one of ``roles``, outermost first
+    (in program order)."""
+    return [op for op in root.walk() if isinstance(op, ForOp) and op.loop_role in roles]
 
 
 def set_entry(host: func.FuncOp, inputs: int, outputs: int, weights: Sequence[Attribute]) -> None:

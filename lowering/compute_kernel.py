@@ -193,7 +193,7 @@ class _BodyEmitter:
         b.insert(loop.StoreOp(init, acc, []))
         prefix = f"k{self.reductions}_" if self.reductions else "k"
         self.reductions += 1
-        ivs, inner = emit_loop_nest(b, [self.values[e] for e in op.extents], prefix)
+        ivs, inner = emit_loop_nest(b, [self.values[e] for e in op.extents], prefix, role="reduction")
         self.values.update(zip(op.axes, ivs))
         term = yield from self._block_steps(inner, op.body.block)
         current = inner.insert(loop.LoadOp(acc, [])).result
@@ -266,7 +266,7 @@ def _kernel(
     emitter = _BodyEmitter(values, symbols)
     rows = row_stages(root, inlined)
     depth = rows.depth if rows else 0
-    row_ivs, row = emit_loop_nest(b, bounds[:depth], "i")
+    row_ivs, row = emit_loop_nest(b, bounds[:depth], "i", role="spatial")
     stash = stashed_producer(root, rows, inlined) if stash_rows else None
     if rows:
         # each stage once per row, at the row's first element (zeros past the row dims)
@@ -274,13 +274,13 @@ def _kernel(
         emitter.row, emitter.out = row_ivs, out
         for stage in rows.stages:
             if stash is not None and emitter.stashed is None and stage in {u.operation for u in stash.result.uses}:
-                stash_ivs, stash_body = emit_loop_nest(row, bounds[depth:], "ks", depth)
+                stash_ivs, stash_body = emit_loop_nest(row, bounds[depth:], "ks", depth, role="init")
                 at = [*row_ivs, *stash_ivs]
                 stash_body.insert(loop.StoreOp(emitter.emit_compute(stash_body, stash, at), out, at))
                 emitter.stashed = stash
             value = emitter.emit_compute(row, stage, [*row_ivs] + [zero] * (len(bounds) - depth))
             emitter.per_row[stage] = value
-    element_ivs, inner = emit_loop_nest(row, bounds[depth:], "i", depth)
+    element_ivs, inner = emit_loop_nest(row, bounds[depth:], "i", depth, role="spatial")
     ivs = [*row_ivs, *element_ivs]
     emitter.element = ivs
     inner.insert(loop.StoreOp(emitter.emit_compute(inner, root, ivs), out, ivs))

@@ -17,7 +17,7 @@ def copy_kernel(t: MemRefType, name: str) -> func.FuncOp:
     entry = Block(arg_types=[t, t])
     src, dst = entry.args
     b = Builder(InsertPoint.at_end(entry))
-    ivs, inner = emit_loop_nest(b, buffer_bounds(b, dst), "i")
+    ivs, inner = emit_loop_nest(b, buffer_bounds(b, dst), "i", role="spatial")
     inner.insert(loop.StoreOp(inner.insert(loop.LoadOp(src, ivs)).result, dst, ivs))
     b.insert(func.ReturnOp())
     kernel = func.FuncOp(name, ([t, t], []), Region(entry))

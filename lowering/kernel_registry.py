@@ -47,7 +47,8 @@ class KernelHost(Protocol):
         ...
 
     def call(self, kernel: func.FuncOp, arguments: Sequence[SSAValue]) -> None:
-        """Add ``kernel`` to the module and call it here on ``arguments`` (buffers)."""
+        """Add ``kernel`` to the module and call it here on ``arguments`` (buffers); what
+        its tag says it computes is recorded on it (``kernel_anchor.py``)."""
         ...
 
 

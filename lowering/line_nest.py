@@ -57,7 +57,7 @@ def line_nest(b: Builder, buffer: SSAValue, axis: int, within: Sequence[SSAValue
             if d != axis and other is not bounds[d]:
                 bounds[d] = _smaller(b, bounds[d], other)
     lines = [d for d in range(len(bounds)) if d != axis]
-    ivs, inner = emit_loop_nest(b, [bounds[d] for d in lines], "i")
+    ivs, inner = emit_loop_nest(b, [bounds[d] for d in lines], "i", role="spatial")
     return LineNest(axis, bounds, dict(zip(lines, ivs)), inner)
 
 

@@ -1,10 +1,11 @@
 """The loop nests te-to-loop's kernels are made of (``compute_kernel.py``,
 ``scan_kernel.py``, ``scatter_kernel.py``, ``sort_kernel.py``, ``dense_linalg/``...):
 the buffer of a tensor, loop bounds covering a buffer, a nest of serial loops with a
-role each, and the arithmetic combining a reduction's accumulator with a term::
+role each (``dialects/loop.py``'s ``LOOP_ROLES``: what the schedules read), and the
+arithmetic combining a reduction's accumulator with a term::
 
     b = Builder(InsertPoint.at_end(entry))
-    ivs, inner = emit_loop_nest(b, buffer_bounds(b, out), "i")     # i0, i1, ... over out
+    ivs, inner = emit_loop_nest(b, buffer_bounds(b, out), "i", role="spatial")   # i0, i1, ... over out
     inner.insert(loop.StoreOp(value, out, ivs))
 """
 
@@ -37,9 +38,10 @@ def buffer_bounds(b: Builder, buffer: SSAValue) -> list[SSAValue]:
 
 
 def emit_loop_nest(
-    b: Builder, upper_bounds: Sequence[SSAValue], prefix: str, first: int = 0
+    b: Builder, upper_bounds: Sequence[SSAValue], prefix: str, first: int = 0, *, role: str
 ) -> tuple[list[SSAValue], Builder]:
-    """Serial loops ``0 <= iv < ub`` named ``{prefix}{first}``, ``{prefix}{first + 1}``...;
+    """Serial loops ``0 <= iv < ub`` of ``role`` named ``{prefix}{first}``,
+    ``{prefix}{first + 1}``... (the names are for people; schedules read the role);
     returns the induction variables and a builder inside."""
     ivs: list[SSAValue] = []
     if not upper_bounds:
@@ -48,7 +50,7 @@ def emit_loop_nest(
     one = b.insert(arith.ConstantOp(IntegerAttr(1, IndexType()))).result
     for k, ub in enumerate(upper_bounds, first):
         body = Block(arg_types=[IndexType()])
-        b.insert(loop.ForOp(zero, ub, one, body, kind="serial", name=f"{prefix}{k}"))
+        b.insert(loop.ForOp(zero, ub, one, body, kind="serial", name=f"{prefix}{k}", role=role))
         body.add_op(loop.YieldOp())
         ivs.append(body.args[0])
         b = Builder(InsertPoint.before(body.last_op))

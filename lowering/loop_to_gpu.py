@@ -401,7 +401,7 @@ class _KernelConverter:
         v = self.values
         kind = "unrolled" if op.kind.data == "unrolled" else "serial"
         body = Block(arg_types=[INDEX])
-        new = loop.ForOp(v[op.lb], v[op.ub], v[op.step], body, kind=kind, name=op.loop_name.data)
+        new = loop.ForOp(v[op.lb], v[op.ub], v[op.step], body, kind=kind, name=op.loop_name.data, role=op.loop_role)
         v[op.induction_var] = body.args[0]
         holds_phases = not in_thread and self.has_threads and self._holds_phases(op)
         if holds_phases:

@@ -24,6 +24,16 @@ from ..dialects.graph.types import numpy_dtype
 from .line_nest import index_const
 
 
+#: the prefix of a loop walking a line in order, each step using the last (its role is
+#: ``scan``: the schedules count its iterations as the kernel's work); the other loops
+#: of scalar code have no role
+SCAN = "scan"
+
+
+def _role(prefix: str) -> str | None:
+    return "scan" if prefix == SCAN else None
+
+
 @dataclass
 class LoopNames:
     """Unique loop names within one kernel."""
@@ -73,7 +83,7 @@ class ScalarCode:
         if within_matrix and self.n is not None and not (start is None and isinstance(stop.owner, arith.ConstantOp)):
             trips = self.ins(arith.MinSIOp(self.index(self.n), trips))
         body = Block(arg_types=[IndexType()])
-        self.b.insert(loop.ForOp(zero, trips, one, body, kind="serial", name=self.names(prefix)))
+        self.b.insert(loop.ForOp(zero, trips, one, body, kind="serial", name=self.names(prefix), role=_role(prefix)))
         body.add_op(loop.YieldOp())
         inner = ScalarCode(Builder(InsertPoint.before(body.last_op)), self.element, self.names, self.n)
         t = body.args[0]
@@ -110,18 +120,20 @@ class ScalarCode:
         """Code that runs only where ``condition`` holds: a loop of one iteration or none."""
         trips = self.ins(arith.SelectOp(condition, self.index(1), self.index(0)))
         body = Block(arg_types=[IndexType()])
-        self.b.insert(loop.ForOp(self.index(0), trips, self.index(1), body, kind="serial", name=self.names(prefix)))
+        self.b.insert(
+            loop.ForOp(self.index(0), trips, self.index(1), body, kind="serial", name=self.names(prefix), role=_role(prefix))
+        )
         body.add_op(loop.YieldOp())
         return ScalarCode(Builder(InsertPoint.before(body.last_op)), self.element, self.names, self.n)
 
     def loop(
-        self, lb: SSAValue, ub: SSAValue, step: SSAValue, name: str, kind: str = "serial"
+        self, lb: SSAValue, ub: SSAValue, step: SSAValue, name: str, kind: str = "serial", role: str | None = None
     ) -> tuple[SSAValue, ScalarCode]:
         """A loop ``for i = lb to ub step step`` named ``name`` (serial, or another of the
-        loop dialect's kinds: ``vectorized`` for a straight-line body); its index and the
-        code inside."""
+        loop dialect's kinds: ``vectorized`` for a straight-line body) with ``role``; its
+        index and the code inside."""
         body = Block(arg_types=[IndexType()])
-        self.b.insert(loop.ForOp(lb, ub, step, body, kind=kind, name=name))
+        self.b.insert(loop.ForOp(lb, ub, step, body, kind=kind, name=name, role=role))
         body.add_op(loop.YieldOp())
         return body.args[0], ScalarCode(Builder(InsertPoint.before(body.last_op)), self.element, self.names, self.n)
 

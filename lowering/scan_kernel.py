@@ -133,7 +133,7 @@ def scan_kernel(op: te.ScanOp, name: str) -> func.FuncOp:
         acc = inner.insert(loop.AllocOp(MemRefType(value.type, []), scope="local")).result
         inner.insert(loop.StoreOp(inner.insert(arith.ConstantOp(value)).result, acc, []))
         state.append(acc)
-    (k,), body = emit_loop_nest(inner, [nest.size], "scan")
+    (k,), body = emit_loop_nest(inner, [nest.size], "scan", role="scan")
     element = body.insert(loop.LoadOp(x, nest.at(k))).result
     new = combiner.step(body, [body.insert(loop.LoadOp(acc, [])).result for acc in state], element, k)
     for value, acc in zip(new, state):

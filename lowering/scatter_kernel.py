@@ -62,10 +62,10 @@ def scatter_kernel(op: te.ScatterOp, name: str) -> func.FuncOp:
 
     if mode != "update" and not op.include_self.value.data:
         identity = {"add": 0, "mul": 1, "max": lowest_value(element), "min": highest_value(element)}[mode]
-        (j,), clear = emit_loop_nest(inner, [count], "clear")
+        (j,), clear = emit_loop_nest(inner, [count], "clear", role="init")
         value = clear.insert(arith.ConstantOp(scalar_literal(identity, element))).result
         clear.insert(loop.StoreOp(value, out, at(target(clear, j))))
-    (j,), apply = emit_loop_nest(inner, [count], "update")
+    (j,), apply = emit_loop_nest(inner, [count], "update", role="update")
     new = apply.insert(loop.LoadOp(updates, at(j))).result
     where = at(target(apply, j))
     if mode != "update":

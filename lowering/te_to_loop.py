@@ -7,7 +7,9 @@ schedule, one serial loop per result dim named ``i0``, ``i1``, ..., reductions o
 loops ``k0``...), ``te.scan``, ``te.scatter``, ``te.sort`` and ``te.dense_linalg``
 theirs (``scan_kernel.py``, ``scatter_kernel.py``, ``sort_kernel.py``,
 ``dense_linalg/``). Schedules (split, reorder, vectorize, parallel, ...) transform
-these loop nests later.
+these loop nests later: they read what each kernel computes (``tk.ops``, ``tk.anchor``,
+``tk.epilogue``: ``kernel_anchor.py``) and each loop's role (``role(spatial)``,
+``role(reduction)``...: ``dialects/loop.py``), not names.
 
 After the pass, the function ``main(inputs) -> outputs`` reads::
 
@@ -38,6 +40,7 @@ from ..dialects.graph import ConstantOp
 from ..dialects.graph.types import shape_of
 from . import compute_kernel, dense_linalg, scan_kernel, scatter_kernel, sort_kernel  # noqa: F401  (register their kernel rules)
 from .copy_kernel import copy_kernel
+from .kernel_anchor import record_anchor
 from .kernel_registry import KERNEL_RULES
 from .loop_nest import buffer_type, emit_loop_nest
 from .symbol_sizes import SymbolSizes, gives_symbol, unsized_symbols
@@ -92,6 +95,7 @@ class _HostLowering:
         return buffer
 
     def call(self, kernel: func.FuncOp, arguments: Sequence[SSAValue]) -> None:
+        record_anchor(kernel)
         self.kernels.append(kernel)
         self.b.insert(func.CallOp(kernel.sym_name.data, list(arguments), []))
 

@@ -106,9 +106,9 @@ def output_loops_of(kernel: func.FuncOp) -> list[loop.ForOp]:
 
 
 def is_output_loop(f: loop.ForOp) -> bool:
-    """te-to-loop names the output loops ``i0, i1, ...`` (reduction loops ``r0, ...``);
-    a fused or split output loop keeps the ``i`` of its first part."""
-    return f.loop_name.data.startswith("i")
+    """An output loop (role ``spatial``: te-to-loop's ``i0, i1, ...``); a fused or split
+    output loop keeps the role."""
+    return f.loop_role == "spatial"
 
 
 def unit_output_loop(kernel: func.FuncOp) -> None:
@@ -125,7 +125,7 @@ def unit_output_loop(kernel: func.FuncOp) -> None:
         body.add_op(op)
     body.add_op(loop.YieldOp())
     zero, one = arith.ConstantOp(IntegerAttr(0, INDEX)), arith.ConstantOp(IntegerAttr(1, INDEX))
-    unit = loop.ForOp(zero, one, one, body, kind="serial", name="i0")
+    unit = loop.ForOp(zero, one, one, body, kind="serial", name="i0", role="spatial")
     block.insert_ops_before([zero, one, unit], block.last_op)
 
 

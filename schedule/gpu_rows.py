@@ -66,7 +66,7 @@ from .gpu_reduction import (
 )
 from .nest import ScheduleError, body_ops, static_value
 from .schedule import Schedule
-from .strategies.analysis import OUTPUT_LOOP, row_nest
+from .strategies.analysis import row_nest
 
 P = "row_blocks"
 #: threads per block of the one-thread-per-row fallback
@@ -121,13 +121,13 @@ def _stage_rows(kernel: func.FuncOp) -> tuple[list[str], list[str]]:
     if len(tops) != 1:
         raise ScheduleError(P, "not a kernel of row stages")
     rows, inner = [tops[0]], body_ops(tops[0])
-    while len(inner) == 1 and isinstance(inner[0], loop.ForOp) and OUTPUT_LOOP.fullmatch(inner[0].loop_name.data):
+    while len(inner) == 1 and isinstance(inner[0], loop.ForOp) and inner[0].loop_role == "spatial":
         rows.append(inner[0])
         inner = body_ops(inner[0])
-    stages = [op.loop_name.data for op in inner if isinstance(op, loop.ForOp)]
-    if not OUTPUT_LOOP.fullmatch(rows[0].loop_name.data) or len(stages) < 2 or not all(n.startswith("k") for n in stages):
+    stages = [op for op in inner if isinstance(op, loop.ForOp)]
+    if rows[0].loop_role != "spatial" or len(stages) < 2 or not all(f.loop_role in ("reduction", "init") for f in stages):
         raise ScheduleError(P, "not a kernel of row stages")
-    return [f.loop_name.data for f in rows], stages
+    return [f.loop_name.data for f in rows], [f.loop_name.data for f in stages]
 
 
 def _find(kernel: func.FuncOp, name: str) -> loop.ForOp:

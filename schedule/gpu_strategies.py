@@ -1,7 +1,7 @@
 """Default GPU schedules per kernel kind, applied after te-to-loop for ``target="cuda"``.
 
-Like ``strategies.py`` for the CPU, a strategy is chosen by the kernel's ``tk.kernel``
-tag and written with the schedule primitives (``split``, ``fuse``, ``bind``, ...), so
+Like ``strategies/`` for the CPU, a strategy is chosen by the kernel's anchor op (what
+te-to-loop records: ``tk.anchor``) and written with the schedule primitives (``split``, ``fuse``, ``bind``, ...), so
 its trace is data a tuner can replace. Every kernel must end up bound to GPU axes (a
 kernel with no bound loop would run in one GPU thread), so when a kernel's own
 strategy does not fit it (a primitive raises ScheduleError), the simple mapping is
@@ -71,8 +71,8 @@ GEMM_THREADS = 16
 
 
 def output_loops(schedule: Schedule) -> list[str]:
-    """The kernel's output loops ``i0, i1, ...`` (te-to-loop's names), outermost first."""
-    return [name for name in schedule.loops() if name.startswith("i") and name[1:].isdigit()]
+    """The kernel's output loops ``i0, i1, ...`` (role ``spatial``), outermost first."""
+    return [f.loop_name.data for f in loop.loops_with_role(schedule.kernel, "spatial")]
 
 
 def one_thread_per_element(schedule: Schedule) -> None:
@@ -121,26 +121,32 @@ def gemm(schedule: Schedule) -> None:
 
 Strategy = Callable[[Schedule], None]
 
-#: (op name in the kernel tag, strategy), most specific first
-GPU_STRATEGIES: tuple[tuple[str, tuple[Strategy, ...]], ...] = (
+#: anchor op -> its strategies, best first
+GPU_STRATEGIES: dict[str, tuple[Strategy, ...]] = {
     # products of few rows (gemm_shared refuses them): a warp per output
-    ("batch_matmul", (gemm_shared, warp_reduction, gemm)),
-    ("matmul", (gemm_shared, warp_reduction, gemm)),
-    ("dense", (gemm_shared, warp_reduction, gemm)),
+    "batch_matmul": (gemm_shared, warp_reduction, gemm),
+    "matmul": (gemm_shared, warp_reduction, gemm),
+    "dense": (gemm_shared, warp_reduction, gemm),
     # an implicit GEMM; grouped convolutions (no row/column split): register tiles over
     # the output's rows and columns
-    ("conv2d", (gemm_shared, gemm)),
+    "conv2d": (gemm_shared, gemm),
+    # (the gather form of a transposed convolution: gemm's register tiles, as conv2d's)
+    "conv2d_transpose": (gemm_shared, gemm),
     # rows reading the matrices of their groups: no shared tile of B is common to a block
-    ("grouped_matmul", (gemm,)),
-)
+    "grouped_matmul": (gemm,),
+}
 
 
-def gpu_strategies_for(tag: str) -> tuple[Strategy, ...]:
-    """The strategies (best first) for a kernel whose anchor op (first op of its tag) has some."""
-    for op_name, strategies in GPU_STRATEGIES:
-        if tag == op_name or tag.startswith(op_name + "_"):
-            return strategies
-    return ()
+def gpu_strategies_for(kernel: func.FuncOp) -> tuple[Strategy, ...]:
+    """The strategies (best first) for ``kernel`` whose anchor op has some and is its
+    first op (none for a kernel not made of graph ops). A kernel computing a view
+    before its product (``reshape_conv2d_add_relu``: a reshape copied into the group)
+    takes the fallbacks, as it always has: the product templates have not been measured
+    on such kernels."""
+    anchor = loop.kernel_anchor(kernel)
+    if anchor is None or anchor.ops[0] != anchor.op:
+        return ()
+    return GPU_STRATEGIES.get(anchor.op, ())
 
 
 def _try(kernel: func.FuncOp, strategy: Strategy) -> func.FuncOp | None:
@@ -163,7 +169,7 @@ def apply_gpu_schedule(kernel: func.FuncOp, tf32: bool = False) -> str:
     ``tf32``: the kernels that have the shared-memory GEMM (matrix products, convolutions)
     try ``gemm_tf32`` (tensor cores) first."""
     unit_output_loop(kernel)
-    chosen = gpu_strategies_for(loop.kernel_tag(kernel))
+    chosen = gpu_strategies_for(kernel)
     if tf32 and gemm_shared in chosen:
         chosen = (gemm_tf32, *chosen)
     for strategy in chosen + FALLBACKS:

@@ -108,7 +108,7 @@ def split(kernel: func.FuncOp, loop: str, factor: int, tail: str = "guard") -> t
 
     before = IndexBuilder(kernel, InsertPoint.before(x))
     outer_step = before.mul(x.step, before.const(factor))
-    outer = ForOp(x.lb, x.ub, outer_step, Block(arg_types=[INDEX]), kind=x.kind.data, name=outer_name)
+    outer = ForOp(x.lb, x.ub, outer_step, Block(arg_types=[INDEX]), kind=x.kind.data, name=outer_name, role=x.loop_role)
     outer.attributes |= dict(x.attributes)
     outer_block = outer.body.block
     outer_block.add_op(YieldOp())
@@ -126,7 +126,7 @@ def split(kernel: func.FuncOp, loop: str, factor: int, tail: str = "guard") -> t
         base = in_outer.min(xo, last_start)
     else:
         inner_ub = in_outer.min(outer_step, in_outer.sub(x.ub, xo))
-    inner = ForOp(in_outer.const(0), inner_ub, x.step, Block(arg_types=[INDEX]), name=inner_name)
+    inner = ForOp(in_outer.const(0), inner_ub, x.step, Block(arg_types=[INDEX]), name=inner_name, role=x.loop_role)
     inner_block = inner.body.block
     inner_block.add_op(YieldOp())
     in_outer.builder.insert(inner)
@@ -249,7 +249,8 @@ def rebuild_band(
                 )
 
     new_loops = [
-        ForOp(f.lb, f.ub, f.step, Block(arg_types=[INDEX]), kind=f.kind.data, name=f.loop_name.data) for f in order
+        ForOp(f.lb, f.ub, f.step, Block(arg_types=[INDEX]), kind=f.kind.data, name=f.loop_name.data, role=f.loop_role)
+        for f in order
     ]
     for new, old in zip(new_loops, order):
         new.attributes |= dict(old.attributes)
@@ -345,7 +346,9 @@ def fuse(kernel: func.FuncOp, outer: str, inner: str) -> str:
     before = IndexBuilder(kernel, InsertPoint.before(o))
     outer_trips, inner_trips = before.trip_count(o), before.trip_count(i)
     total = before.mul(outer_trips, inner_trips)
-    fused = ForOp(before.const(0), total, before.const(1), Block(arg_types=[INDEX]), name=fused_name)
+    # the loops' role when they share one (two output loops fuse into an output loop)
+    role = o.loop_role if o.loop_role == i.loop_role else None
+    fused = ForOp(before.const(0), total, before.const(1), Block(arg_types=[INDEX]), name=fused_name, role=role)
     fused.attributes |= dict(o.attributes)
     block = fused.body.block
     block.add_op(YieldOp())

@@ -107,10 +107,10 @@ def body_ops(for_op: loop.ForOp) -> list[Operation]:
 
 
 def new_loop(template: loop.ForOp, lb: SSAValue, ub: SSAValue, step: SSAValue, name: str, kind: str | None = None):
-    """An empty loop (body: just ``loop.yield``) with ``template``'s kind and attributes."""
+    """An empty loop (body: just ``loop.yield``) with ``template``'s kind, role and attributes."""
     block = Block(arg_types=[INDEX])
     block.add_op(loop.YieldOp())
-    op = loop.ForOp(lb, ub, step, block, kind=kind or template.kind.data, name=name)
+    op = loop.ForOp(lb, ub, step, block, kind=kind or template.kind.data, name=name, role=template.loop_role)
     op.attributes |= dict(template.attributes)
     return op
 

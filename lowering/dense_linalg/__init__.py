@@ -58,7 +58,7 @@ def dense_linalg_kernel(op: te.DenseLinalgOp, name: str) -> func.FuncOp:
     input_bounds = [buffer_bounds(b, v) for v in inputs]
     out_bounds = buffer_bounds(b, out)
     batch_rank = len(out_bounds) - signature.result
-    ivs, inner = emit_loop_nest(b, out_bounds[:batch_rank], "i")
+    ivs, inner = emit_loop_nest(b, out_bounds[:batch_rank], "i", role="spatial")
     cores = [*zip(inputs, signature.inputs), (out, signature.result)]
     static = [d for v, core in cores for d in v.type.get_shape()[len(v.type.get_shape()) - core :]]
     largest = max(static) if static and min(static) >= 0 else None

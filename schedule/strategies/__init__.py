@@ -2,7 +2,7 @@
 the ``default-schedule`` pass.
 
 Each kernel gets the highest-priority registered strategy that serves its kind (its
-anchor op, or its structural family) and applies to its shapes (``registry.py``); a
+anchor op, as te-to-loop records it, or its structural family) and applies to its shapes (``registry.py``); a
 strategy whose primitives fail (ScheduleError) hands over to the next one, and a
 kernel no strategy fits keeps its plain loop nest: correct, slower. Strategies are
 plain functions over the Schedule API whose decisions (tile sizes...) are keyword
@@ -26,6 +26,9 @@ Registered here (plevel in brackets):
   (``elementwise.py``);
 * ``scatter_line_blocks`` [10]: scatter kernels along a leading axis: blocks of
   neighbouring lines apply each update together (``scatter.py``);
+* ``qdense_register_tile`` [20], ``qconv2d_register_tile`` [15],
+  ``bf16_dense_register_tile`` [20]: int8 and bfloat16 products on the target's dot
+  product instructions (``lowp_gemm.py``);
 * ``parallel_outer`` [0]: any other kernel: its outer loops in parallel.
 
 Parallel loops run on ``TK_NUM_THREADS`` threads (default: every core) with dynamic
@@ -53,32 +56,26 @@ from xdsl.rewriter import Rewriter
 
 from ...dialects import loop
 from ..schedule import ScheduleError, kernels, schedule_on_clone
-from . import conv, elementwise, gemm, reduce, rows, scatter  # noqa: F401  (registers the strategies)
-from .analysis import KernelInfo, constant_arguments, kernel_info, op_names
+from . import conv, elementwise, gemm, lowp_gemm, reduce, rows, scatter  # noqa: F401  (registers the strategies)
+from .analysis import KernelInfo, constant_arguments, kernel_info
 from .packing import pack_constant_arguments
 from .registry import STRATEGIES, Strategy, register_strategy, strategies_for
 
 log = logging.getLogger("tensorkiln.schedule")
 
-#: the name older code imports (the GPU strategies)
-_op_names = op_names
+def strategy_for(what: func.FuncOp | loop.KernelAnchor | None, lanes: int = 16) -> Strategy | None:
+    """The strategy that would schedule a kernel: the first that serves and applies to
+    ``what`` when it is the kernel; when it is only what a kernel computes (its
+    :class:`~tensorkiln.dialects.loop.KernelAnchor`), the highest one registered for
+    the anchor op, if the kernel's loops are the anchor's (an elementwise epilogue).
 
-
-def strategy_for(tag: str, kernel: func.FuncOp | None = None, lanes: int = 16) -> Strategy | None:
-    """The strategy that would schedule ``kernel`` (or, without one, a kernel tagged
-    ``tag``: only op-name strategies can be told from a tag alone)."""
-    if kernel is not None:
-        found = strategies_for(kernel_info(kernel, lanes))
+    Example: ``strategy_for(loop.kernel_anchor(kernel))``."""
+    if isinstance(what, func.FuncOp):
+        found = strategies_for(kernel_info(what, lanes))
         return found[0] if found else None
-    ops = op_names(tag)
-    if not ops:
+    if what is None or what.epilogue is None:
         return None
-    from .analysis import anchor_op, epilogue_is_elementwise
-
-    anchor = anchor_op(ops)
-    if not epilogue_is_elementwise(ops, anchor):
-        return None
-    named = [s for s in STRATEGIES.values() if anchor in s.ops]
+    named = [s for s in STRATEGIES.values() if what.op in s.ops]
     return max(named, key=lambda s: s.plevel) if named else None
 
 

@@ -1,18 +1,19 @@
 """What a strategy needs to know about a kernel before scheduling it.
 
-te-to-loop names a kernel's output loops ``i0, i1, ...`` (outermost first) and its
-reduction loops ``k0, k1, ...``, and tags the kernel with its ops (``tk.kernel =
-"dense_add_relu"``). :func:`kernel_info` reads them into a :class:`KernelInfo`: the ops,
-the anchor op (the one of highest fusion pattern kind: ``dense`` in
-``dense_add_relu``, ``reduce_mean`` in ``mul_reduce_mean``), the structural family
-(``injective`` / ``reduce`` / ``rows``), static extents, and which arguments are constant weights
-at every call (those a strategy may re-layout at compile time).
+te-to-loop records what each kernel computes (``tk.ops``, ``tk.anchor``,
+``tk.epilogue``: ``dialects/loop.py``'s ``KernelAnchor``) and each loop's role
+(``spatial`` output loops ``i0, i1, ...``, ``reduction`` loops ``k0, ...``, ``scan``,
+``update`` and ``init`` loops). :func:`kernel_info` reads them into a
+:class:`KernelInfo`: the ops, the anchor op (the one of highest fusion pattern kind:
+``dense`` in ``dense_add_relu``, ``reduce_mean`` in ``mul_reduce_mean``), the structural
+family (``injective`` / ``reduce`` / ``rows``), static extents, and which arguments are
+constant weights at every call (those a strategy may re-layout at compile time). Loop
+names only identify loops (the schedule primitives take them); no fact is read off one.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,56 +24,6 @@ from xdsl.ir import SSAValue
 from ...dialects import loop
 from ..nest import all_loops, band, body_ops, static_trip_bound, written_buffers
 
-OUTPUT_LOOP = re.compile(r"i\d+")
-REDUCTION_LOOP = re.compile(r"k\d+")
-#: the serial loops along the axis inside each line of a scan or scatter kernel
-#: (``lowering/scan_kernel.py``, ``lowering/scatter_kernel.py``)
-SCAN_LOOP = re.compile(r"(scan|update)\d+")
-
-
-def op_names(tag: str) -> list[str] | None:
-    """The graph ops a kernel tag names (``matmul_add_relu`` -> matmul, add, relu), or
-    None if a part is not a graph op."""
-    from ...dialects.graph import GRAPH_OPS  # schedules know kernels, not the graph dialect
-
-    known = sorted((op.name.removeprefix("graph.") for op in GRAPH_OPS), key=len, reverse=True)
-    names, rest = [], tag
-    while rest:
-        name = next((n for n in known if rest == n or rest.startswith(n + "_")), None)
-        if name is None:
-            return None
-        names.append(name)
-        rest = rest[len(name) + 1 :]
-    return names
-
-
-def _pattern_kinds() -> dict[str, int]:
-    from ...dialects.graph import GRAPH_OPS
-
-    return {op.name.removeprefix("graph."): int(op.PATTERN_KIND) for op in GRAPH_OPS}
-
-
-def anchor_op(ops: list[str] | None) -> str | None:
-    """The op whose loops a fused kernel has: the first of highest pattern kind."""
-    if not ops:
-        return None
-    kinds = _pattern_kinds()
-    return max(ops, key=lambda n: kinds.get(n, 8))
-
-
-def epilogue_is_elementwise(ops: list[str] | None, anchor: str) -> bool:
-    """Whether every op after ``anchor`` in the tag is elementwise/broadcast (so the
-    kernel's output loops are the anchor's: an injective op after it, e.g. a
-    transpose, would make its own loops the kernel's)."""
-    from ...dialects.graph import OpPatternKind
-
-    if not ops or anchor not in ops:
-        return False
-    kinds = _pattern_kinds()
-    rest = ops[ops.index(anchor) + 1 :]
-    return all(kinds.get(n, 8) <= OpPatternKind.BROADCAST for n in rest)
-
-
 @dataclass
 class KernelInfo:
     """Facts about one kernel (see the module docstring)."""
@@ -81,10 +32,11 @@ class KernelInfo:
     tag: str
     #: SIMD lanes of the kernel's element type on the target
     lanes: int
-    #: graph ops of the tag, or None when the tag is not made of graph op names
+    #: the graph ops it computes (``tk.ops``), or None for a kernel not made of graph ops
     ops: list[str] | None
     anchor: str | None
-    #: output loops i0, i1, ... and reduction loops k0, ... (outermost first)
+    #: the output loops i0, i1, ... (role ``spatial``) and the loops of its first
+    #: reduction k0, ... (role ``reduction``), outermost first
     output_loops: list[str]
     reduction_loops: list[str]
     #: loop name -> most iterations, if known at compile time
@@ -95,11 +47,18 @@ class KernelInfo:
     constant_args: frozenset[int] = frozenset()
     #: op names and families the registry matches strategies against
     kinds: frozenset[str] = field(default_factory=frozenset)
-    #: scan loops (a serial loop per output line: a scan's, a scatter's updates)
+    #: scan loops (a serial loop per output line: a scan's, a scatter's updates; roles
+    #: ``scan`` and ``update``)
     scan_loops: list[str] = field(default_factory=list)
     #: the target's ISA extensions, as LLVM's ``+`` features (``"+avx512vnni"``,
     #: ``"+avx512bf16"``...): what a strategy needing an instruction checks
     features: frozenset[str] = frozenset()
+    #: the ops after the anchor when they are an elementwise epilogue (the kernel's output
+    #: loops are then the anchor's), else None
+    epilogue: tuple[str, ...] | None = None
+    #: loops writing elements before later loops update them (role ``init``: a scatter
+    #: resetting its targets)
+    init_loops: list[str] = field(default_factory=list)
 
     @property
     def vector_registers(self) -> int:
@@ -143,11 +102,29 @@ class RowNest:
     elements: list[str]
 
 
+def output_loops(kernel: func.FuncOp) -> list[str]:
+    """The names of the kernel's output loops (role ``spatial``), outermost first."""
+    return [f.loop_name.data for f in loop.loops_with_role(kernel, "spatial")]
+
+
+def first_reduction(kernel: func.FuncOp) -> list[str]:
+    """The names of the loops of the kernel's first reduction (in program order): the
+    perfect nest of ``reduction`` loops from the first one down (a later reduction, such
+    as a second row stage's or one inlined inside it, is not part of it)."""
+    found = loop.loops_with_role(kernel, "reduction")
+    if not found:
+        return []
+    nest = [found[0]]
+    while len(inner := body_ops(nest[-1])) == 1 and isinstance(inner[0], loop.ForOp) and inner[0].loop_role == "reduction":
+        nest.append(inner[0])
+    return [f.loop_name.data for f in nest]
+
+
 def row_nest(kernel: func.FuncOp, outputs: list[str] | None = None) -> RowNest | None:
-    """The :class:`RowNest` of ``kernel`` (output loops ``outputs``, default: its loops
-    named ``i0, i1, ...``), or None when it is not a kernel of row stages."""
+    """The :class:`RowNest` of ``kernel`` (output loops ``outputs``, default: its
+    ``spatial`` loops), or None when it is not a kernel of row stages."""
     if outputs is None:
-        outputs = [f.loop_name.data for f in all_loops(kernel) if OUTPUT_LOOP.fullmatch(f.loop_name.data)]
+        outputs = output_loops(kernel)
     tops = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
     if len(tops) != 1 or not outputs:
         return None
@@ -161,9 +138,10 @@ def row_nest(kernel: func.FuncOp, outputs: list[str] | None = None) -> RowNest |
     elements, _ = band(inner[-1], written_buffers(inner[-1]))
     if [f.loop_name.data for f in elements] != outputs[len(rows) :]:
         return None
-    stages = [f.loop_name.data for f in inner[:-1]]
-    if not all(name.startswith("k") for name in stages):
+    # a stage is a reduction nest, or the loop storing a stashed producer in the row (init)
+    if not all(f.loop_role in ("reduction", "init") for f in inner[:-1]):
         return None
+    stages = [f.loop_name.data for f in inner[:-1]]
     return RowNest(rows, stages, outputs[len(rows) :])
 
 
@@ -201,19 +179,18 @@ def kernel_info(
     """The facts strategies check, for ``kernel`` on a target with ``lanes`` f32 lanes and
     the ISA extensions ``features`` (``{"+avx512vnni", ...}``)."""
     tag = loop.kernel_tag(kernel)
-    ops = op_names(tag)
-    anchor = anchor_op(ops)
-    loops = all_loops(kernel)
-    names = [f.loop_name.data for f in loops]
-    outputs = [n for n in names if OUTPUT_LOOP.fullmatch(n)]
-    reductions = [n for n in names if REDUCTION_LOOP.fullmatch(n)]
-    extents = {f.loop_name.data: static_trip_bound(f) for f in loops}
+    what = loop.kernel_anchor(kernel)
+    ops, anchor = (list(what.ops), what.op) if what is not None else (None, None)
+    outputs = output_loops(kernel)
+    reductions = first_reduction(kernel)
+    extents = {f.loop_name.data: static_trip_bound(f) for f in all_loops(kernel)}
     family = _family(kernel, outputs, reductions)
     kinds = {"any"} | ({anchor} if anchor else set()) | ({family} if family else set())
-    scans = [n for n in names if SCAN_LOOP.fullmatch(n)]
+    scans = [f.loop_name.data for f in loop.loops_with_role(kernel, "scan", "update")]
+    inits = [f.loop_name.data for f in loop.loops_with_role(kernel, "init")]
     return KernelInfo(
         kernel, tag, lanes, ops, anchor, outputs, reductions, extents, family, constant_args, frozenset(kinds), scans,
-        frozenset(features),
+        frozenset(features), what.epilogue if what is not None else None, inits,
     )
 
 
@@ -256,11 +233,10 @@ def tile_factor(extent: int | None, want: int) -> tuple[int, str]:
 __all__ = [
     "KernelInfo",
     "RowNest",
-    "anchor_op",
     "constant_arguments",
-    "epilogue_is_elementwise",
+    "first_reduction",
     "kernel_info",
-    "op_names",
+    "output_loops",
     "reads_contiguously",
     "row_nest",
     "tile_factor",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ...dialects import loop
 from ..nest import Dependence, ScheduleError, band, written_buffers
 from ..schedule import Schedule
-from .analysis import OUTPUT_LOOP, KernelInfo, reads_contiguously, tile_factor
+from .analysis import KernelInfo, reads_contiguously, tile_factor
 from .parallel import parallelize_outer
 from .registry import register_strategy
 
@@ -91,7 +91,7 @@ def parallel_outer(s: Schedule, info: KernelInfo) -> None:
     chain, _ = band(tops[0], written_buffers(tops[0]))
     names = []
     for f in chain:
-        if not OUTPUT_LOOP.fullmatch(f.loop_name.data):
+        if f.loop_role != "spatial":
             break
         names.append(f.loop_name.data)
     if parallelize_outer(s, names, info) is None:

@@ -38,7 +38,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from ...dialects import loop
 from ..nest import ScheduleError, transaction
 from ..schedule import Schedule
-from .analysis import KernelInfo, epilogue_is_elementwise, tile_factor
+from .analysis import KernelInfo, tile_factor
 from .parallel import PARALLEL_MIN_PRODUCT_WORK, parallelize_outer
 from .registry import register_strategy
 
@@ -77,7 +77,7 @@ def is_gemm(info: KernelInfo) -> bool:
     output loops (at least rows and columns) around a reduction."""
     return (
         info.anchor is not None
-        and epilogue_is_elementwise(info.ops, info.anchor)
+        and info.epilogue is not None
         and info.family == "reduce"
         and len(info.output_loops) >= 2
     )

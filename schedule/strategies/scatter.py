@@ -25,7 +25,8 @@ LINE_BLOCK = 16
 def _lines_along_rows(info: KernelInfo) -> bool:
     """One update loop inside the lines (no loop clearing the targets first: scatter
     reductions without ``include_self``), and the innermost line loop reads along rows."""
-    if info.scan_loops != ["update0"] or not info.output_loops or any(n.startswith("clear") for n in info.extents):
+    scans = info.scan_loops
+    if len(scans) != 1 or info.loop(scans[0]).loop_role != "update" or info.init_loops or not info.output_loops:
         return False
     last = info.output_loops[-1]
     return (info.extents.get(last) or LINE_BLOCK) > 1 and reads_contiguously(info, last)
@@ -44,7 +45,7 @@ def scatter_line_blocks(s: Schedule, info: KernelInfo, block: int = LINE_BLOCK) 
     *outer, last = info.output_loops
     # a guarded tail: a shifted one would apply the updates of some lines twice
     blocks, lines = s.split(last, min(block, s.extent(last) or block), "guard")
-    s.reorder("update0", lines)
+    s.reorder(info.scan_loops[0], lines)
     parallelize_outer(s, [*outer, blocks], info)
 
 

@@ -11,17 +11,17 @@ builtin.module {
     func.call @softmax_max_0(%x, %y) : (memref<?x300xf32>, memref<?x1xf32>) -> ()
     func.return
   }
-  func.func @softmax_max_0(%0: memref<?x300xf32>, %1: memref<?x1xf32>) attributes {tk.kernel = "softmax_max"} {
+  func.func @softmax_max_0(%0: memref<?x300xf32>, %1: memref<?x1xf32>) attributes {tk.kernel = "softmax_max", tk.ops = ["softmax", "max"], tk.anchor = "softmax", tk.epilogue = ["max"]} {
     %3 = loop.dim %1, 0 : memref<?x1xf32>
     %4 = arith.constant 1 : index
     %5 = arith.constant 0 : index
     %9 = arith.constant 300 : index
     %11 = arith.constant 0xff800000 : f32
-    loop.for %7 = %5 to %3 step %4 name("i0") {
-      loop.for %8 = %5 to %4 step %4 name("i1") {
+    loop.for %7 = %5 to %3 step %4 name("i0") role(spatial) {
+      loop.for %8 = %5 to %4 step %4 name("i1") role(spatial) {
         %10 = loop.alloc() {scope = "local"} : memref<f32>
         loop.store %11, %10[] : memref<f32>
-        loop.for %14 = %5 to %9 step %4 name("k0") {
+        loop.for %14 = %5 to %9 step %4 name("k0") role(reduction) {
           %15 = loop.load %0[%7, %14] : memref<?x300xf32>
           %16 = loop.load %10[] : memref<f32>
           %17 = arith.maximumf %16, %15 : f32

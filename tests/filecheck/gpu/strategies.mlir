@@ -15,18 +15,18 @@ builtin.module {
     loop.free %1 : memref<?x13xf32>
     func.return
   }
-  func.func @dense_0(%0: memref<?x37xf32>, %1: memref<13x37xf32>, %2: memref<?x13xf32>) attributes {tk.kernel = "dense"} {
+  func.func @dense_0(%0: memref<?x37xf32>, %1: memref<13x37xf32>, %2: memref<?x13xf32>) attributes {tk.kernel = "dense", tk.anchor = "dense"} {
     %4 = loop.dim %2, 0 : memref<?x13xf32>
     %5 = arith.constant 13 : index
     %6 = arith.constant 0 : index
     %7 = arith.constant 1 : index
     %10 = arith.constant 37 : index
     %12 = arith.constant 0.000000e+00 : f32
-    loop.for %8 = %6 to %4 step %7 name("i0") {
-      loop.for %9 = %6 to %5 step %7 name("i1") {
+    loop.for %8 = %6 to %4 step %7 name("i0") role(spatial) {
+      loop.for %9 = %6 to %5 step %7 name("i1") role(spatial) {
         %11 = loop.alloc() {scope = "local"} : memref<f32>
         loop.store %12, %11[] : memref<f32>
-        loop.for %15 = %6 to %10 step %7 name("k0") {
+        loop.for %15 = %6 to %10 step %7 name("k0") role(reduction) {
           %16 = loop.load %0[%8, %15] : memref<?x37xf32>
           %17 = loop.load %1[%9, %15] : memref<13x37xf32>
           %18 = arith.mulf %16, %17 fastmath<contract> : f32
@@ -40,14 +40,14 @@ builtin.module {
     }
     func.return
   }
-  func.func @relu_0(%0: memref<?x13xf32>, %1: memref<?x13xf32>) attributes {tk.kernel = "relu"} {
+  func.func @relu_0(%0: memref<?x13xf32>, %1: memref<?x13xf32>) attributes {tk.kernel = "relu", tk.anchor = "relu"} {
     %3 = loop.dim %1, 0 : memref<?x13xf32>
     %4 = arith.constant 13 : index
     %5 = arith.constant 0 : index
     %6 = arith.constant 1 : index
     %10 = arith.constant 0.000000e+00 : f32
-    loop.for %7 = %5 to %3 step %6 name("i0") {
-      loop.for %8 = %5 to %4 step %6 name("i1") {
+    loop.for %7 = %5 to %3 step %6 name("i0") role(spatial) {
+      loop.for %8 = %5 to %4 step %6 name("i1") role(spatial) {
         %9 = loop.load %0[%7, %8] : memref<?x13xf32>
         %11 = arith.maximumf %9, %10 : f32
         loop.store %11, %1[%7, %8] : memref<?x13xf32>
@@ -55,18 +55,18 @@ builtin.module {
     }
     func.return
   }
-  func.func @rowdot_0(%0: memref<?x13x37xf32>, %1: memref<?x37xf32>, %2: memref<?x13xf32>) attributes {tk.kernel = "dense"} {
+  func.func @rowdot_0(%0: memref<?x13x37xf32>, %1: memref<?x37xf32>, %2: memref<?x13xf32>) attributes {tk.kernel = "dense", tk.anchor = "dense"} {
     %4 = loop.dim %2, 0 : memref<?x13xf32>
     %5 = arith.constant 13 : index
     %6 = arith.constant 0 : index
     %7 = arith.constant 1 : index
     %10 = arith.constant 37 : index
     %12 = arith.constant 0.000000e+00 : f32
-    loop.for %8 = %6 to %4 step %7 name("i0") {
-      loop.for %9 = %6 to %5 step %7 name("i1") {
+    loop.for %8 = %6 to %4 step %7 name("i0") role(spatial) {
+      loop.for %9 = %6 to %5 step %7 name("i1") role(spatial) {
         %11 = loop.alloc() {scope = "local"} : memref<f32>
         loop.store %12, %11[] : memref<f32>
-        loop.for %15 = %6 to %10 step %7 name("k0") {
+        loop.for %15 = %6 to %10 step %7 name("k0") role(reduction) {
           %16 = loop.load %0[%8, %9, %15] : memref<?x13x37xf32>
           %17 = loop.load %1[%8, %15] : memref<?x37xf32>
           %18 = arith.mulf %16, %17 fastmath<contract> : f32

@@ -34,8 +34,8 @@ func.func @main(%a: tensor<?x3x3xf32, #graph.dims<n, _, _>>, %b: tensor<3x2xf32>
 // CHECK-NEXT:    loop.free %[[W1]] : memref<?x3x3xf32>
 // CHECK-NEXT:    loop.free %[[W2]] : memref<?x3x3xf32>
 
-// CHECK-LABEL: func.func @solve_0(%0: memref<?x3x3xf32>, %1: memref<3x2xf32>, %2: memref<?x3x2xf32>, %3: memref<?x3x3xf32>) attributes {tk.kernel = "solve"}
-// CHECK:         loop.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("i0") {
+// CHECK-LABEL: func.func @solve_0(%0: memref<?x3x3xf32>, %1: memref<3x2xf32>, %2: memref<?x3x2xf32>, %3: memref<?x3x3xf32>) attributes {tk.kernel = "solve", tk.anchor = "solve"}
+// CHECK:         loop.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("i0") role(spatial) {
 // CHECK:           loop.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("copy0") {
 // CHECK:             loop.for %[[C:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("copy1") {
 // CHECK-NEXT:          %[[V:.*]] = loop.load %1[%[[R]], %[[C]]] : memref<3x2xf32>
@@ -43,7 +43,7 @@ func.func @main(%a: tensor<?x3x3xf32, #graph.dims<n, _, _>>, %b: tensor<3x2xf32>
 // CHECK:           name("copy3")
 // CHECK:           %[[BEST:.*]] = loop.alloc() {scope = "local"} : memref<f32>
 // CHECK-NEXT:      %[[WHERE:.*]] = loop.alloc() {scope = "local"} : memref<i64>
-// CHECK:           loop.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("scan0") {
+// CHECK:           loop.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("scan0") role(scan) {
 // CHECK:             loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} name("pivot0") {
 // CHECK:               %[[TAKE:.*]] = arith.cmpf ogt, %{{.*}}, %{{.*}} : f32
 // CHECK:               arith.select %[[TAKE]], %{{.*}}, %{{.*}} : i64
@@ -57,10 +57,10 @@ func.func @main(%a: tensor<?x3x3xf32, #graph.dims<n, _, _>>, %b: tensor<3x2xf32>
 // CHECK-NEXT:          loop.store %[[TOP]], %2[%[[I]], %[[P]], %[[Q]]] : memref<?x3x2xf32>
 // CHECK:             %[[PIVOT:.*]] = loop.load %3[%[[I]], %[[J]], %[[J]]] : memref<?x3x3xf32>
 // CHECK:             %[[SINGULAR:.*]] = arith.cmpf oeq, %[[PIVOT]], %{{.*}} : f32
-// CHECK:             loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} name("scan1") {
+// CHECK:             loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} name("scan1") role(scan) {
 // CHECK:               %[[Q2:.*]] = arith.divf %{{.*}}, %[[PIVOT]] : f32
 // CHECK:               %[[M:.*]] = arith.select %[[SINGULAR]], %{{.*}}, %[[Q2]] : f32
-// CHECK:               loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} name("scan2") {
+// CHECK:               loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} name("scan2") role(scan) {
 // CHECK:                 arith.mulf %[[M]], %{{.*}} : f32
 // CHECK:               loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} name("rhs0") {
 // CHECK:           loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} name("solve0") {
@@ -68,7 +68,7 @@ func.func @main(%a: tensor<?x3x3xf32, #graph.dims<n, _, _>>, %b: tensor<3x2xf32>
 // CHECK:             name("solve1")
 // CHECK:               name("solve2")
 
-// CHECK-LABEL: func.func @det_factors_0(%0: memref<?x3x3xf32>, %1: memref<?x3xf32>, %2: memref<?x3x3xf32>) attributes {tk.kernel = "det_factors"}
+// CHECK-LABEL: func.func @det_factors_0(%0: memref<?x3x3xf32>, %1: memref<?x3xf32>, %2: memref<?x3x3xf32>) attributes {tk.kernel = "det_factors", tk.anchor = "det_factors"}
 // CHECK:             name("swap0")
 // CHECK:             %[[PV:.*]] = loop.load %2[%[[DI:.*]], %[[DJ:.*]], %[[DJ]]] : memref<?x3x3xf32>
 // CHECK-NEXT:        %[[SWAPPED:.*]] = arith.cmpi ne, %{{.*}}, %[[DJ]] : index
@@ -76,12 +76,12 @@ func.func @main(%a: tensor<?x3x3xf32, #graph.dims<n, _, _>>, %b: tensor<3x2xf32>
 // CHECK-NEXT:        %[[F:.*]] = arith.select %[[SWAPPED]], %[[NEG]], %[[PV]] : f32
 // CHECK-NEXT:        loop.store %[[F]], %1[%[[DI]], %[[DJ]]] : memref<?x3xf32>
 
-// CHECK-LABEL: func.func @cholesky_0(%0: memref<3x3xf32>, %1: memref<3x3xf32>) attributes {tk.kernel = "cholesky"}
-// CHECK:         loop.for %[[CJ:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("scan0") {
+// CHECK-LABEL: func.func @cholesky_0(%0: memref<3x3xf32>, %1: memref<3x3xf32>) attributes {tk.kernel = "cholesky", tk.anchor = "cholesky"}
+// CHECK:         loop.for %[[CJ:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("scan0") role(scan) {
 // CHECK:           name("diagonal0")
 // CHECK:           %[[D:.*]] = math.sqrt %{{.*}} : f32
 // CHECK-NEXT:      loop.store %[[D]], %1[%[[CJ]], %[[CJ]]] : memref<3x3xf32>
-// CHECK:           name("scan1")
-// CHECK:             name("scan2")
+// CHECK:           name("scan1") role(scan)
+// CHECK:             name("scan2") role(scan)
 // CHECK:             arith.divf %{{.*}}, %[[D]] : f32
 // CHECK:           name("upper0")

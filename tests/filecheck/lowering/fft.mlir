@@ -31,29 +31,29 @@ func.func @main(%re: tensor<?x8x6xf32, #graph.dims<n, _, _>>, %im: tensor<?x8x6x
 // CHECK-NEXT:    func.call @rfft_0(%re, %w1, %out1, %[[V]])
 
 // CHECK-LABEL: func.func @fft_0(
-// CHECK-SAME:    attributes {tk.kernel = "fft"}
-// CHECK:         name("i0")
-// CHECK:           name("scan0")
-// CHECK:             name("scan1")
-// CHECK:               name("scan2")
+// CHECK-SAME:    attributes {tk.kernel = "fft", tk.anchor = "fft"}
+// CHECK:         name("i0") role(spatial)
+// CHECK:           name("scan0") role(scan)
+// CHECK:             name("scan1") role(scan)
+// CHECK:               name("scan2") role(scan)
 // CHECK:                 vectorized name("lane0")
-// CHECK:             name("scan3")
-// CHECK:               name("scan4")
+// CHECK:             name("scan3") role(scan)
+// CHECK:               name("scan4") role(scan)
 // CHECK:                 vectorized name("lane1")
 // CHECK-NOT:     name(
 // CHECK:         func.return
 
 // CHECK-LABEL: func.func @rfft_0(
-// CHECK-SAME:    attributes {tk.kernel = "rfft"}
-// CHECK:         name("i0")
-// CHECK:           name("scan0")
+// CHECK-SAME:    attributes {tk.kernel = "rfft", tk.anchor = "rfft"}
+// CHECK:         name("i0") role(spatial)
+// CHECK:           name("scan0") role(scan)
 // CHECK:             name("copy0")
 // CHECK:               name("copy1")
 // CHECK:                 vectorized name("copy2")
-// CHECK:             name("scan1")
-// CHECK:               name("scan2")
+// CHECK:             name("scan1") role(scan)
+// CHECK:               name("scan2") role(scan)
 // CHECK:                 vectorized name("lane0")
-// CHECK:             name("scan3")
+// CHECK:             name("scan3") role(scan)
 // CHECK:               vectorized name("lane1")
 // CHECK:             name("copy3")
 // CHECK:               name("copy4")

@@ -28,8 +28,8 @@ func.func @main(%x: tensor<?x40xf32, #graph.dims<s, _>>, %w: tensor<5x40x70xf32>
 // LOOPS-SAME:      tk.strategy = "grouped_gemm_register_tile"
 // LOOPS:         loop.alloc() {scope = "local"}
 // LOOPS-NOT:     loop.alloc
-// LOOPS:         loop.for {{.*}} name("k0") {
-// LOOPS-NEXT:      loop.for {{.*}} unrolled name("i0.inner") {
-// LOOPS-NEXT:        loop.for {{.*}} vectorized name("i1.inner") {
+// LOOPS:         loop.for {{.*}} name("k0") role(reduction) {
+// LOOPS-NEXT:      loop.for {{.*}} unrolled name("i0.inner") role(spatial) {
+// LOOPS-NEXT:        loop.for {{.*}} vectorized name("i1.inner") role(spatial) {
 // LOOPS:               loop.load %{{.*}}[%{{.*}}] : memref<?xi32>
 // LOOPS:               loop.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : memref<5x40x70xf32>

@@ -23,9 +23,9 @@ func.func @main(%x: tensor<?x5xf32, #graph.dims<k, _>>, %n: tensor<5xf32>) -> te
 // CHECK-LABEL: func.func @main(
 // CHECK:         func.call @orthogonal_polynomial_0(%x, %n, %out0)
 // CHECK-LABEL: func.func @orthogonal_polynomial_0(
-// CHECK-SAME:      attributes {tk.kernel = "orthogonal_polynomial"}
-// CHECK:         loop.for %[[I:.*]] = {{.*}} name("i0")
-// CHECK-NEXT:      loop.for %[[J:.*]] = {{.*}} name("i1")
+// CHECK-SAME:      attributes {tk.kernel = "orthogonal_polynomial", tk.anchor = "orthogonal_polynomial"}
+// CHECK:         loop.for %[[I:.*]] = {{.*}} name("i0") role(spatial)
+// CHECK-NEXT:      loop.for %[[J:.*]] = {{.*}} name("i1") role(spatial)
 // CHECK-NEXT:        %[[X:.*]] = loop.load %0[%[[I]], %[[J]]] : memref<?x5xf32>
 // CHECK-NEXT:        %[[N:.*]] = loop.load %1[%[[J]]] : memref<5xf32>
 // CHECK:             math.trunc %[[N]] : f32
@@ -42,10 +42,10 @@ func.func @main(%x: tensor<?x5xf32, #graph.dims<k, _>>, %n: tensor<5xf32>) -> te
 // CHECK-NEXT:        %[[NAN:.*]] = arith.cmpf une, %[[VALUE]], %[[VALUE]] : f32
 // CHECK-NEXT:        %[[NONE:.*]] = arith.constant 0 : index
 // CHECK-NEXT:        %[[COUNT:.*]] = arith.select %[[NAN]], %[[NONE]], %[[BLOCKS]] : index
-// CHECK:             loop.for {{.*}} to %[[COUNT]] {{.*}} name("scan0")
-// CHECK:               loop.for {{.*}} name("scan1")
-// CHECK:                 loop.for {{.*}} name("scan2")
-// CHECK:                   loop.for {{.*}} name("scan3")
+// CHECK:             loop.for {{.*}} to %[[COUNT]] {{.*}} name("scan0") role(scan)
+// CHECK:               loop.for {{.*}} name("scan1") role(scan)
+// CHECK:                 loop.for {{.*}} name("scan2") role(scan)
+// CHECK:                   loop.for {{.*}} name("scan3") role(scan)
 // CHECK:                     %[[PREVIOUS:.*]] = loop.load %[[P]][]
 // CHECK-NEXT:                %[[CURRENT:.*]] = loop.load %[[Q]][]
 // CHECK:                     arith.sitofp

@@ -29,16 +29,16 @@ func.func @main(%x: tensor<?x7x3xf32, #graph.dims<n, _, _>>) -> (tensor<?x7x3xf3
 // CHECK-NEXT:    func.call @logcumsumexp_0(%x, %out2)
 // CHECK-NEXT:    func.return
 
-// CHECK-LABEL: func.func @cumsum_0(%0: memref<?x7x3xf32>, %1: memref<?x7x3xf32>) attributes {tk.kernel = "cumsum"}
+// CHECK-LABEL: func.func @cumsum_0(%0: memref<?x7x3xf32>, %1: memref<?x7x3xf32>) attributes {tk.kernel = "cumsum", tk.anchor = "cumsum"}
 // CHECK:         %[[N:.*]] = loop.dim %0, 0 : memref<?x7x3xf32>
 // CHECK-NEXT:    %[[SEVEN:.*]] = arith.constant 7 : index
 // CHECK-NEXT:    %[[THREE:.*]] = arith.constant 3 : index
-// CHECK:         loop.for %[[I0:.*]] = %{{.*}} to %[[N]] step %{{.*}} name("i0") {
-// CHECK-NEXT:      loop.for %[[I1:.*]] = %{{.*}} to %[[THREE]] step %{{.*}} name("i1") {
+// CHECK:         loop.for %[[I0:.*]] = %{{.*}} to %[[N]] step %{{.*}} name("i0") role(spatial) {
+// CHECK-NEXT:      loop.for %[[I1:.*]] = %{{.*}} to %[[THREE]] step %{{.*}} name("i1") role(spatial) {
 // CHECK-NEXT:        %[[ACC:.*]] = loop.alloc() {scope = "local"} : memref<f32>
 // CHECK-NEXT:        %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:        loop.store %[[ZERO]], %[[ACC]][] : memref<f32>
-// CHECK:             loop.for %[[K:.*]] = %{{.*}} to %[[SEVEN]] step %{{.*}} name("scan0") {
+// CHECK:             loop.for %[[K:.*]] = %{{.*}} to %[[SEVEN]] step %{{.*}} name("scan0") role(scan) {
 // CHECK-NEXT:          %[[X:.*]] = loop.load %0[%[[I0]], %[[K]], %[[I1]]] : memref<?x7x3xf32>
 // CHECK-NEXT:          %[[OLD:.*]] = loop.load %[[ACC]][] : memref<f32>
 // CHECK-NEXT:          %[[NEW:.*]] = arith.addf %[[OLD]], %[[X]] : f32
@@ -46,15 +46,15 @@ func.func @main(%x: tensor<?x7x3xf32, #graph.dims<n, _, _>>) -> (tensor<?x7x3xf3
 // CHECK-NEXT:          loop.store %[[NEW]], %1[%[[I0]], %[[K]], %[[I1]]] : memref<?x7x3xf32>
 // CHECK-NEXT:        }
 
-// CHECK-LABEL: func.func @cumargmax_0(%0: memref<?x7x3xf32>, %1: memref<?x7x3xi64>) attributes {tk.kernel = "cumargmax"}
-// CHECK:         loop.for %[[J0:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("i0") {
-// CHECK-NEXT:      loop.for %[[J1:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("i1") {
+// CHECK-LABEL: func.func @cumargmax_0(%0: memref<?x7x3xf32>, %1: memref<?x7x3xi64>) attributes {tk.kernel = "cumargmax", tk.anchor = "cumargmax"}
+// CHECK:         loop.for %[[J0:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("i0") role(spatial) {
+// CHECK-NEXT:      loop.for %[[J1:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("i1") role(spatial) {
 // CHECK-NEXT:        %[[POS:.*]] = loop.alloc() {scope = "local"} : memref<i64>
 // CHECK:             loop.store %{{.*}}, %[[POS]][] : memref<i64>
 // CHECK-NEXT:        %[[BEST:.*]] = loop.alloc() {scope = "local"} : memref<f32>
 // CHECK-NEXT:        %[[LOWEST:.*]] = arith.constant 0xff800000 : f32
 // CHECK-NEXT:        loop.store %[[LOWEST]], %[[BEST]][] : memref<f32>
-// CHECK:             loop.for %[[K2:.*]] = %{{.*}} to %[[N2:.*]] step %{{.*}} name("scan0") {
+// CHECK:             loop.for %[[K2:.*]] = %{{.*}} to %[[N2:.*]] step %{{.*}} name("scan0") role(scan) {
 // CHECK-NEXT:          %[[Y:.*]] = loop.load %0[%[[K2]], %[[J0]], %[[J1]]] : memref<?x7x3xf32>
 // CHECK-NEXT:          %[[P:.*]] = loop.load %[[POS]][] : memref<i64>
 // CHECK-NEXT:          %[[B:.*]] = loop.load %[[BEST]][] : memref<f32>
@@ -69,10 +69,10 @@ func.func @main(%x: tensor<?x7x3xf32, #graph.dims<n, _, _>>) -> (tensor<?x7x3xf3
 // CHECK-NEXT:          loop.store %[[NP]], %1[%[[K2]], %[[J0]], %[[J1]]] : memref<?x7x3xi64>
 // CHECK-NEXT:        }
 
-// CHECK-LABEL: func.func @logcumsumexp_0(%0: memref<?x7x3xf32>, %1: memref<?x7x3xf32>) attributes {tk.kernel = "logcumsumexp"}
+// CHECK-LABEL: func.func @logcumsumexp_0(%0: memref<?x7x3xf32>, %1: memref<?x7x3xf32>) attributes {tk.kernel = "logcumsumexp", tk.anchor = "logcumsumexp"}
 // CHECK:         %[[MINUS_INF:.*]] = arith.constant 0xff800000 : f32
 // CHECK-NEXT:    loop.store %[[MINUS_INF]], %[[TOTAL:.*]][] : memref<f32>
-// CHECK:         loop.for %[[K3:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("scan0") {
+// CHECK:         loop.for %[[K3:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("scan0") role(scan) {
 // CHECK-NEXT:      %[[Z:.*]] = loop.load %0[%{{.*}}, %{{.*}}, %[[K3]]] : memref<?x7x3xf32>
 // CHECK-NEXT:      %[[R:.*]] = loop.load %[[TOTAL]][] : memref<f32>
 // CHECK-NEXT:      %[[LO:.*]] = arith.minimumf %[[R]], %[[Z]] : f32

@@ -27,9 +27,9 @@ func.func @main(%x: tensor<?x8xf32, #graph.dims<n, _>>, %b: tensor<8xf32>, %w: t
 // CHECK-NEXT:    func.return
 
 // CHECK-LABEL: func.func @add_0(
-// CHECK-SAME:      attributes {tk.kernel = "add"}
-// CHECK:         loop.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("i0") {
-// CHECK-NEXT:      loop.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("i1") {
+// CHECK-SAME:      attributes {tk.kernel = "add", tk.anchor = "add"}
+// CHECK:         loop.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("i0") role(spatial) {
+// CHECK-NEXT:      loop.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} name("i1") role(spatial) {
 // CHECK-NEXT:        %[[A:.*]] = loop.load %{{.*}}[%[[I]], %[[J]]] : memref<?x8xf32>
 // CHECK-NEXT:        %[[B:.*]] = loop.load %{{.*}}[%[[J]]] : memref<8xf32>
 // CHECK-NEXT:        %[[S:.*]] = arith.addf %[[A]], %[[B]] fastmath<contract> : f32
@@ -39,7 +39,7 @@ func.func @main(%x: tensor<?x8xf32, #graph.dims<n, _>>, %b: tensor<8xf32>, %w: t
 // CHECK:             %[[ACC:.*]] = loop.alloc() {scope = "local"} : memref<f32>
 // CHECK-NEXT:        %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:        loop.store %[[ZERO]], %[[ACC]][] : memref<f32>
-// CHECK:             loop.for %{{.*}} name("k0") {
+// CHECK:             loop.for %{{.*}} name("k0") role(reduction) {
 // CHECK:               %[[P:.*]] = arith.mulf
 // CHECK-NEXT:          %[[OLD:.*]] = loop.load %[[ACC]][] : memref<f32>
 // CHECK-NEXT:          %[[NEW:.*]] = arith.addf %[[OLD]], %[[P]] fastmath<reassoc,contract> : f32

@@ -98,9 +98,9 @@ func.func @reduce_epilogue(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
 // KERNELS:         func.call @dense_0(
 // KERNELS-NEXT:    func.call @tanh_concat_slice_0(
 // KERNELS-LABEL: func.func @dense_relu_0(
-// KERNELS:         loop.for {{.*}} name("i0")
-// KERNELS:           loop.for {{.*}} name("i1")
-// KERNELS:             loop.for {{.*}} name("k0")
+// KERNELS:         loop.for {{.*}} name("i0") role(spatial)
+// KERNELS:           loop.for {{.*}} name("i1") role(spatial)
+// KERNELS:             loop.for {{.*}} name("k0") role(reduction)
 // KERNELS:               arith.mulf
 // KERNELS:             arith.maximumf
 // KERNELS-NEXT:        loop.store
@@ -112,15 +112,15 @@ func.func @reduce_epilogue(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
 // The row statistics once per row: the mean's and the variance's reduction loops, then
 // the row's elements reading them (no reduction inside the element loop).
 // KERNELS-LABEL: func.func @reduce_mean_sub_mul_reduce_mean_add_rsqrt_mul_mul_0(
-// KERNELS:         loop.for %[[ROW:.*]] = {{.*}} name("i0") {
-// KERNELS:           loop.for %[[K:.*]] = {{.*}} name("k0") {
+// KERNELS:         loop.for %[[ROW:.*]] = {{.*}} name("i0") role(spatial) {
+// KERNELS:           loop.for %[[K:.*]] = {{.*}} name("k0") role(reduction) {
 // KERNELS-NEXT:        loop.load %{{.*}}[%[[ROW]], %[[K]]] : memref<5x9xf32>
 // KERNELS:           %[[MEAN:.*]] = arith.divf
-// KERNELS:           loop.for %[[K1:.*]] = {{.*}} name("k1_0") {
+// KERNELS:           loop.for %[[K1:.*]] = {{.*}} name("k1_0") role(reduction) {
 // KERNELS-NEXT:        %[[XK:.*]] = loop.load %{{.*}}[%[[ROW]], %[[K1]]] : memref<5x9xf32>
 // KERNELS:             arith.subf %[[XK]], %[[MEAN]]
 // KERNELS:           math.sqrt
-// KERNELS:           loop.for %[[J:.*]] = {{.*}} name("i1") {
+// KERNELS:           loop.for %[[J:.*]] = {{.*}} name("i1") role(spatial) {
 // KERNELS-NOT:         loop.for
 // KERNELS:             %[[XJ:.*]] = loop.load %{{.*}}[%[[ROW]], %[[J]]] : memref<5x9xf32>
 // KERNELS:             arith.subf %[[XJ]], %[[MEAN]]

@@ -19,8 +19,8 @@ print(s.cache_read(0, "i1", pad=True))
 print(s.kernel)
 # CHECK:      arg0.local
 # CHECK:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-# CHECK:      loop.for %[[N:.*]] = {{.*}} name("i0") {
-# CHECK-NEXT:   loop.for %{{.*}} name("i1") {
+# CHECK:      loop.for %[[N:.*]] = {{.*}} name("i0") role(spatial) {
+# CHECK-NEXT:   loop.for %{{.*}} name("i1") role(spatial) {
 # CHECK:          %[[BOX:.*]] = loop.alloc() {tk.stage = "arg0.local", tk.pad_dims = [2 : i64, 3 : i64], tk.pad_fill = 0.000000e+00 : f32, scope = "local"} : memref<1x2x7x8xf32>
 # CHECK-NEXT:     loop.for %[[A:.*]] = {{.*}} name("arg0.local.c0.fill") {
 # CHECK-NEXT:       loop.for %[[B:.*]] = {{.*}} name("arg0.local.c1.fill") {
@@ -31,7 +31,7 @@ print(s.kernel)
 # CHECK:            loop.for {{.*}} name("arg0.local.c3") {
 # CHECK:              %[[X:.*]] = loop.load %{{.*}} : memref<1x2x5x6xf32>
 # CHECK:              loop.store %[[X]], %[[BOX]][{{.*}}] : memref<1x2x7x8xf32>
-# CHECK:          name("k0")
+# CHECK:          name("k0") role(reduction)
 # CHECK-NOT:      arith.select
 # CHECK:          loop.load %[[BOX]][{{.*}}] : memref<1x2x7x8xf32>
 # CHECK-NOT:      arith.select

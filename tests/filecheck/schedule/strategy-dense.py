@@ -27,9 +27,9 @@ print(scheduled(b.finish(b.relu(b.dense(b.input("x", (6, 20)), w)))))
 # CHECK-SAME:      %[[WT:[0-9]+]]: memref<20x40xf32>
 # CHECK-SAME:      tk.layouts = {"1" = [1 : i64, 0 : i64]}, tk.flush_denormals, tk.strategy = "dense_packed"
 # CHECK:         loop.alloc() {scope = "local"} : memref<6x40xf32>
-# CHECK:         loop.for %[[K:.*]] = {{.*}} name("k0") {
-# CHECK-NEXT:      loop.for {{.*}} unrolled name("i0.inner") {
-# CHECK-NEXT:        loop.for %[[J:.*]] = {{.*}} vectorized name("i1.inner") {
+# CHECK:         loop.for %[[K:.*]] = {{.*}} name("k0") role(reduction) {
+# CHECK-NEXT:      loop.for {{.*}} unrolled name("i0.inner") role(spatial) {
+# CHECK-NEXT:        loop.for %[[J:.*]] = {{.*}} vectorized name("i1.inner") role(spatial) {
 # CHECK:               %[[COL:.*]] = arith.addi %{{.*}}, %[[J]] : index
 # CHECK:               loop.load %[[WT]][%[[K]], %[[COL]]] : memref<20x40xf32>
 # CHECK:           arith.maximumf
@@ -41,9 +41,9 @@ print(scheduled(b.finish(b.dense(b.input("x", (1, 784)), w))))
 # CHECK-LABEL: func.func @dense_0(
 # CHECK-SAME:      %[[X:[0-9]+]]: memref<1x784xf32>, %[[W:[0-9]+]]: memref<512x784xf32>
 # CHECK-SAME:      tk.flush_denormals, tk.strategy = "dense_matvec"
-# CHECK:         loop.for %[[J:.*]] = {{.*}} parallel name("i1") {
-# CHECK-NEXT:      loop.for %[[I:.*]] = {{.*}} unrolled name("i0") {
-# CHECK:             loop.for %[[K:.*]] = {{.*}} vectorized name("k0") {
+# CHECK:         loop.for %[[J:.*]] = {{.*}} parallel name("i1") role(spatial) {
+# CHECK-NEXT:      loop.for %[[I:.*]] = {{.*}} unrolled name("i0") role(spatial) {
+# CHECK:             loop.for %[[K:.*]] = {{.*}} vectorized name("k0") role(reduction) {
 # CHECK-NEXT:          loop.load %[[X]][%[[I]], %[[K]]] : memref<1x784xf32>
 # CHECK-NEXT:          loop.load %[[W]][%[[J]], %[[K]]] : memref<512x784xf32>
 # CHECK:               arith.addf {{.*}} fastmath<reassoc,contract> : f32
@@ -66,6 +66,6 @@ print(scheduled(b.finish(b.dense(b.input("x", (1, 7, 7, 32)), w))))
 # CHECK-SAME:      memref<1x7x7x32xf32>
 # CHECK-SAME:      tk.strategy = "dense_packed"
 # CHECK:         loop.alloc() {scope = "local"} : memref<6x64xf32>
-# CHECK:         loop.for {{.*}} name("k0") {
-# CHECK-NEXT:      loop.for {{.*}} unrolled name("i0.i1.fused.i2.fused.inner") {
-# CHECK-NEXT:        loop.for {{.*}} vectorized name("i3.inner") {
+# CHECK:         loop.for {{.*}} name("k0") role(reduction) {
+# CHECK-NEXT:      loop.for {{.*}} unrolled name("i0.i1.fused.i2.fused.inner") role(spatial) {
+# CHECK-NEXT:        loop.for {{.*}} vectorized name("i3.inner") role(spatial) {
