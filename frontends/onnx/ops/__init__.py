@@ -2,9 +2,11 @@
 
 from . import (  # noqa: F401
     activations,
+    assorted,
     control_flow,
     conv,
     elementwise,
+    grid_sample,
     indexing,
     linalg,
     normalization,
@@ -14,4 +16,6 @@ from . import (  # noqa: F401
     resize,
     rnn,
     shape,
+    signal,
+    training,
 )
