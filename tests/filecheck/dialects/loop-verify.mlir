@@ -45,3 +45,18 @@ func.func @result_type(%x: f32) {
   func.return
 }
 // CHECK: loop.shuffle_xor: result i32 vs value f32
+
+// -----
+
+// A loop's role is one of the loop dialect's roles.
+func.func @unknown_role(%A: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  loop.for %i = %c0 to %c4 step %c1 name("i0") role(diagonal) {
+    %a = loop.load %A[%i] : memref<4xf32>
+    loop.store %a, %A[%i] : memref<4xf32>
+  }
+  func.return
+}
+// CHECK: loop.for: unknown role 'diagonal' (expected one of spatial, reduction, scan, update, init)

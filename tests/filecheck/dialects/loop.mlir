@@ -75,6 +75,30 @@ func.func @gpu_bound(%A: memref<64xf32>) {
   func.return
 }
 
+// A loop's role (what it iterates over, as te-to-loop records it; schedules read it)
+// follows its name; a loop without one prints none.
+// CHECK-LABEL: func.func @roles(%A: memref<4x8xf32>, %S: memref<4xf32>) {
+// CHECK:         loop.for %i = %c0 to %c4 step %c1 parallel name("i0") role(spatial) {
+// CHECK-NEXT:      loop.for %k = %c0 to %c8 step %c1 name("k0") role(reduction) attributes {unroll_hint = 2 : i64} {
+// CHECK:           loop.for %s = %c0 to %c8 step %c1 name("scan0") role(scan) {
+func.func @roles(%A: memref<4x8xf32>, %S: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  loop.for %i = %c0 to %c4 step %c1 parallel name("i0") role(spatial) {
+    loop.for %k = %c0 to %c8 step %c1 name("k0") role(reduction) attributes {unroll_hint = 2 : i64} {
+      %a = loop.load %A[%i, %k] : memref<4x8xf32>
+      loop.store %a, %S[%i] : memref<4xf32>
+    }
+    loop.for %s = %c0 to %c8 step %c1 name("scan0") role(scan) {
+      %b = loop.load %A[%i, %s] : memref<4x8xf32>
+      loop.store %b, %S[%i] : memref<4xf32>
+    }
+  }
+  func.return
+}
+
 // A warp shuffle: the value of lane (lane ^ offset) within segments of `width` lanes.
 // CHECK-LABEL: func.func @shuffle(%x: f32, %n: i64) {
 // CHECK-NEXT:    %a = loop.shuffle_xor %x, 16, 32 : f32
