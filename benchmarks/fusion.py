@@ -59,7 +59,7 @@ def kernels_and_intermediate_bytes(module, opt_level: int) -> tuple[int, int]:
     work = module.clone()
     optimize_graph(work, PassContext(opt_level=opt_level, dump_ir=False))
     loops = lower_to_loops(work)
-    kernels = sum(1 for f in loops.ops if "tk.kernel" in f.attributes)
+    kernels = len(loop.kernels(loops))
     host = find_function(loops, "main")
     nbytes = 0
     for op in host.walk():

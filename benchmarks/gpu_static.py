@@ -79,6 +79,7 @@ def main() -> int:
     import gpu_bench
     import tensorkiln as tk
     from tensorkiln.driver.cuda import lower_to_gpu
+    from tensorkiln.dialects import loop
     from tensorkiln.lowering.loop_to_gpu import gpu_module_of
 
     rows = []
@@ -92,7 +93,7 @@ def main() -> int:
             for name, kernel in kernels.items():
                 block = "x".join(str(d) for d in kernel.known_block_size.get_values()) if kernel.known_block_size else "?"
                 f = facts.get(name, {})
-                rows.append([workload, name, kernel.attributes["tk.gpu_strategy"].data, block,
+                rows.append([workload, name, loop.kernel_strategy(kernel, gpu=True), block,
                              f.get("registers", "?"), f.get("spills", "?"), f.get("smem", "?"),
                              *(f.get(column, "?") for column in COUNTS)])  # fmt: skip
                 print(rows[-1], flush=True)
