@@ -56,10 +56,6 @@ from . import parallel_to_llvm, unroll_to_llvm, vectorize  # noqa: F401  (regist
 from .llvm_converter import ConversionState, FunctionConverter, abi_types
 from .packed_slots import from_slot, slot_type
 
-#: (the name the driver imports from here until it marks functions with
-#: ``loop.mark_packed_entry``): such a function also gets ``@<name>_packed(ptr)``
-PACKED_ENTRY_ATTR = loop.PACKED_ENTRY_ATTR
-
 
 def _declare_external_calls(module: ModuleOp) -> None:
     """Declare the C functions the code calls (malloc family, libm) from their call sites."""

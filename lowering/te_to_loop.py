@@ -45,8 +45,8 @@ from .kernel_registry import KERNEL_RULES
 from .loop_nest import buffer_type, emit_loop_nest
 from .symbol_sizes import SymbolSizes, gives_symbol, unsized_symbols
 
-# (the names the driver imports from here until it reads them from dialects/loop.py)
-ENTRY_ATTR, WEIGHTS_ATTR, entry_layout = loop.ENTRY_ATTR, loop.WEIGHTS_ATTR, loop.entry_layout
+# (the name the driver imports from here until it reads it from dialects/loop.py)
+entry_layout = loop.entry_layout
 
 #: kernel names longer than this are cut (``_HostLowering.kernel_name``)
 _LONGEST_NAME = 96
