@@ -170,3 +170,21 @@ def test_plain_form_with_runtime_scales(rng):
     s = np.asarray(0.03, np.float32)
     np.testing.assert_array_equal(tk.build(module)(xv, s), tk.create_executor("interpreter", module).evaluate()(xv, s))
     assert isinstance(module.body.block.ops.first.body.block.last_op.prev_op, quant.QDenseOp)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_qdense_with_weight_zero_points(rng, target):
+    """int8 weights with non-zero zero points (centered values past 127): the words hold
+    the weight as it is and the epilogue subtracts zw[o] * sum_k x (a row-sum kernel)."""
+    for x_dtype in (np.uint8, np.int8):
+        b = tk.GraphBuilder()
+        x = b.input("x", (2, 9, 70), x_dtype)
+        w = qrandom(rng, (40, 70), np.int8)
+        w[:, 0] = 127
+        zw = rng.integers(-3, 4, 40).astype(np.int8)
+        zw[0] = -1  # 127 - (-1) = 128: outside int8
+        params = [b.constant(np.float32(0.02)), b.constant(np.asarray(5, x_dtype)), b.constant(rng.uniform(0.001, 0.003, 40).astype(np.float32)),
+                  b.constant(zw), b.constant(np.float32(0.05)), b.constant(np.asarray(3, x_dtype))]  # fmt: skip
+        module = b.finish(b.qdense(x, b.constant(w), b.constant(rng.integers(-2000, 2000, 40).astype(np.int32)), params))
+        check_exact(module, qrandom(rng, (2, 9, 70), x_dtype), target)
+        assert any(isinstance(op, Dot4U8S8Op) for op in lowered(module, "+avx512vnni").walk())

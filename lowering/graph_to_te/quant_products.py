@@ -33,6 +33,7 @@ from xdsl.ir import SSAValue
 
 from ...dialects.graph import ConstantOp, quant
 from ...dialects.graph.layout import weight_to_oihw
+from ...dialects.graph.types import shape_of, tensor_type
 from ...dialects.lowp import Dot4U8S8Op
 from .. import lowp_to_llvm  # noqa: F401  (the lowp ops this form makes get their LLVM conversions)
 from ..te_builder import Scalar, TEBuilder
@@ -70,28 +71,43 @@ class PackedProduct:
     y_zero_point: int
     #: whether the activation is int8 (read with its bytes flipped)
     flip: bool
+    #: per-channel weight zero points left in the product (int32 (O,)), or None: set when
+    #: the centered weight leaves int8 (int8 weights whose zero point is not 0), then the
+    #: words hold the weight as it is and the epilogue subtracts ``zw[o] * sum_k x``
+    row_zero_points: np.ndarray | None = None
 
     @staticmethod
-    def of(op: quant.QuantizedProductOp, centered_w: np.ndarray) -> PackedProduct | None:
-        """``centered_w``: the weight minus its zero point, (O, ..., K) int64 with K last."""
+    def of(op: quant.QuantizedProductOp, centered_w: np.ndarray, raw_w: np.ndarray | None = None) -> PackedProduct | None:
+        """``centered_w``: the weight minus its zero point, (O, ..., K) int64 with K last;
+        ``raw_w``: the weight's values in the same layout (for the row-sum form), or None."""
         params = [_constant(v) for v in op.params()]
         bias = _constant(op.bias) if op.bias is not None else np.zeros(centered_w.shape[0], np.int32)
         if any(p is None for p in params) or bias is None:
             return None
-        if centered_w.min(initial=0) < -128 or centered_w.max(initial=0) > 127:
-            return None
-        x_scale, x_zp, w_scale, _, y_scale, y_zp = params
+        x_scale, x_zp, w_scale, w_zp, y_scale, y_zp = params
         flip = op.x_dtype.data == "i8"
         zero = int(quant.as_values(x_zp, op.x_dtype.data).reshape(-1)[0]) + (128 if flip else 0)
         channels = centered_w.shape[0]
-        column_sums = centered_w.reshape(channels, -1).sum(axis=1)
-        folded = bias.astype(np.int64) - zero * column_sums
+        row_zero_points = None
+        if centered_w.min(initial=0) < -128 or centered_w.max(initial=0) > 127:
+            if raw_w is None or op.w_dtype.data != "i8":
+                return None
+            # sum (x - zx)(w - zw) = sum x w - zx sum w - zw sum x + k zx zw: the words hold w
+            k = raw_w.reshape(channels, -1).shape[1]
+            row_zero_points = np.broadcast_to(quant.as_values(w_zp, "i8").reshape(-1), (channels,)).astype(np.int64)
+            column_sums = raw_w.reshape(channels, -1).sum(axis=1)
+            folded = bias.astype(np.int64) - zero * column_sums + k * zero * row_zero_points
+            centered_w = raw_w
+        else:
+            column_sums = centered_w.reshape(channels, -1).sum(axis=1)
+            folded = bias.astype(np.int64) - zero * column_sums
         if np.abs(folded).max(initial=0) >= 2**31:
             return None
         multiplier = np.broadcast_to(quant.requant_multiplier(x_scale, w_scale, y_scale), (channels,))
         y_zero = int(quant.as_values(y_zp, op.y_dtype.data).reshape(-1)[0])
         return PackedProduct(
-            pack_words(centered_w), folded.astype(np.int32), np.ascontiguousarray(multiplier, np.float32), y_zero, flip
+            pack_words(centered_w), folded.astype(np.int32), np.ascontiguousarray(multiplier, np.float32), y_zero, flip,
+            None if row_zero_points is None else row_zero_points.astype(np.int32),
         )
 
 
@@ -126,6 +142,7 @@ class _Emitter:
         self.words = constant(packed.words, "words")
         self.bias = constant(packed.bias, "bias")
         self.multiplier = constant(packed.multiplier, "multiplier")
+        self.row_zero_points = None if packed.row_zero_points is None else constant(packed.row_zero_points, "row_zero_points")
 
     def inputs(self) -> list[SSAValue]:
         return [self.op.input, self.words, self.bias, self.multiplier]
@@ -165,20 +182,41 @@ def _block_and_lane(r: Scalar, channel: SSAValue, block: int) -> tuple[SSAValue,
     return r._insert(arith.DivUIOp(channel, r.index(block))), r._insert(arith.RemUIOp(channel, r.index(block)))
 
 
+def _row_sums(t: TEBuilder, op: quant.QDenseOp, flip: bool) -> SSAValue:
+    """``sum_k x[..., k]`` of the activation read as uint8 (int8 flipped: + 128), i32: its
+    own kernel before the product's (the row-sum form of :class:`PackedProduct`)."""
+    shape = shape_of(op.input.type)
+
+    def body(s: Scalar, idx, ins):
+        (x,) = ins
+
+        def term(r: Scalar, axes):
+            value = r._insert(arith.ExtUIOp(r.read(x, [*idx, axes[0]]), i32))
+            return r._insert(arith.XOrIOp(value, r.const(128, i32))) if flip else value
+
+        return s.reduce("add", [s.dim(x, len(shape) - 1)], 0, term, i32)
+
+    return t.compute("qdense_row_sums", tensor_type(shape[:-1], i32), [op.input], body)
+
+
 @compute_rule(quant.QDenseOp)
 def qdense(t: TEBuilder, op: quant.QDenseOp) -> SSAValue:
     weight, zero_point = _constant(op.weight), _constant(op.w_zero_point)
     packed = None
     if weight is not None and zero_point is not None:
-        packed = PackedProduct.of(op, op.weight_values(weight, zero_point))
+        raw = quant.as_values(weight, op.w_dtype.data)
+        packed = PackedProduct.of(op, op.weight_values(weight, zero_point), raw)
     if packed is None:
         return plain_qdense(t, op)
     e = _Emitter(t, op, packed)
     k = op.input.type.get_shape()[-1]
     words = -(-k // WORD)
+    inputs = e.inputs()
+    if e.row_zero_points is not None:
+        inputs += [_row_sums(t, op, packed.flip), e.row_zero_points]
 
     def body(s: Scalar, idx, ins):
-        x, w, bias, multiplier = ins
+        x, w, bias, multiplier, *row_form = ins
         *rows, n = idx
         padded = [len(idx) - 1] if k % WORD else []
 
@@ -187,9 +225,13 @@ def qdense(t: TEBuilder, op: quant.QDenseOp) -> SSAValue:
             word = e.word(r, x, [*rows, axes[0]], len(idx) - 1, padded, r.const(0, x.type.element_type))
             return e.dot(r, word, r.read(w, [block, axes[0], lane]))
 
-        return e.epilogue(s, s.reduce("add", [words], 0, term, i32), n, bias, multiplier)
+        acc = s.reduce("add", [words], 0, term, i32)
+        if row_form:  # - zw[n] * sum_k x[rows, k]
+            row_sums, row_zero_points = row_form
+            acc = s.sub(acc, s.mul(s.read(row_zero_points, [n]), s.read(row_sums, rows)))
+        return e.epilogue(s, acc, n, bias, multiplier)
 
-    return t.compute("qdense", op.result.type, e.inputs(), body)
+    return t.compute("qdense", op.result.type, inputs, body)
 
 
 def _tap(s: Scalar, out: SSAValue, k: SSAValue, stride: int, pad: int, dilation: int) -> SSAValue:
