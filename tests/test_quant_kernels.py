@@ -86,8 +86,9 @@ def test_qconv2d_packed(rng, target, shape, out_channels, kernel, strides, paddi
     check_exact(b.finish(y), qrandom(rng, shape, x_dtype), target)
 
 
-def test_weights_outside_int8_after_centering_keep_the_plain_form(rng):
-    """uint8 weights with zero point 128 center into int8 (packed); zero point 0 does not."""
+def test_uint8_weights_pack_centered_or_as_stored(rng):
+    """uint8 weights with zero point 128 center into int8; with zero point 0 the words hold
+    them minus 128 and the row-sum form corrects: both packed, both exact."""
     b = tk.GraphBuilder()
     x = b.input("x", (4, 9), np.uint8)
     outputs = []
@@ -102,7 +103,7 @@ def test_weights_outside_int8_after_centering_keep_the_plain_form(rng):
     for got, expected in zip(tk.build(module)(xv), want):
         np.testing.assert_array_equal(got, expected)
     loops = lowered(module, "+avx512vnni")
-    assert len([op for op in loops.walk() if isinstance(op, Dot4U8S8Op)]) == 1
+    assert len([op for op in loops.walk() if isinstance(op, Dot4U8S8Op)]) == 2
 
 
 def test_pack_words_layout(rng):
@@ -174,15 +175,16 @@ def test_plain_form_with_runtime_scales(rng):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_qdense_with_weight_zero_points(rng, target):
-    """int8 weights with non-zero zero points (centered values past 127): the words hold
-    the weight as it is and the epilogue subtracts zw[o] * sum_k x (a row-sum kernel)."""
-    for x_dtype in (np.uint8, np.int8):
+    """Weights whose centered values leave int8 (int8 with zero points not 0, uint8 with
+    zero points not 128: onnxruntime's in-graph weight quantization): the words hold the
+    weight as it is and the epilogue subtracts zw[o] * sum_k x (a row-sum kernel)."""
+    for x_dtype, w_dtype in ((np.uint8, np.int8), (np.int8, np.int8), (np.uint8, np.uint8)):
         b = tk.GraphBuilder()
         x = b.input("x", (2, 9, 70), x_dtype)
-        w = qrandom(rng, (40, 70), np.int8)
-        w[:, 0] = 127
-        zw = rng.integers(-3, 4, 40).astype(np.int8)
-        zw[0] = -1  # 127 - (-1) = 128: outside int8
+        w = qrandom(rng, (40, 70), w_dtype)
+        w[:, 0] = QINFO[w_dtype][1]
+        zw = (rng.integers(-3, 4, 40) + (0 if w_dtype == np.int8 else 127)).astype(w_dtype)
+        zw[0] = -1 if w_dtype == np.int8 else 127  # 127 - (-1), 255 - 127 = 128: outside int8
         params = [b.constant(np.float32(0.02)), b.constant(np.asarray(5, x_dtype)), b.constant(rng.uniform(0.001, 0.003, 40).astype(np.float32)),
                   b.constant(zw), b.constant(np.float32(0.05)), b.constant(np.asarray(3, x_dtype))]  # fmt: skip
         module = b.finish(b.qdense(x, b.constant(w), b.constant(rng.integers(-2000, 2000, 40).astype(np.int32)), params))

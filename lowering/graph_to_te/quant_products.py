@@ -72,14 +72,16 @@ class PackedProduct:
     #: whether the activation is int8 (read with its bytes flipped)
     flip: bool
     #: per-channel weight zero points left in the product (int32 (O,)), or None: set when
-    #: the centered weight leaves int8 (int8 weights whose zero point is not 0), then the
-    #: words hold the weight as it is and the epilogue subtracts ``zw[o] * sum_k x``
+    #: the centered weight leaves int8 (an int8 weight whose zero point is not 0, a uint8
+    #: one whose zero point is not 128), then the words hold the weight as it is (uint8
+    #: minus 128, its zero point with it) and the epilogue subtracts ``zw[o] * sum_k x``
     row_zero_points: np.ndarray | None = None
 
     @staticmethod
     def of(op: quant.QuantizedProductOp, centered_w: np.ndarray, raw_w: np.ndarray | None = None) -> PackedProduct | None:
         """``centered_w``: the weight minus its zero point, (O, ..., K) int64 with K last;
-        ``raw_w``: the weight's values in the same layout (for the row-sum form), or None."""
+        ``raw_w``: the weight's values in the same layout, uint8 ones minus 128 (int8 values
+        either way, for the row-sum form), or None."""
         params = [_constant(v) for v in op.params()]
         bias = _constant(op.bias) if op.bias is not None else np.zeros(centered_w.shape[0], np.int32)
         if any(p is None for p in params) or bias is None:
@@ -90,11 +92,11 @@ class PackedProduct:
         channels = centered_w.shape[0]
         row_zero_points = None
         if centered_w.min(initial=0) < -128 or centered_w.max(initial=0) > 127:
-            if raw_w is None or op.w_dtype.data != "i8":
+            if raw_w is None or raw_w.min(initial=0) < -128 or raw_w.max(initial=0) > 127:
                 return None
             # sum (x - zx)(w - zw) = sum x w - zx sum w - zw sum x + k zx zw: the words hold w
             k = raw_w.reshape(channels, -1).shape[1]
-            row_zero_points = np.broadcast_to(quant.as_values(w_zp, "i8").reshape(-1), (channels,)).astype(np.int64)
+            row_zero_points = (raw_w - centered_w).reshape(channels, -1)[:, 0]
             column_sums = raw_w.reshape(channels, -1).sum(axis=1)
             folded = bias.astype(np.int64) - zero * column_sums + k * zero * row_zero_points
             centered_w = raw_w
@@ -204,7 +206,7 @@ def qdense(t: TEBuilder, op: quant.QDenseOp) -> SSAValue:
     weight, zero_point = _constant(op.weight), _constant(op.w_zero_point)
     packed = None
     if weight is not None and zero_point is not None:
-        raw = quant.as_values(weight, op.w_dtype.data)
+        raw = quant.as_values(weight, op.w_dtype.data) - (128 if op.w_dtype.data == "ui8" else 0)
         packed = PackedProduct.of(op, op.weight_values(weight, zero_point), raw)
     if packed is None:
         return plain_qdense(t, op)
