@@ -97,12 +97,14 @@ def compare(expected: list[np.ndarray], got: list[np.ndarray], rtol: float, atol
     return None
 
 
-def as_array(value: Any) -> np.ndarray:
+def as_array(value: Any) -> np.ndarray | list:
     """A test's input or output as numpy (types numpy lacks, bfloat16, are stored as TensorProto)."""
     import onnx
 
     if isinstance(value, onnx.TensorProto):
         return onnx.numpy_helper.to_array(value)
+    if isinstance(value, list | tuple):  # a sequence (from_onnx refuses sequence inputs by name)
+        return value
     return np.asarray(value)
 
 

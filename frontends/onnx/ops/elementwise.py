@@ -158,9 +158,7 @@ def mod(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     remainder = b.fmod(x, y)
     if node.attr("fmod", 0):
         return remainder
-    if ctx.is_float(x):
-        raise refuse("fmod=0 on floating point inputs is undefined in ONNX (set fmod=1)")
-    # Python's modulo: the sign of the divisor
+    # Python's modulo (numpy's mod, what ONNX's reference computes also for floats): the sign of the divisor
     zero = ctx.scalar(0, x)
     fix = b.bitwise_and(b.compare(remainder, zero, "ne"), b.compare(b.compare(remainder, zero, "lt"), b.compare(y, zero, "lt"), "ne"))
     return b.where(fix, b.add(remainder, y), remainder)

@@ -64,10 +64,14 @@ def _reduction(combine: Callable[[OnnxContext, SSAValue, list[int], bool], SSAVa
 
 
 def _lowest(dtype: np.dtype) -> float:
+    if dtype == np.bool_:
+        return False
     return -np.inf if dtype.kind == "f" or dtype.name == "bfloat16" else np.iinfo(dtype).min
 
 
 def _highest(dtype: np.dtype) -> float:
+    if dtype == np.bool_:
+        return True
     return np.inf if dtype.kind == "f" or dtype.name == "bfloat16" else np.iinfo(dtype).max
 
 
@@ -86,12 +90,19 @@ def _mean(ctx, x, axes, keepdims):
     return _in_float(ctx, x, lambda v: ctx.b.reduce_mean(v, axes, keepdims))
 
 
+def _on_bytes(ctx: OnnxContext, x: SSAValue, reduce: Callable[[SSAValue], SSAValue]) -> SSAValue:
+    """``reduce`` of a boolean tensor as bytes (the maximum of booleans is any, the minimum all)."""
+    if ctx.dtype(x) != np.bool_:
+        return reduce(x)
+    return ctx.cast(reduce(ctx.cast(x, np.uint8)), np.bool_)
+
+
 def _max(ctx, x, axes, keepdims):
-    return ctx.b.reduce_max(x, axes, keepdims)
+    return _on_bytes(ctx, x, lambda v: ctx.b.reduce_max(v, axes, keepdims))
 
 
 def _min(ctx, x, axes, keepdims):
-    return ctx.b.reduce_min(x, axes, keepdims)
+    return _on_bytes(ctx, x, lambda v: ctx.b.reduce_min(v, axes, keepdims))
 
 
 def _prod(ctx, x, axes, keepdims):
