@@ -107,14 +107,15 @@ def output_loops(kernel: func.FuncOp) -> list[str]:
     return [f.loop_name.data for f in loop.loops_with_role(kernel, "spatial")]
 
 
-def first_reduction(kernel: func.FuncOp) -> list[str]:
+def first_reduction(kernel: func.FuncOp, loops: list[loop.ForOp] | None = None) -> list[str]:
     """The names of the loops of the kernel's first reduction (in program order): the
     perfect nest of ``reduction`` loops from the first one down (a later reduction, such
-    as a second row stage's or one inlined inside it, is not part of it)."""
-    found = loop.loops_with_role(kernel, "reduction")
-    if not found:
+    as a second row stage's or one inlined inside it, is not part of it). ``loops``: the
+    kernel's loops in program order, if at hand."""
+    first = next((f for f in (loops if loops is not None else all_loops(kernel)) if f.loop_role == "reduction"), None)
+    if first is None:
         return []
-    nest = [found[0]]
+    nest = [first]
     while len(inner := body_ops(nest[-1])) == 1 and isinstance(inner[0], loop.ForOp) and inner[0].loop_role == "reduction":
         nest.append(inner[0])
     return [f.loop_name.data for f in nest]
@@ -181,13 +182,14 @@ def kernel_info(
     tag = loop.kernel_tag(kernel)
     what = loop.kernel_anchor(kernel)
     ops, anchor = (list(what.ops), what.op) if what is not None else (None, None)
-    outputs = output_loops(kernel)
-    reductions = first_reduction(kernel)
-    extents = {f.loop_name.data: static_trip_bound(f) for f in all_loops(kernel)}
+    loops = all_loops(kernel)
+    outputs = [f.loop_name.data for f in loops if f.loop_role == "spatial"]
+    reductions = first_reduction(kernel, loops)
+    extents = {f.loop_name.data: static_trip_bound(f) for f in loops}
     family = _family(kernel, outputs, reductions)
     kinds = {"any"} | ({anchor} if anchor else set()) | ({family} if family else set())
-    scans = [f.loop_name.data for f in loop.loops_with_role(kernel, "scan", "update")]
-    inits = [f.loop_name.data for f in loop.loops_with_role(kernel, "init")]
+    scans = [f.loop_name.data for f in loops if f.loop_role in ("scan", "update")]
+    inits = [f.loop_name.data for f in loops if f.loop_role == "init"]
     return KernelInfo(
         kernel, tag, lanes, ops, anchor, outputs, reductions, extents, family, constant_args, frozenset(kinds), scans,
         frozenset(features), what.epilogue if what is not None else None, inits,
