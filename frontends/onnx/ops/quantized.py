@@ -5,9 +5,9 @@ com.microsoft's QLinearAdd.
 
 Quantize and dequantize become ``graph.quantize`` / ``graph.dequantize`` (int8 and uint8,
 per tensor or per axis); ``fold-qdq`` then turns the islands around products into int8
-kernels. Their dequantize of a constant weight is kept as an op, not folded into a
-float32 constant at import (as the builder folds other small constant computations):
-that would lose the int8 weight. QLinearConv / QLinearMatMul map to ``graph.qconv2d`` /
+kernels. Their dequantize of a constant weight is kept as an op (``ctx.b.unfolded``), not
+folded into a float32 constant at import as the builder folds other small constant
+computations: that would lose the int8 weight. QLinearConv / QLinearMatMul map to ``graph.qconv2d`` /
 ``graph.qmatmul`` directly. MatMulInteger and ConvInteger (int32 results) are computed in
 int32 arithmetic, exactly.
 
@@ -22,7 +22,6 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from ....dialects.graph.types import bfloat16_dtype
-from ...builder import GraphBuilder
 from ..context import OnnxContext, OnnxNode, refuse
 from ..registry import converter
 from .linalg import matmul
@@ -30,12 +29,6 @@ from .windows import window
 
 #: the quantized element types we compile
 QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8))
-
-
-def _unfolded(ctx: OnnxContext, method: str):
-    """The builder method ``method`` without import-time constant folding (a dequantize
-    of an int8 weight must stay an op: folding it would lose the int8 values)."""
-    return GraphBuilder.__getattr__(ctx.b, method)
 
 
 def _scale(ctx: OnnxContext, node: OnnxNode, k: int) -> SSAValue:
@@ -84,7 +77,7 @@ def quantize_linear(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     if node.attr("saturate", 1) != 1 and ctx.dtype(zero_point).kind == "f":
         raise refuse("float8 quantization")
     axis = _check_scheme(ctx, node, ctx.dtype(zero_point), scale, x)
-    return _unfolded(ctx, "quantize")(ctx.cast(x, np.float32), scale, zero_point, axis=axis)
+    return ctx.b.unfolded("quantize")(ctx.cast(x, np.float32), scale, zero_point, axis=axis)
 
 
 @converter("DequantizeLinear", since=10)
@@ -93,7 +86,7 @@ def dequantize_linear(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     scale = _scale(ctx, node, 1)
     zero_point = _zero_point(ctx, node, 2, scale, ctx.dtype(x))
     axis = _check_scheme(ctx, node, ctx.dtype(x), scale, x, (*QUANTIZED, np.dtype(np.int32)))
-    y = _unfolded(ctx, "dequantize")(x, scale, zero_point, axis=axis)
+    y = ctx.b.unfolded("dequantize")(x, scale, zero_point, axis=axis)
     output = node.attr("output_dtype", 0)
     return ctx.cast(y, ctx.onnx_dtype(output, node, "output_dtype")) if output else y
 
@@ -119,7 +112,7 @@ def qlinear_conv(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
         raise refuse(f"a {len(kernel)}-d QLinearConv (2-d only)")
     w = window(ctx, node, x, kernel)
     padding = (w.begin[0], w.begin[1], w.end[0], w.end[1])
-    return _unfolded(ctx, "qconv2d")(x, weight, bias, params, list(w.strides), padding, list(w.dilations), node.attr("group", 1))
+    return ctx.b.unfolded("qconv2d")(x, weight, bias, params, list(w.strides), padding, list(w.dilations), node.attr("group", 1))
 
 
 @converter("QLinearMatMul", since=10)
@@ -131,7 +124,7 @@ def qlinear_matmul(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     for value in params[1::2]:
         if ctx.shape(value) not in ((), (1,)) and value is not params[3]:
             raise refuse("per-axis scales on an activation")
-    return _unfolded(ctx, "qmatmul")(a, b, None, params)
+    return ctx.b.unfolded("qmatmul")(a, b, None, params)
 
 
 def _centered_int32(ctx: OnnxContext, value: SSAValue, zero_point: SSAValue | None, axis: int | None) -> SSAValue:
