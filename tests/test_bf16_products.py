@@ -131,3 +131,27 @@ def test_autocast_matches_torch_autocast(rng):
     scale = np.abs(fp32).max()
     assert np.abs(got - fp32).max() < 2e-2 * scale
     assert np.abs(got - want).max() < 2e-2 * scale  # torch also rounds the hidden layer to bfloat16
+
+
+def test_build_precision_option(rng):
+    """tk.build(precision="bf16") runs bf16-products{autocast=true}: the same numbers as the
+    pass applied by hand, not float32's; a bfloat16 model takes bf16_dense by default."""
+    weights = [rng.normal(size=s).astype(np.float32) * 0.2 for s in ((48, 40), (48,), (16, 48))]
+    b = tk.GraphBuilder()
+    x = b.input("x", (7, 40))
+    module = b.finish(b.dense(b.relu(b.dense(x, b.constant(weights[0]), b.constant(weights[1]))), b.constant(weights[2])))
+    xv = rng.normal(size=(7, 40)).astype(np.float32)
+    by_hand = module.clone()
+    bf16_products(by_hand, autocast=True)
+    got = tk.build(module, precision="bf16")(xv)
+    np.testing.assert_array_equal(got, tk.build(by_hand)(xv))
+    assert not np.array_equal(got, tk.build(module)(xv))
+    with pytest.raises(ValueError, match="precision must be one of"):
+        tk.build(module, precision="int4")
+    b = tk.GraphBuilder()
+    xb = b.input("x", (7, 40), BF16)
+    model16 = b.finish(b.dense(xb, b.constant(weights[0].astype(BF16))))
+    by_hand = model16.clone()
+    bf16_products(by_hand)
+    x16 = xv.astype(BF16)
+    np.testing.assert_array_equal(tk.build(model16)(x16), tk.build(by_hand)(x16))
