@@ -1,15 +1,21 @@
-# RUN: python %s | filecheck %s
-"""fold-qdq (run in-process until tensorkiln-opt registers it): a dequantize -> conv2d ->
-relu -> quantize island becomes one qconv2d with relu and an int32 bias; a matmul with a
-constant right operand becomes a qdense on its transpose; a product whose weight is not a
-constant stays float32 with the reason attached."""
+// RUN: tensorkiln-opt %s -p fold-qdq | filecheck %s
 
-from xdsl.parser import Parser
+// A dequantize -> conv2d -> relu -> quantize island becomes one qconv2d with relu and an
+// int32 bias; a matmul with a constant right operand becomes a qdense on its transpose; a
+// product whose weight is not a constant stays float32 with the reason attached.
 
-from tensorkiln.passes.fold_qdq import FoldQDQPass
-from tensorkiln.universe import make_context
+// CHECK-LABEL: func.func @conv
+// CHECK:         %[[B:.*]] = graph.constant #graph.weight<"bias.q{{.*}}"> : tensor<4xi32>
+// CHECK-NEXT:    %[[Y:.*]] = graph.qconv2d %x, %w, %[[B]] quant(%xs, %xz, %ws, %wz, %ys, %yz) {x_dtype = "ui8", y_dtype = "ui8", relu = true, padding = array<i64: 1, 1, 1, 1>}
+// CHECK-NOT:     graph.conv2d
+// CHECK-NOT:     graph.quantize
+// CHECK:         func.return %[[Y]]
+// CHECK-LABEL: func.func @matmul
+// CHECK:         graph.matmul %xf, %vf {tk.qdq = "the weight is not a constant"}
+// CHECK-NEXT:    %[[T:.*]] = graph.transpose %w {perm = array<i64: 1, 0>} : tensor<5x3xi8> -> tensor<3x5xi8>
+// CHECK-NEXT:    %[[Q:.*]] = graph.qdense %x, %[[T]] quant(%s, %z, %s, %z, %s, %z) : tensor<2x5xi8>, tensor<3x5xi8>
+// CHECK:         func.return %[[Q]], %u
 
-IR = """
 func.func @conv(%x: tensor<1x3x6x6xui8>) -> tensor<1x4x6x6xui8> {
   %xs = graph.constant dense<0.05> : tensor<f32>
   %xz = graph.constant dense<128> : tensor<ui8>
@@ -40,22 +46,3 @@ func.func @matmul(%x: tensor<2x5xi8>, %v: tensor<5x3xi8>) -> (tensor<2x3xi8>, te
   %u = graph.quantize %n, %s, %z : tensor<2x3xf32>, tensor<f32>, tensor<i8> -> tensor<2x3xi8>
   func.return %y, %u : tensor<2x3xi8>, tensor<2x3xi8>
 }
-"""
-
-# CHECK-LABEL: func.func @conv
-# CHECK:         %[[B:.*]] = graph.constant #graph.weight<"bias.q{{.*}}"> : tensor<4xi32>
-# CHECK-NEXT:    %[[Y:.*]] = graph.qconv2d %x, %w, %[[B]] quant(%xs, %xz, %ws, %wz, %ys, %yz) {x_dtype = "ui8", y_dtype = "ui8", relu = true, padding = array<i64: 1, 1, 1, 1>}
-# CHECK-NOT:     graph.conv2d
-# CHECK-NOT:     graph.quantize
-# CHECK:         func.return %[[Y]]
-
-# CHECK-LABEL: func.func @matmul
-# CHECK:         graph.matmul %xf, %vf {tk.qdq = "the weight is not a constant"}
-# CHECK-NEXT:    %[[T:.*]] = graph.transpose %w {perm = array<i64: 1, 0>} : tensor<5x3xi8> -> tensor<3x5xi8>
-# CHECK-NEXT:    %[[Q:.*]] = graph.qdense %x, %[[T]] quant(%s, %z, %s, %z, %s, %z) : tensor<2x5xi8>, tensor<3x5xi8>
-# CHECK:         func.return %[[Q]], %u
-
-module = Parser(make_context(), IR).parse_module()
-FoldQDQPass().apply(make_context(), module)
-module.verify()
-print(module)
