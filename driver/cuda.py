@@ -17,8 +17,8 @@ from xdsl.dialects.builtin import ModuleOp
 from ..backends.cuda.codegen import TF32_MIN_ARCH, CudaOptions, emit_cuda, kernel_names, parse_cuda_target
 from ..backends.cuda.host import print_host
 from ..byoc import external_modules
+from ..dialects import loop
 from ..dialects.functions import find_function, signature_of
-from ..lowering.te_to_loop import entry_layout
 from ..passes.pipeline import PassContext, run_pipeline
 from ..runtime import cuda as cuda_runtime
 from ..runtime.module import CompiledModule
@@ -115,7 +115,7 @@ def build_cuda(module: ModuleOp, target: Target, request: BuildRequest) -> cuda_
     signature = signature_of(find_function(work, function))
     timings = gpu_passes(work, request.ctx, options)
     host = find_function(work, function)
-    _, _, weights = entry_layout(host)
+    _, _, weights = loop.entry_layout(host)
     lib = cuda_runtime.CudaModule(
         emit_cuda(work), print_host(host), function, signature, [weight_array(w) for w in weights],
         kernel_names(work), options.arch, externals,

@@ -22,10 +22,11 @@ from xdsl.ir import SSAValue
 
 from ..dialects import loop
 from ..dialects.graph.types import numpy_dtype
-from ..lowering.te_to_loop import SymbolSizes, entry_layout
+from ..lowering.symbol_sizes import SymbolSizes
 from ..runtime.graph_program import GraphNode, GraphProgram, GraphTensor
 from ..runtime.memory_plan import plan_memory
 from ..runtime.signature import Dim, Signature
+
 
 def _spelling(operator: str) -> str:
     """How a dim expression writes ``operator`` (``runtime/dim_expr.py``), as a format string."""
@@ -45,7 +46,7 @@ def graph_program(host: func.FuncOp, signature: Signature, plan: bool = True) ->
 
     Example: ``program = graph_program(find_function(loops, "main"), signature)``
     """
-    n_in, n_out, weights = entry_layout(host)
+    n_in, n_out, weights = loop.entry_layout(host)
     args = list(host.body.block.args)
     if len(args) != n_in + n_out + len(weights):
         raise HostProgramError(f"host function '{host.sym_name.data}': {len(args)} arguments, expected "
