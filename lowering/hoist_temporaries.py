@@ -30,9 +30,6 @@ from xdsl.passes import ModulePass
 
 from ..dialects import loop
 
-#: (loop_to_llvm reads it from here until it takes ``loop.hoisted_temporaries``)
-hoisted_temporaries = loop.hoisted_temporaries
-
 
 def hoist_temporaries(host: func.FuncOp) -> int:
     """Make the host function's global ``loop.alloc`` temporaries trailing arguments (in
@@ -62,4 +59,4 @@ class HoistTemporariesPass(ModulePass):
             hoist_temporaries(host)
 
 
-__all__ = ["HoistTemporariesPass", "hoist_temporaries", "hoisted_temporaries"]
+__all__ = ["HoistTemporariesPass", "hoist_temporaries"]

@@ -87,7 +87,7 @@ def test_torch_zoo_compiles(name, tmp_path):
     from tensorkiln.driver.cuda import lower_to_gpu
     from tensorkiln.driver.native_build import weight_array
     from tensorkiln.examples.torch_zoo import random_inputs
-    from tensorkiln.lowering.te_to_loop import entry_layout
+    from tensorkiln.dialects.loop import entry_layout
 
     entry = ZOO[name]
     inputs = random_inputs(entry, seed=0)
