@@ -27,6 +27,7 @@ from onnx import numpy_helper
 from xdsl.ir import SSAValue
 
 from ...dialects.graph import ConstantOp, GraphOp
+from ...dialects.graph.indexing import ArangeOp, FullOp
 from ...dialects.graph.types import Dim, element_type_of, format_shape, num_elements, numpy_dtype, shape_of
 from ...runtime.dim_expr import free_symbols, lower
 from ...errors import UnsupportedOperatorError
@@ -206,6 +207,9 @@ class OnnxContext:
     def _not_known(self, value: SSAValue, message: str) -> NotConverted:
         """The refusal for a value needed at import time that is computed at run time; when
         it is computed from graph inputs alone, naming them (their values can be bound)."""
+        if value in self.symbolic:
+            symbols = sorted({d for d in self.symbolic[value].reshape(-1) if isinstance(d, str)})
+            return NotConverted(f"{message}; it depends on the symbolic sizes {symbols}: pin them with from_onnx(..., shape=...)")
         names = self._input_sources(value)
         if not names:
             return NotConverted(f"{message}; it is computed from data here")
@@ -228,6 +232,8 @@ class OnnxContext:
             seen.add(v)
             if v in self.input_names:
                 found.append(self.input_names[v])
+            elif isinstance(v.owner, FullOp | ArangeOp):
+                continue  # (its operands only give sizes: it reads no data)
             elif isinstance(v.owner, GraphOp) and not v.owner.regions:
                 stack.extend(v.owner.operands)
             elif not isinstance(v.owner, ConstantOp):

@@ -52,9 +52,11 @@ def _nd_layout(ctx: OnnxContext, node: OnnxNode, data: SSAValue, indices: SSAVal
     batch_dims = node.attr("batch_dims", 0)
     data_shape, index_shape = ctx.shape(data), ctx.shape(indices)
     depth = index_shape[-1]
-    if not isinstance(depth, int) or any(not isinstance(d, int) for d in data_shape):
-        raise refuse("symbolic shapes")
+    if not isinstance(depth, int):
+        raise refuse(f"a symbolic index depth ({depth})")
     indexed = data_shape[batch_dims : batch_dims + depth]
+    if not all(isinstance(d, int) for d in indexed):
+        raise refuse(f"symbolic indexed dims {indexed}")
     batch = product(data_shape[:batch_dims])
     flat = g.reshape(data, (batch, product(indexed), *data_shape[batch_dims + depth :]))
     rows = product(index_shape[batch_dims:-1])

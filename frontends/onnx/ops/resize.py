@@ -154,11 +154,16 @@ def _back(ctx: OnnxContext, y: SSAValue, dtype: np.dtype) -> SSAValue:
 
 def _sizes_and_scales(ctx: OnnxContext, node: OnnxNode, shape: tuple, axes: list[int], scales, sizes) -> tuple[list[int], list[float]]:
     rank = len(shape)
-    out, factors = list(shape), [1.0] * rank
+    out = list(shape)
+    factors = [1.0] * rank
     if sizes is not None:
         if len(sizes) != len(axes):
             raise OnnxImportError(f"node '{node.name}' ({node.op_type}): {len(sizes)} sizes for {len(axes)} axes")
         for a, s in zip(axes, sizes):
+            if s == shape[a]:  # (a symbolic batch's own size)
+                continue
+            if isinstance(s, str) or isinstance(shape[a], str):
+                raise refuse(f"resizing axis {a} of size {shape[a]} to {s}")
             out[a], factors[a] = int(s), int(s) / shape[a]
         policy = node.attr("keep_aspect_ratio_policy", "stretch")
         if policy != "stretch":
@@ -175,7 +180,8 @@ def _sizes_and_scales(ctx: OnnxContext, node: OnnxNode, shape: tuple, axes: list
         if len(scales) != len(axes):
             raise OnnxImportError(f"node '{node.name}' ({node.op_type}): {len(scales)} scales for {len(axes)} axes")
         for a, s in zip(axes, scales):
-            factors[a], out[a] = float(s), int(np.floor(float(s) * shape[a]))
+            factors[a] = float(s)
+            out[a] = shape[a] if float(s) == 1.0 else int(np.floor(float(s) * shape[a]))  # (a symbolic batch keeps its size)
     else:
         raise OnnxImportError(f"node '{node.name}' ({node.op_type}): neither scales nor sizes is given")
     return out, factors
@@ -184,8 +190,6 @@ def _sizes_and_scales(ctx: OnnxContext, node: OnnxNode, shape: tuple, axes: list
 def resize(ctx: OnnxContext, node: OnnxNode, x: SSAValue, scales, sizes, roi, attrs: dict) -> SSAValue:
     shape = ctx.shape(x)
     rank = len(shape)
-    if not all(isinstance(d, int) for d in shape):
-        raise refuse("symbolic input dims")
     mode = attrs["mode"]
     if mode not in _MODES:
         raise refuse(f"mode '{mode}'")
@@ -194,6 +198,9 @@ def resize(ctx: OnnxContext, node: OnnxNode, x: SSAValue, scales, sizes, roi, at
         raise refuse(f"coordinate_transformation_mode '{transform}'")
     axes = ctx.axes(attrs["axes"], rank, node) if attrs.get("axes") is not None else list(range(rank))
     out, factors = _sizes_and_scales(ctx, node, shape, axes, scales, sizes)
+    resized = [a for a in axes if out[a] != shape[a] or not np.isclose(factors[a], 1.0)]
+    if not all(isinstance(shape[a], int) for a in resized):
+        raise refuse(f"resizing symbolic axes ({[shape[a] for a in resized]})")
     antialias = bool(attrs.get("antialias", 0))
     if mode == "nearest":
         if antialias:
@@ -244,7 +251,7 @@ def _optional_const(ctx: OnnxContext, node: OnnxNode, k: int, what: str) -> np.n
 def resize_11(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     roi = _optional_const(ctx, node, 1, "roi")
     scales = _optional_const(ctx, node, 2, "scales")
-    sizes = _optional_const(ctx, node, 3, "sizes")
+    sizes = ctx.need_dims(node, 3, "sizes") if node.input(3) is not None and 0 not in ctx.shape(node.input(3)) else None
     return resize(ctx, node, node.input(0), scales, sizes, roi, _attrs(node, "half_pixel", "round_prefer_floor"))
 
 
