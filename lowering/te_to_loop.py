@@ -42,11 +42,8 @@ from . import compute_kernel, dense_linalg, scan_kernel, scatter_kernel, sort_ke
 from .copy_kernel import copy_kernel
 from .kernel_anchor import record_anchor
 from .kernel_registry import KERNEL_RULES
-from .loop_nest import buffer_type, emit_loop_nest
+from .loop_nest import buffer_type
 from .symbol_sizes import SymbolSizes, gives_symbol, unsized_symbols
-
-# (the name the driver imports from here until it reads it from dialects/loop.py)
-entry_layout = loop.entry_layout
 
 #: kernel names longer than this are cut (``_HostLowering.kernel_name``)
 _LONGEST_NAME = 96
@@ -205,4 +202,4 @@ class TEToLoopPass(ModulePass):
                 _HostLowering(function, self.stash_rows).lower()
 
 
-__all__ = ["TEToLoopPass", "buffer_type", "emit_loop_nest", "entry_layout"]
+__all__ = ["TEToLoopPass"]
