@@ -69,7 +69,7 @@ def _tolerance(dtype: np.dtype, rtol: float) -> float:
     """The relative tolerance for an output of ``dtype``: the case's, but at least two units
     in the last place of a 16-bit float (ONNX's reference rounds every intermediate result
     to 16 bits; tensorkiln computes them in float32 and rounds once)."""
-    if dtype.itemsize == 2 and (dtype.kind == "f" or dtype.name == "bfloat16"):
+    if dtype.itemsize == 2 and (dtype.kind == "f" or dtype.name == "bfloat16"):  # (not float8: held values are exact)
         import ml_dtypes
 
         return max(rtol, 2 * float(ml_dtypes.finfo(dtype).eps))
@@ -86,7 +86,7 @@ def compare(expected: list[np.ndarray], got: list[np.ndarray], rtol: float, atol
             return f"output {k}: dtype {g.dtype}, expected {e.dtype}"
         if e.shape != g.shape:
             return f"output {k}: shape {g.shape}, expected {e.shape}"
-        if e.dtype.kind in "fc" or e.dtype.name == "bfloat16":
+        if e.dtype.kind in "fc" or e.dtype.name.startswith(("float", "bfloat")):  # (ml_dtypes' floats: kind "V")
             e64, g64 = e.astype(np.float64), g.astype(np.float64)
             close = np.isclose(g64, e64, rtol=_tolerance(e.dtype, rtol), atol=atol, equal_nan=True)
             if not close.all():
@@ -115,19 +115,24 @@ def run_case(case: Any) -> tuple[str, str]:
     import tensorkiln as tk
     from tensorkiln.errors import UnsupportedOperatorError
     from tensorkiln.frontends.onnx import from_onnx_with_values
+    from tensorkiln.frontends.onnx.held import boundary, from_held, to_held
 
     names = [i.name for i in case.model.graph.input if i.name not in {t.name for t in case.model.graph.initializer}]
     bound_names: set[str] = set()
+    held_inputs, held_outputs = boundary(case.model)
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             for inputs, outputs in case.data_sets:
                 values = dict(zip(names, (as_array(v) for v in inputs)))
+                # inputs of types the graph holds in another (uint32, float8, int4: held.py) converted at the call
+                values = {n: to_held(v, held_inputs[n], n) if n in held_inputs else v for n, v in values.items()}
                 module, bound = from_onnx_with_values(case.model, values)
                 bound_names |= set(bound)
                 lib = tk.build(module)
                 got = lib(*(v for n, v in values.items() if n not in bound))
                 got = list(got) if isinstance(got, list | tuple) else [got]
+                got = [from_held(g, h) if h is not None else g for g, h in zip(got, held_outputs)]
                 problem = compare(outputs, got, case.rtol, case.atol)
                 if problem:
                     return "fail", f"wrong answer: {problem}"

@@ -127,9 +127,30 @@ def test_one_error_lists_every_unsupported_op():
 
 
 def test_unsupported_dtype_refused_by_name():
-    model = _model([helper.make_node("Identity", ["x"], ["y"])], [_tensor("x", TensorProto.FLOAT8E4M3FN, [4])], [_tensor("y", TensorProto.FLOAT8E4M3FN, [4])])
-    with pytest.raises(UnsupportedOperatorError, match="input 'x': element type float8e4m3fn is not supported"):
+    model = _model([helper.make_node("Identity", ["x"], ["y"])], [_tensor("x", TensorProto.COMPLEX64, [4])], [_tensor("y", TensorProto.COMPLEX64, [4])])
+    with pytest.raises(UnsupportedOperatorError, match="input 'x': element type complex64 is not supported"):
         from_onnx(model)
+
+
+def test_held_types_through_the_backend():
+    """uint32 is held as int64 (results wrapped to 32 bits), float8 as float32 values of
+    the format (casts round to nearest even, saturating): the backend converts at the call."""
+    import ml_dtypes
+
+    import tensorkiln.tools.onnx_backend as backend
+
+    nodes = [helper.make_node("Sub", ["a", "b"], ["d"]), helper.make_node("Mul", ["d", "b"], ["p"])]
+    model = _model(nodes, [_tensor("a", TensorProto.UINT32, [5]), _tensor("b", TensorProto.UINT32, [5])], [_tensor("p", TensorProto.UINT32, [5])])
+    a = RNG.integers(0, 2**32, 5, dtype=np.uint64).astype(np.uint32)
+    b = RNG.integers(0, 2**32, 5, dtype=np.uint64).astype(np.uint32)
+    (p,) = backend.prepare(model).run([a, b])
+    assert p.dtype == np.uint32
+    np.testing.assert_array_equal(p, (a - b) * b)  # numpy's uint32 arithmetic wraps the same way
+    cast = _model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E4M3FN)], [_tensor("x", TensorProto.FLOAT, [9])], [_tensor("y", TensorProto.FLOAT8E4M3FN, [9])])
+    x = np.array([0.3, -1.0625, 1.1875, 448.0, 460.0, 470.0, 1e6, -np.inf, np.nan], np.float32)
+    (y,) = backend.prepare(cast).run([x])
+    assert y.dtype == ml_dtypes.float8_e4m3fn
+    np.testing.assert_array_equal(y.astype(np.float32), onnx.numpy_helper.saturate_cast(x, ml_dtypes.float8_e4m3fn).astype(np.float32))
 
 
 def test_malformed_models_name_the_node():

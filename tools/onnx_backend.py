@@ -27,6 +27,7 @@ from onnx.backend.base import Backend, BackendRep, Device, DeviceType
 
 from ..build import build
 from ..frontends.onnx import OnnxInputValuesNeeded, from_onnx, from_onnx_with_values
+from ..frontends.onnx.held import boundary, from_held, to_held
 
 
 class TensorkilnRep(BackendRep):
@@ -41,6 +42,8 @@ class TensorkilnRep(BackendRep):
         self.options = dict(options)
         self.input_names = [i.name for i in model.graph.input if i.name not in initializers]
         self.output_names = [o.name for o in model.graph.output]
+        #: inputs and outputs of types held in others (uint32, float8, int4: frontends/onnx/held.py)
+        self._held_inputs, self._held_outputs = boundary(model)
         self._outputs = namedtuple("Outputs", [f"o{k}" for k in range(len(self.output_names))], rename=True)  # noqa: PYI024
         #: the compiled model for each set of bound input values (() -> the one without)
         self._compiled: dict[tuple, tuple[Any, tuple[str, ...]]] = {}
@@ -73,9 +76,11 @@ class TensorkilnRep(BackendRep):
         else:
             arrays = list(inputs)
         values = dict(zip(self.input_names, (np.asarray(a) for a in arrays)))
+        values = {n: to_held(v, self._held_inputs[n], n) if n in self._held_inputs else v for n, v in values.items()}
         compiled, bound = self._for(values)
         results = compiled(*(v for n, v in values.items() if n not in bound))
         results = list(results) if isinstance(results, list | tuple) else [results]
+        results = [from_held(r, h) if h is not None else r for r, h in zip(results, self._held_outputs)]
         return self._outputs(*results)
 
 

@@ -182,6 +182,8 @@ class OnnxContext:
         #: sizes read from data (``NonZero``'s count): symbol -> its 0-d int64 value, its size carrier
         self.symbol_values: dict[str, SSAValue] = {}
         self.carriers: dict[str, SSAValue] = {}
+        #: values of ONNX element types the graph lacks -> how they are held (``held.py``)
+        self.held: dict[SSAValue, Any] = {}
         #: the function's arguments -> the names of the graph inputs they are
         self.input_names: dict[SSAValue, str] = {}
         #: integer tensors computed from symbolic sizes (``Shape`` of a ``batch`` x 768 input)

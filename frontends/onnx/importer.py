@@ -40,6 +40,7 @@ from .context import (
     OnnxUnsupportedError,
 )
 from .dtypes import UnsupportedDtypeError, numpy_dtype_of_onnx, onnx_of_numpy
+from .held import after_node, check_inputs, held_type
 from .functions import FunctionBody, bind_attributes, has_schema_function, local_body, local_functions, schema_body
 from .loader import check_model, initializer_array, load_model, node_label
 from .registry import canonical_domain, find_converter, schema_version
@@ -213,12 +214,15 @@ class _Importer:
             kind = value.type.WhichOneof("value")
             if kind != "tensor_type":
                 raise OnnxUnsupportedError(f"input '{value.name}' is of {kind.replace('_type', '')} type: only tensor inputs are supported")
-            dtype = numpy_dtype_of_onnx(value.type.tensor_type.elem_type, f"input '{value.name}'")
+            held = held_type(value.type.tensor_type.elem_type)
+            dtype = held.held if held else numpy_dtype_of_onnx(value.type.tensor_type.elem_type, f"input '{value.name}'")
             if value.name in self.bind:
                 scope.values[value.name] = self.bound_input(value, dtype)
                 continue
             arg = self.builder.input(_input_name(value.name), self.input_shape(value), dtype)
             self.ctx.input_names[arg] = value.name
+            if held is not None:
+                self.ctx.held[arg] = held
             scope.values[value.name] = arg
         for tensor in graph.initializer:
             scope.values[tensor.name] = self.initializer(tensor)
@@ -248,8 +252,13 @@ class _Importer:
         if self.keep_params_as_input:
             name = _input_name(tensor.name)
             self.params[name] = array
-            return self.builder.input(name, array.shape, array.dtype)
-        return self.builder.constant(array, tensor.name)
+            value = self.builder.input(name, array.shape, array.dtype)
+        else:
+            value = self.builder.constant(array, tensor.name)
+        held = held_type(tensor.data_type)
+        if held is not None:
+            self.ctx.held[value] = held
+        return value
 
     # -- nodes ---------------------------------------------------------------------------
 
@@ -277,6 +286,7 @@ class _Importer:
             if followed is not None:
                 results = followed
             elif found is not None:
+                check_inputs(self.ctx, node.op_type, inputs)
                 onnx_node = OnnxNode(node, inputs, schema_version(domain, node.op_type, opset) or found.since, used)
                 results = found.fn(self.ctx, onnx_node)
             elif key in self.functions:
@@ -299,6 +309,7 @@ class _Importer:
         except Exception as e:  # a converter's own bug: still name the node
             raise OnnxImportError(f"{label}: internal error in the converter: {type(e).__name__}: {e}") from e
         results = list(results) if isinstance(results, list | tuple) else [results]
+        results = after_node(self.ctx, OnnxNode(node, inputs, 1, used), results)
         for k, name in enumerate(node.output):
             value = results[k] if k < len(results) else None
             if value is None:
@@ -453,7 +464,8 @@ def _check_declared(output: onnx.ValueInfoProto, value: SSAValue) -> None:
         return
     ours = shape_of(value.type)
     if tensor_type.elem_type:
-        declared = numpy_dtype_of_onnx(tensor_type.elem_type, f"output '{output.name}'")
+        held = held_type(tensor_type.elem_type)
+        declared = held.held if held else numpy_dtype_of_onnx(tensor_type.elem_type, f"output '{output.name}'")
         if declared != OnnxContext.dtype(value):
             raise OnnxImportError(
                 f"output '{output.name}' is {OnnxContext.dtype(value)} here, but the model declares {declared}"

@@ -19,6 +19,7 @@ from onnx import external_data_helper, numpy_helper
 
 from .context import OnnxImportError
 from .dtypes import UnsupportedDtypeError, numpy_dtype_of_onnx
+from .held import held_type, to_held
 
 #: models above this size cannot be checked as one protobuf message: ``onnx.checker`` reads the file
 _PROTOBUF_LIMIT = 2**31 - 1
@@ -112,6 +113,8 @@ def check_initializer(tensor: onnx.TensorProto) -> None:
     expected = int(np.prod(tensor.dims, dtype=np.int64))
     if tensor.data_location == onnx.TensorProto.EXTERNAL:
         return  # (loaded data is checked when it is read: initializer_array)
+    if held_type(tensor.data_type) is not None:
+        return  # (packed narrow types: numpy_helper checks their size when it reads them)
     try:
         itemsize = numpy_dtype_of_onnx(tensor.data_type, f"initializer '{tensor.name}'").itemsize
     except UnsupportedDtypeError:
@@ -128,10 +131,15 @@ def check_initializer(tensor: onnx.TensorProto) -> None:
 
 
 def initializer_array(tensor: onnx.TensorProto) -> np.ndarray:
-    """An initializer's data as a numpy array (its own memory: the IR references it)."""
-    numpy_dtype_of_onnx(tensor.data_type, f"initializer '{tensor.name}'")  # refuse unsupported types by name
+    """An initializer's data as a numpy array (its own memory: the IR references it); one of
+    a held type (``held.py``) as its holding values."""
+    held = held_type(tensor.data_type)
+    if held is None:
+        numpy_dtype_of_onnx(tensor.data_type, f"initializer '{tensor.name}'")  # refuse unsupported types by name
     try:
         array = numpy_helper.to_array(tensor)
+        if held is not None:
+            array = to_held(array, held, tensor.name)
     except Exception as e:
         raise OnnxImportError(f"initializer '{tensor.name}' cannot be read: {e}") from None
     return np.asarray(array, order="C")  # (not ascontiguousarray: it makes a 0-d array 1-d)

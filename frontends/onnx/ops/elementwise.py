@@ -11,6 +11,7 @@ from xdsl.ir import SSAValue
 from ....dialects.graph.types import broadcast_shapes
 
 from ..context import OnnxContext, OnnxNode, refuse
+from ..held import cast_to_held, held_type
 from ..registry import converter
 
 # ---------------------------------------------------------------------------
@@ -248,10 +249,15 @@ def where(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
 
 @converter("Cast", since=6)
 def cast(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
-    to = ctx.onnx_dtype(node.attr("to"), node, "to")
-    return ctx.cast(node.input(0), to)
+    held = held_type(node.attr("to"))
+    if held is not None:  # (uint32, float8, int4, ...: held in a graph type, held.py)
+        return cast_to_held(ctx, node, node.input(0), held)
+    return ctx.cast(node.input(0), ctx.onnx_dtype(node.attr("to"), node, "to"))
 
 
 @converter("CastLike", since=15)
 def cast_like(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    held = ctx.held.get(node.input(1))
+    if held is not None:
+        return cast_to_held(ctx, node, node.input(0), held)
     return ctx.cast(node.input(0), ctx.dtype(node.input(1)))

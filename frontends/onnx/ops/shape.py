@@ -10,6 +10,7 @@ from xdsl.ir import SSAValue
 from ....dialects.graph.types import Dim, broadcast_shapes, element_type_of, num_elements
 from ....runtime import dim_arith
 from ..context import FOLD_LIMIT, OnnxContext, OnnxImportError, OnnxNode, refuse
+from ..held import held_type, to_held
 from ..registry import converter
 
 #: ONNX's "to the end" bounds (INT64_MAX, INT32_MAX) and beyond: the end of a symbolic axis
@@ -255,15 +256,27 @@ def size(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     return ctx.dims_value([product(ctx.shape(node.input(0)))], scalar=True)
 
 
+def _tensor_attr(ctx: OnnxContext, node: OnnxNode, name: str):
+    """A tensor attribute's value (one of a held type as its holding values) and its held type."""
+    proto = node.proto.attribute[node.attr_names().index(name)].t
+    held = held_type(proto.data_type)
+    if held is None:
+        ctx.onnx_dtype(proto.data_type, node, name)  # (refuses an unsupported type by name)
+        return node.attr(name), None
+    return to_held(node.attr(name), held, name), held
+
+
 @converter("Constant")
 def constant(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     for name, dtype in (("value_float", np.float32), ("value_floats", np.float32), ("value_int", np.int64), ("value_ints", np.int64)):
         if node.has_attr(name):
             return ctx.constant(np.asarray(node.attr(name), dtype=dtype))
     if node.has_attr("value"):
-        proto = node.proto.attribute[node.attr_names().index("value")].t
-        ctx.onnx_dtype(proto.data_type, node, "value")
-        return ctx.constant(node.attr("value"))
+        array, held = _tensor_attr(ctx, node, "value")
+        value = ctx.constant(array)
+        if held is not None:
+            ctx.held[value] = held
+        return value
     if node.has_attr("sparse_value"):
         from onnx import numpy_helper
 
@@ -281,17 +294,17 @@ def constant(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
 @converter("ConstantOfShape", since=9)
 def constant_of_shape(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     shape = tuple(ctx.need_dims(node, 0, "shape"))
-    value = node.attr("value")
-    value = np.zeros(1, np.float32) if value is None else value
-    if not isinstance(value, np.ndarray):
-        raise refuse("a value that is not a tensor")
-    ctx.onnx_dtype(node.proto.attribute[0].t.data_type, node, "value") if node.has_attr("value") else None
+    value, held = _tensor_attr(ctx, node, "value") if node.has_attr("value") else (np.zeros(1, np.float32), None)
     fill = value.reshape(-1)[0]
     n = num_elements(shape)
     if n is not None and n <= FOLD_LIMIT:
-        return ctx.constant(np.full(shape, fill, value.dtype))
-    sources = ctx.dim_sources(shape) if n is None else []
-    return ctx.b.full(shape, fill.item(), element_type_of(value.dtype), sources)
+        result = ctx.constant(np.full(shape, fill, value.dtype))
+    else:
+        sources = ctx.dim_sources(shape) if n is None else []
+        result = ctx.b.full(shape, fill.item(), element_type_of(value.dtype), sources)
+    if held is not None:
+        ctx.held[result] = held
+    return result
 
 
 @converter("Range", since=11)
