@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     assorted,
     control_flow,
     conv,
+    detection,
     elementwise,
     grid_sample,
     indexing,

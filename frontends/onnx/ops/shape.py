@@ -5,6 +5,7 @@ Trilu, Dropout (inference)."""
 from __future__ import annotations
 
 import numpy as np
+from onnx import numpy_helper
 from xdsl.ir import SSAValue
 
 from ....dialects.graph.types import Dim, broadcast_shapes, element_type_of, num_elements
@@ -278,8 +279,6 @@ def constant(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
             ctx.held[value] = held
         return value
     if node.has_attr("sparse_value"):
-        from onnx import numpy_helper
-
         sparse = node.proto.attribute[node.attr_names().index("sparse_value")].sparse_tensor
         values = numpy_helper.to_array(sparse.values)
         indices = numpy_helper.to_array(sparse.indices)
