@@ -1,4 +1,4 @@
-"""Object detection: NonMaxSuppression.
+"""Object detection: NonMaxSuppression, RoiAlign (regions known at import).
 
 Per batch entry and class, boxes are taken in descending score order (ties: the lower
 index first); a box is kept when its score passes the threshold, fewer than
@@ -101,3 +101,84 @@ def non_max_suppression(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     box_index = g.take(g.reshape(order, (batch * classes * n,)), flat, 0)
     columns = [g.reshape(v, (*ctx.shape(flat), 1)) for v in (batch_index, class_index, box_index)]
     return g.concat(columns, 1)
+
+
+def _roi_samples(shape: tuple[int, ...], rois: np.ndarray, batches: np.ndarray, node: OnnxNode) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """RoiAlign's bilinear taps, as ONNX's reference places them: for each roi, output cell,
+    sample and corner, the flat position in the (N*H*W) plane and the weight (R, PH, PW, S, 4);
+    and each roi's sample count."""
+    _, _, height, width = shape
+    ph, pw = node.attr("output_height", 1), node.attr("output_width", 1)
+    ratio, scale = node.attr("sampling_ratio", 0), node.attr("spatial_scale", 1.0)
+    half_pixel = node.attr("coordinate_transformation_mode", "half_pixel") == "half_pixel"
+    offset = 0.5 if half_pixel else 0.0
+    grids = []
+    for roi in rois:
+        x0, y0, x1, y1 = roi * scale - offset
+        h, w = y1 - y0, x1 - x0
+        if not half_pixel:
+            h, w = max(h, 1.0), max(w, 1.0)
+        gh = int(ratio) if ratio > 0 else int(np.ceil(h / ph))
+        gw = int(ratio) if ratio > 0 else int(np.ceil(w / pw))
+        grids.append((y0, x0, h / ph, w / pw, gh, gw))
+    samples = max(gh * gw for *_, gh, gw in grids) or 1
+    positions = np.zeros((len(rois), ph, pw, samples, 4), np.int64)
+    weights = np.zeros((len(rois), ph, pw, samples, 4), np.float64)
+    counts = np.ones(len(rois), np.float64)
+    for r, ((y0, x0, bh, bw, gh, gw), batch) in enumerate(zip(grids, batches)):
+        counts[r] = max(gh * gw, 1)
+        plane = int(batch) * height * width
+        for i, j, iy, ix in np.ndindex(ph, pw, max(gh, 1), max(gw, 1)):
+            if gh == 0 or gw == 0:
+                continue
+            y = y0 + i * bh + (iy + 0.5) * bh / gh
+            x = x0 + j * bw + (ix + 0.5) * bw / gw
+            if y < -1.0 or y > height or x < -1.0 or x > width:
+                continue
+            y, x = max(y, 0.0), max(x, 0.0)
+            yl, xl = int(y), int(x)
+            yh, xh = (yl + 1, xl + 1)
+            if yl >= height - 1:
+                yl = yh = height - 1
+                y = yl
+            if xl >= width - 1:
+                xl = xh = width - 1
+                x = xl
+            ly, lx = y - yl, x - xl
+            k = iy * max(gw, 1) + ix
+            positions[r, i, j, k] = [plane + yl * width + xl, plane + yl * width + xh, plane + yh * width + xl, plane + yh * width + xh]
+            weights[r, i, j, k] = [(1 - ly) * (1 - lx), (1 - ly) * lx, ly * (1 - lx), ly * lx]
+    return positions, weights, counts
+
+
+@converter("RoiAlign", since=10)
+def roi_align(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    """Regions of interest pooled by bilinear samples. The regions must be known at import
+    (constants, or graph inputs bound: ``from_onnx(..., bind=)``): the taps are placed then."""
+    g, x = ctx.b, node.input(0)
+    rois = ctx.need_const(node, 1, "rois").astype(np.float64)
+    batches = ctx.need_const(node, 2, "batch_indices").reshape(-1)
+    shape = ctx.shape(x)
+    if not all(isinstance(d, int) for d in shape):
+        raise refuse("a symbolic input shape")
+    n, channels, height, width = shape
+    positions, weights, counts = _roi_samples(shape, rois.reshape(-1, 4), batches, node)
+    r, ph, pw, samples, _ = positions.shape
+    planes = g.transpose(g.reshape(x, (n, channels, height * width)), [1, 0, 2])
+    flat = g.reshape(planes, (channels, n * height * width))
+    taps = g.take(flat, ctx.constant(positions.reshape(-1)), 1)  # (C, R*PH*PW*S*4)
+    weighted = g.mul(taps, ctx.constant(weights.reshape(1, -1).astype(ctx.dtype(x))))
+    weighted = g.reshape(weighted, (channels, r, ph, pw, samples, 4))
+    mode = node.attr("mode", "avg")
+    if mode == "avg":
+        pooled = g.div(g.reduce_sum(weighted, [4, 5]), ctx.constant(counts.reshape(1, r, 1, 1).astype(ctx.dtype(x))))
+    elif mode == "max":
+        real = np.zeros((r, samples), bool)
+        for k, c in enumerate(counts):
+            real[k, : int(c)] = True
+        corners = g.reduce_max(weighted, [5])  # (C, R, PH, PW, S): ONNX's max of the weighted corners
+        lowest = ctx.scalar(-np.inf, corners)
+        pooled = g.reduce_max(g.where(ctx.constant(real.reshape(1, r, 1, 1, samples)), corners, lowest), [4])
+    else:
+        raise refuse(f"mode '{mode}'")
+    return g.transpose(pooled, [1, 0, 2, 3])
