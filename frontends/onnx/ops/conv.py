@@ -1,4 +1,4 @@
-"""Convolutions: Conv (1-d, 2-d, 3-d) and ConvTranspose (1-d, 2-d) on the graph's 2-d ops.
+"""Convolutions: Conv (1-d, 2-d, 3-d), ConvTranspose (1-d, 2-d) and DeformConv on the graph's 2-d ops.
 
 A 1-d convolution is the 2-d one over a height of 1. A 3-d one is the sum, over the
 kernel's depth taps, of 2-d convolutions of the depth slices each tap reads (output
@@ -7,10 +7,12 @@ depths stacked into the batch axis): the 3-d work with no extra arithmetic.
 
 from __future__ import annotations
 
+import numpy as np
 from xdsl.ir import SSAValue
 
 from ..context import OnnxContext, OnnxImportError, OnnxNode, refuse
 from ..registry import converter
+from .grid_sample import interpolate, pixel_taps
 from .windows import Window, window
 
 
@@ -129,3 +131,52 @@ def conv_transpose(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     if rank == 1:
         y = g.reshape(y, (n, ctx.shape(y)[1], out[0]))
     return y
+
+
+@converter("DeformConv", since=19)
+def deform_conv(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    """A 2-d convolution whose taps read the input at offset positions (bilinear, zeros
+    outside; times the mask): for each kernel tap, the input sampled at its positions,
+    then a 1x1 (grouped) convolution with that tap's weights; the taps summed."""
+    g = ctx.b
+    x, weight, offsets, bias, mask = (node.input(k) for k in range(5))
+    shape, kernel = ctx.shape(x), list(ctx.shape(weight)[2:])
+    if len(kernel) != 2:
+        raise refuse(f"{len(kernel)}-d deformable convolution (2-d is supported)")
+    if not all(isinstance(d, int) for d in (*shape, *ctx.shape(offsets))):
+        raise refuse("symbolic shapes")
+    n, channels, height, width = shape
+    out_h, out_w = ctx.shape(offsets)[2:]
+    kh, kw = kernel
+    strides, dilations = node.attr("strides", [1, 1]), node.attr("dilations", [1, 1])
+    pads = node.attr("pads", [0, 0, 0, 0])
+    groups, offset_groups = node.attr("group", 1), node.attr("offset_group", 1)
+    per_group = channels // offset_groups
+    points = out_h * out_w
+    rows = np.broadcast_to(np.arange(out_h, dtype=np.float64)[:, None] * strides[0] - pads[0], (out_h, out_w))
+    cols = np.broadcast_to(np.arange(out_w, dtype=np.float64)[None, :] * strides[1] - pads[1], (out_h, out_w))
+    dtype = ctx.dtype(x)
+    total = None
+    for i, j in ((i, j) for i in range(kh) for j in range(kw)):
+        tap = i * kw + j
+        sampled = []
+        for og in range(offset_groups):
+            base = (og * kh * kw + tap) * 2
+            dy = g.reshape(g.slice(offsets, [base], [base + 1], [1]), (n, 1, points))
+            dx = g.reshape(g.slice(offsets, [base + 1], [base + 2], [1]), (n, 1, points))
+            y = g.add(dy, ctx.constant((rows + i * dilations[0]).reshape(1, 1, points).astype(dtype)))
+            xs = g.add(dx, ctx.constant((cols + j * dilations[1]).reshape(1, 1, points).astype(dtype)))
+            taps = [pixel_taps(ctx, y, height, "linear", "zeros", 0.0, height - 1.0), pixel_taps(ctx, xs, width, "linear", "zeros", 0.0, width - 1.0)]
+            part = g.reshape(g.slice(x, [og * per_group], [(og + 1) * per_group], [1]), (n, per_group, height * width))
+            values = interpolate(ctx, part, taps, [height, width])  # (N, C/og, P)
+            if mask is not None:
+                m = og * kh * kw + tap
+                values = g.mul(values, g.reshape(g.slice(mask, [m], [m + 1], [1]), (n, 1, points)))
+            sampled.append(values)
+        image = g.reshape(sampled[0] if len(sampled) == 1 else g.concat(sampled, 1), (n, channels, out_h, out_w))
+        taps_weight = g.slice(weight, [i, j], [i + 1, j + 1], [2, 3])  # (O, C/group, 1, 1)
+        y = g.conv2d(image, taps_weight, None, [1, 1], (0, 0, 0, 0), [1, 1], groups)
+        total = y if total is None else g.add(total, y)
+    if bias is not None:
+        total = g.add(total, g.reshape(bias, (1, ctx.shape(bias)[0], 1, 1)))
+    return total

@@ -61,6 +61,14 @@ def _axis_taps(ctx: OnnxContext, coordinate: SSAValue, size: int, mode: str, pad
     else:
         x = g.div(g.sub(g.mul(g.add(coordinate, ctx.scalar(1, coordinate)), ctx.scalar(size, coordinate)), ctx.scalar(1, coordinate)), ctx.scalar(2, coordinate))
         low, high = -0.5, size - 0.5
+    return pixel_taps(ctx, x, size, mode, padding, low, high)
+
+
+def pixel_taps(ctx: OnnxContext, x: SSAValue, size: int, mode: str, padding: str, low: float, high: float):
+    """The taps of a point at pixel coordinate ``x`` (float) along an axis of ``size``:
+    [(position (int64), weight or None, inside or None)]; ``low``/``high``: the borders
+    reflection folds at."""
+    g = ctx.b
     if mode == "nearest":
         x = g.round(x)
     outside = g.bitwise_or(g.compare(x, ctx.scalar(low, x), "lt"), g.compare(x, ctx.scalar(high, x), "gt"))
@@ -93,6 +101,32 @@ def _axis_taps(ctx: OnnxContext, coordinate: SSAValue, size: int, mode: str, pad
     return taps
 
 
+def interpolate(ctx: OnnxContext, flat_input: SSAValue, per_axis: list, spatial: list[int]) -> SSAValue:
+    """The points (``per_axis``: each axis' taps, (N, 1, P) each) read from ``flat_input``
+    (N, C, D1*D2*...): one gather per combination of taps, weighted, summed -> (N, C, P)."""
+    g = ctx.b
+    n, channels, _ = ctx.shape(flat_input)
+    points = ctx.shape(per_axis[0][0][0])[-1]
+    strides = [int(np.prod(spatial[a + 1 :], dtype=np.int64)) for a in range(len(spatial))]
+    total = None
+    for taps in combinations(*per_axis):
+        flat, weight, inside = None, None, None
+        for (index, w, ok), stride in zip(taps, strides):
+            term = g.mul(index, ctx.scalar(stride, index)) if stride != 1 else index
+            flat = term if flat is None else g.add(flat, term)
+            if w is not None:
+                weight = w if weight is None else g.mul(weight, w)
+            if ok is not None:
+                inside = ok if inside is None else g.bitwise_and(inside, ok)
+        value = g.gather(flat_input, g.broadcast_to(flat, (n, channels, points)), 2)
+        if weight is not None:
+            value = g.mul(value, weight)
+        if inside is not None:
+            value = g.where(inside, value, ctx.scalar(0, value))
+        total = value if total is None else g.add(total, value)
+    return total
+
+
 @converter("GridSample", since=16)
 def grid_sample(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     g = ctx.b
@@ -117,21 +151,5 @@ def grid_sample(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
         component = g.reshape(g.slice(grid, [rank - 1 - axis], [rank - axis], [len(grid_shape) - 1]), (n, 1, points))
         per_axis.append(_axis_taps(ctx, component, size, mode, padding, align_corners))
     flat_input = g.reshape(x, (n, channels, int(np.prod(spatial, dtype=np.int64))))
-    strides = [int(np.prod(spatial[a + 1 :], dtype=np.int64)) for a in range(rank)]
-    total = None
-    for taps in combinations(*per_axis):
-        flat, weight, inside = None, None, None
-        for (index, w, ok), stride in zip(taps, strides):
-            term = g.mul(index, ctx.scalar(stride, index)) if stride != 1 else index
-            flat = term if flat is None else g.add(flat, term)
-            if w is not None:
-                weight = w if weight is None else g.mul(weight, w)
-            if ok is not None:
-                inside = ok if inside is None else g.bitwise_and(inside, ok)
-        value = g.gather(flat_input, g.broadcast_to(flat, (n, channels, points)), 2)
-        if weight is not None:
-            value = g.mul(value, weight)
-        if inside is not None:
-            value = g.where(inside, value, ctx.scalar(0, value))
-        total = value if total is None else g.add(total, value)
+    total = interpolate(ctx, flat_input, per_axis, spatial)
     return g.reshape(total, (n, channels, *out))
