@@ -68,12 +68,6 @@ class Manifest:
     def __init__(self, root: Path):
         self.root = root
         path = root / MANIFEST
-        self.sealed = True
-        if not path.exists() and (root / "vm.json").exists():
-            # TRANSITIONAL (until the VM export seals its root, requested from DRIVER): a VM
-            # artifact's own files are read unchecked; its functions' artifacts are sealed
-            self.sealed, self.digests = False, {}
-            return
         try:
             data = json.loads(path.read_text())
         except FileNotFoundError:
@@ -90,11 +84,6 @@ class Manifest:
     def read(self, name: str) -> bytes:
         """The bytes of file ``name``, which must be listed with its SHA-256."""
         path = inside(self.root, name)
-        if not self.sealed:
-            try:
-                return path.read_bytes()
-            except OSError as e:
-                raise ArtifactError(f"{path}: cannot be read ({e})") from e
         if name not in self.digests:
             raise ArtifactError(f"{path}: not listed in {self.root / MANIFEST} (added after export?)")
         try:

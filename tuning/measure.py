@@ -150,10 +150,11 @@ def run_kernel(
 def argument_layouts(module_text: str) -> dict[int, tuple[list[int], list[int] | None]]:
     """The arguments the scheduled kernel takes re-laid out (``transform_layout``: in a
     model, a constant weight packed at compile time): permutation and block of each."""
+    from ..dialects import loop
     from ..schedule.layout import recorded_blocks, recorded_layouts
     from .task import parse_kernel_module
 
-    if "tk.layouts" not in module_text:
+    if loop.LAYOUTS_ATTR not in module_text:  # cheap: most kernels take every argument as it is
         return {}
     kernel = parse_kernel_module(module_text)[1]
     blocks = recorded_blocks(kernel)

@@ -12,19 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..schedule import Schedule, ScheduleError
+from ..schedule.strategies import strategies_for
+from .defaults import kernel_facts
 from .space import Config, ConfigSpace
 from .task import Task
-
-#: a strategy's unset decision (``vectors=None``: the strategy chooses) is knob value None
-_UNSET = None
-
-
-def _registry():
-    try:
-        from ..schedule.strategies import STRATEGIES, kernel_info, strategies_for
-    except ImportError:  # an older schedule package without the registry
-        return None
-    return STRATEGIES, kernel_info, strategies_for
 
 
 @dataclass
@@ -38,13 +29,6 @@ class StrategyTemplate:
     @property
     def name(self) -> str:
         return f"strategy:{self.strategy.name}"
-
-    def _info(self, task: Task, kernel=None):
-        _, kernel_info, _ = _registry()
-        from .defaults import lanes_of
-
-        return kernel_info(kernel if kernel is not None else task.kernel(), lanes_of(task.target),
-                           frozenset(task.constants))
 
     def space(self, task: Task, lanes: int) -> ConfigSpace:
         space = ConfigSpace()
@@ -64,25 +48,15 @@ class StrategyTemplate:
     def trace(self, task: Task, cfg: Config) -> list[dict[str, Any]]:
         kernel = task.kernel()
         s = Schedule(kernel)
-        self.strategy.schedule(s, self._info(task, kernel), **dict(cfg.values))
+        self.strategy.schedule(s, kernel_facts(task, kernel), **dict(cfg.values))
         return s.trace
 
 
 def strategy_templates(task: Task) -> list[StrategyTemplate]:
     """Templates of the strategies with decisions that serve and apply to ``task``."""
-    registry = _registry()
-    if registry is None:
-        return []
-    _, kernel_info, strategies_for = registry
-    from .defaults import lanes_of
-
-    try:
-        info = kernel_info(task.kernel(), lanes_of(task.target), frozenset(task.constants))
-        found = strategies_for(info)
-    except Exception:  # noqa: BLE001 - the registry is someone else's moving code: no templates then
-        return []
+    info = kernel_facts(task)
     out = []
-    for strategy in found:
+    for strategy in strategies_for(info):
         if not strategy.decisions:
             continue
         template = StrategyTemplate(strategy, priority=5)

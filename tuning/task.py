@@ -31,7 +31,6 @@ from ..driver.compilable import check_supported
 from ..driver.pipelines import TO_LOOPS, optimize_graph
 from ..passes.pipeline import PassContext, run_pipeline
 from ..schedule.nest import static_trip_bound
-from ..schedule.schedule import KERNEL_ATTR, kernels
 from ..universe import make_context
 
 #: the name a kernel's symbol takes in its normalised text (and in measured modules)
@@ -156,7 +155,7 @@ class Task:
         parsed = self.__dict__.get("_parsed")
         if parsed is None:
             parsed = self.__dict__["_parsed"] = parse_kernel_module(self.kernel_text)[0]
-        return kernels(parsed.clone())[0]
+        return loop.kernels(parsed.clone())[0]
 
     def __repr__(self) -> str:
         return f"Task({self.name}, weight={self.weight}, flops={self.flops}, key={self.key})"
@@ -165,9 +164,9 @@ class Task:
 def parse_kernel_module(text: str) -> tuple[ModuleOp, func.FuncOp]:
     """Parse a measured module's text; returns it and its ``tk.kernel`` function."""
     module = Parser(make_context(), text).parse_module()
-    found = kernels(module)
+    found = loop.kernels(module)
     if len(found) != 1:
-        raise ValueError(f"expected one kernel (a function with {KERNEL_ATTR}) in the module, found {len(found)}")
+        raise ValueError(f"expected one kernel (a function with {loop.KERNEL_ATTR}) in the module, found {len(found)}")
     return module, found[0]
 
 
@@ -185,7 +184,7 @@ def task_of(kernel: func.FuncOp, target: str, constants: Collection[int] = ()) -
         key=workload_key(text, target, constants),
         constants=constants,
         target=target,
-        tag=kernel.attributes[KERNEL_ATTR].data,
+        tag=loop.kernel_tag(kernel),
         kernel_text=text,
         flops=kernel_flops(kernel),
         names=[kernel.sym_name.data],
@@ -200,7 +199,7 @@ def tasks_of_loop_module(loops: ModuleOp, target: str) -> list[Task]:
 
     constants = constant_arguments(loops)
     found: dict[str, Task] = {}
-    for kernel in kernels(loops):
+    for kernel in loop.kernels(loops):
         if not is_static(kernel):
             continue
         task = task_of(kernel, target, constants.get(kernel.sym_name.data, ()))

@@ -21,24 +21,24 @@ GEMM register tile of ``schedule/strategies.py``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..schedule import Schedule
+from ..dialects import loop
+from ..schedule import Schedule, ScheduleError
+from ..schedule.nest import static_trip_bound
 from ..schedule.padding import padded_arguments
+from ..schedule.strategies.analysis import first_reduction, output_loops, tile_factor
 from .space import Config, ConfigSpace
+from .strategy_templates import strategy_templates
 from .task import Task
-
-_OUTPUT = re.compile(r"^i\d+$")
-_REDUCTION = re.compile(r"^k\d+$")
 
 
 @dataclass
 class LoopInfo:
-    """The loops of an unscheduled kernel: output loops (``i*``) and reductions (``k*``)
-    with their trip counts, and the number of input buffers."""
+    """The loops of an unscheduled kernel: output loops (role ``spatial``, te-to-loop's
+    ``i*``) and its first reduction's (role ``reduction``, ``k*``) with their trip counts, and the number of input buffers."""
 
     outputs: list[str]
     extents: dict[str, int]
@@ -50,9 +50,7 @@ class LoopInfo:
     @staticmethod
     def of(task: Task) -> LoopInfo:
         s = Schedule(task.kernel())
-        names = s.loops()
-        outputs = [n for n in names if _OUTPUT.match(n)]
-        reductions = [n for n in names if _REDUCTION.match(n)]
+        outputs, reductions = output_loops(s.kernel), first_reduction(s.kernel)
         extents = {n: s.extent(n) or 0 for n in outputs + reductions}
         n_inputs = len(task.arg_shapes) - len(task.outputs)
         return LoopInfo(outputs, extents, reductions, n_inputs, tuple(padded_arguments(s.kernel)))
@@ -155,9 +153,6 @@ def tile_full(s: Schedule, a: str, b: str, rows: int, cols: int) -> None:
     factor does not divide gets a shifted last tile (as the default strategies do), so
     the register tile keeps constant trip counts; the guarded tail where shifting is
     illegal. Loops ``a.outer, b.outer, a.inner, b.inner``."""
-    from ..schedule import ScheduleError
-    from ..schedule.strategies.analysis import tile_factor
-
     for axis, want in ((a, rows), (b, cols)):
         factor, tail = tile_factor(s.extent(axis), want)
         try:
@@ -180,12 +175,10 @@ def _has_choice(space: ConfigSpace, name: str, value: Any) -> bool:
 def _vectorize_innermost(s: Schedule, axis: str) -> None:
     """Vectorize ``axis.inner`` and its cache_write copies where they are innermost
     (without cache_write, a reduction inside keeps the tile loop scalar)."""
-    from ..schedule import ScheduleError
-
-    for loop in (f"{axis}.inner", f"{axis}.inner.init", f"{axis}.inner.write"):
-        if loop in s.loops():
+    for name in (f"{axis}.inner", f"{axis}.inner.init", f"{axis}.inner.write"):
+        if name in s.loops():
             try:
-                s.vectorize(loop)
+                s.vectorize(name)
             except ScheduleError:
                 pass
 
@@ -193,20 +186,18 @@ def _vectorize_innermost(s: Schedule, axis: str) -> None:
 def _parallel_outermost(s: Schedule) -> None:
     """Parallelize the outermost loop with more than one iteration, going down the
     outer band (a loop alone in its parent) only."""
-    from ..dialects import loop as loop_dialect
-    from ..schedule.nest import static_trip_bound
-
-    nests = [op for op in s.kernel.body.block.ops if isinstance(op, loop_dialect.ForOp)]
+    nests = [op for op in s.kernel.body.block.ops if isinstance(op, loop.ForOp)]
     while len(nests) == 1:
         extent = static_trip_bound(nests[0])
         if extent is None or extent > 1:
             s.parallel(nests[0].loop_name.data)
             return
-        nests = [op for op in nests[0].body.block.ops if isinstance(op, loop_dialect.ForOp)]
+        nests = [op for op in nests[0].body.block.ops if isinstance(op, loop.ForOp)]
 
 
 def _is_matrix_product(task: Task, info: LoopInfo) -> bool:
-    return task.tag.split("_")[0] in ("matmul", "batch", "dense") and bool(info.reductions)
+    anchor = loop.kernel_anchor(task.kernel())
+    return anchor is not None and anchor.op in ("matmul", "batch_matmul", "dense") and bool(info.reductions)
 
 
 def _has_output_loops(task: Task, info: LoopInfo) -> bool:
@@ -229,8 +220,6 @@ def register_template(template: Template) -> None:
 def template_for(task: Task):
     """The highest-priority template matching ``task``: the built-in ones and the
     default strategies with decisions (``strategy_templates.py``)."""
-    from .strategy_templates import strategy_templates
-
     info = LoopInfo.of(task)
     found = [t for t in TEMPLATES if t.matches(task, info)] + strategy_templates(task)
     return max(found, key=lambda t: t.priority) if found else None
