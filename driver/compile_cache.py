@@ -13,8 +13,10 @@ kept on disk between builds.
 Directory: ``TK_CACHE_DIR`` (environment), else ``~/.cache/tensorkiln``;
 ``set_cache_dir(path)`` overrides both, ``set_cache_dir(None)`` (or ``TK_CACHE=0``)
 disables the disk cache. Writes are atomic (a temporary file in the same directory,
-then ``os.replace``), so concurrent builds never read a half-written entry; an entry
-that does not read back (truncated, foreign) counts as a miss and is rewritten.
+then ``os.replace``), so concurrent builds never read a half-written entry. Every entry
+carries a checksum and its own key: one that does not read back whole (truncated, a
+flipped byte, another key's entry copied over it) counts as a miss and is rewritten;
+temporary files left by a killed writer are removed.
 
 Example::
 
@@ -31,6 +33,9 @@ import os
 import struct
 import tempfile
 import threading
+import time
+import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -39,7 +44,6 @@ from ..backends.llvm.object_code import ObjectCode
 
 ENV_DIR = "TK_CACHE_DIR"
 ENV_ENABLE = "TK_CACHE"
-MAGIC = b"TKCACHE1"
 
 #: top-level folders of the checkout that do not change generated code
 _NOT_COMPILER = ("tests", "benchmarks", "examples", "tools", "build", "dist")
@@ -139,8 +143,101 @@ def module_key(parts: list[str]) -> str:
     return h.hexdigest()
 
 
-def _entry_path(directory: Path, key: str) -> Path:
-    return directory / key[:2] / f"{key}.tkc"
+#: a cache file: MAGIC, then ``<IQ``: the CRC-32 of everything after these 12 bytes and the
+#: header's length, the header (JSON: the entry's key and kind, its blobs' lengths, the
+#: kind's own fields), then the blobs
+MAGIC = b"TKCACHE2"
+_FIXED = struct.Struct("<IQ")
+
+#: a ``.tmp-*`` file older than this was left by a writer that died (writes take well under
+#: a second); the first write of a process to a directory removes them
+ORPHAN_SECONDS = 600.0
+_swept: set[Path] = set()
+
+
+@dataclass
+class Entry:
+    """What a cache file holds: its header fields and its blobs (views on the file's bytes)."""
+
+    header: dict
+    blobs: list[memoryview]
+
+
+def entry_path(directory: Path, key: str, suffix: str = ".tkc") -> Path:
+    return directory / key[:2] / f"{key}{suffix}"
+
+
+def write_entry(path: Path, key: str, kind: str, header: dict, blobs: Sequence[bytes | memoryview]) -> bool:
+    """Write an entry atomically (a temporary file in the same directory, then
+    ``os.replace``); False when it could not be written (a full disk only skips caching)."""
+    head = json.dumps({"key": key, "kind": kind, "blobs": [len(b) for b in blobs], **header}).encode()
+    crc = zlib.crc32(head)
+    for blob in blobs:
+        crc = zlib.crc32(blob, crc)
+    temporary = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_orphans(path.parent.parent)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", delete=False) as f:
+            temporary = f.name
+            f.write(MAGIC + _FIXED.pack(crc, len(head)) + head)
+            for blob in blobs:
+                f.write(blob)
+        os.replace(temporary, path)
+        return True
+    except OSError:
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+        return False
+
+
+def read_entry(path: Path, key: str, kind: str) -> Entry | None:
+    """The entry at ``path`` if it is whole and is ``kind``'s entry for ``key``; None for a
+    missing, truncated, damaged (checksum) or foreign (another key's) entry."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            data = bytearray(size)
+            if f.readinto(data) != size:
+                return None
+    except OSError:
+        return None
+    fixed = len(MAGIC) + _FIXED.size
+    if size < fixed or not data.startswith(MAGIC):
+        return None
+    crc, n_header = _FIXED.unpack_from(data, len(MAGIC))
+    view = memoryview(data)
+    if n_header > size - fixed or zlib.crc32(view[fixed:]) != crc:
+        return None
+    try:
+        header = json.loads(view[fixed : fixed + n_header].tobytes())
+        lengths = [int(n) for n in header["blobs"]]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if header.get("key") != key or header.get("kind") != kind or fixed + n_header + sum(lengths) != size:
+        return None
+    blobs, offset = [], fixed + n_header
+    for n in lengths:
+        blobs.append(view[offset : offset + n])
+        offset += n
+    return Entry(header, blobs)
+
+
+def _sweep_orphans(directory: Path) -> None:
+    """Remove the temporary files of writers that were killed (once per process and directory)."""
+    if directory in _swept:
+        return
+    _swept.add(directory)
+    limit = time.time() - ORPHAN_SECONDS
+    for orphan in directory.glob("*/.tmp-*"):
+        try:
+            if orphan.stat().st_mtime < limit:
+                orphan.unlink()
+        except OSError:
+            pass
 
 
 def load(key: str) -> ObjectCode | None:
@@ -148,61 +245,40 @@ def load(key: str) -> ObjectCode | None:
     directory = cache_dir()
     if directory is None:
         return None
-    code = _read(_entry_path(directory, key))
+    code = _read(entry_path(directory, key))
     count(disk_hits=1) if code is not None else count(disk_misses=1)
     return code
 
 
 def store(key: str, code: ObjectCode) -> None:
-    """Write ``code`` under ``key`` atomically (a failure to write only skips caching)."""
+    """Write ``code`` under ``key`` (a failure to write only skips caching)."""
     directory = cache_dir()
     if directory is None:
         return
-    path = _entry_path(directory, key)
-    header = json.dumps(
-        {
-            "functions": code.functions,
-            "externals": code.externals,
-            "reads_thread_count": code.reads_thread_count,
-            "timings": code.timings,
-        }
-    ).encode()
+    header = {
+        "functions": code.functions,
+        "externals": code.externals,
+        "reads_thread_count": code.reads_thread_count,
+        "timings": code.timings,
+    }
     ir = (code.optimized_ir or "").encode()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", delete=False) as f:
-            f.write(MAGIC + struct.pack("<QQQ", len(header), len(code.object), len(ir)))
-            f.write(header + code.object + ir)
-            temporary = f.name
-        os.replace(temporary, path)
+    if write_entry(entry_path(directory, key), key, "object", header, [code.object, ir]):
         count(disk_writes=1)
-    except OSError:
-        try:
-            os.unlink(temporary)  # type: ignore[possibly-undefined]
-        except (OSError, NameError):
-            pass
 
 
 def _read(path: Path) -> ObjectCode | None:
+    """The object code of the entry at ``path`` (its file name is its key), or None."""
+    entry = read_entry(path, path.stem, "object")
+    if entry is None or len(entry.blobs) != 2:
+        return None
+    header = entry.header
     try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    fixed = len(MAGIC) + 24
-    if len(data) < fixed or not data.startswith(MAGIC):
-        return None
-    n_header, n_object, n_ir = struct.unpack("<QQQ", data[len(MAGIC) : fixed])
-    if len(data) != fixed + n_header + n_object + n_ir:
-        return None
-    try:
-        header = json.loads(data[fixed : fixed + n_header])
-        ir = data[fixed + n_header + n_object :].decode()
         return ObjectCode(
-            object=data[fixed + n_header : fixed + n_header + n_object],
+            object=entry.blobs[0].tobytes(),
             functions=list(header["functions"]),
             externals=list(header["externals"]),
             reads_thread_count=bool(header["reads_thread_count"]),
-            optimized_ir=ir or None,
+            optimized_ir=entry.blobs[1].tobytes().decode() or None,
             timings=[tuple(t) for t in header.get("timings", [])],
         )
     except (ValueError, KeyError, TypeError):
@@ -211,13 +287,17 @@ def _read(path: Path) -> ObjectCode | None:
 
 __all__ = [
     "CacheInfo",
+    "Entry",
     "cache_dir",
     "cache_info",
     "clear_cache_info",
     "compiler_fingerprint",
     "load",
+    "entry_path",
     "module_key",
+    "read_entry",
     "reset_cache_dir",
     "set_cache_dir",
     "store",
+    "write_entry",
 ]
