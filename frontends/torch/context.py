@@ -10,10 +10,11 @@ import ml_dtypes
 import numpy as np
 from xdsl.ir import SSAValue
 
-from ...dialects.graph.types import Dim, element_type_of, format_shape, numpy_dtype, shape_of
-from ...runtime.dim_expr import DimExprError, free_symbols, lower
+from ...dialects.graph.types import Dim, element_type_of, numpy_dtype, shape_of
+from ...runtime.dim_expr import DimExprError, free_symbols
 from ...runtime.dim_arith import canonical
 from ...runtime.signature import is_torch_bfloat16, torch_bfloat16_bits
+from .. import sizes
 from ..builder import GraphBuilder
 from .dim_names import dim_text
 
@@ -204,25 +205,16 @@ class ImportContext:
 
     def dim_sources(self, shape: Sequence[Dim], candidates: Sequence[SSAValue] = ()) -> list[SSAValue]:
         """Tensors whose dims give the symbols of ``shape``: ``candidates`` first, then the
-        function's inputs (where every symbol comes from)."""
-        needed = {symbol for d in shape if isinstance(d, str) for symbol in free_symbols(d)}
-        found: list[SSAValue] = []
-        carriers = [self.carrier(s) for s in sorted(needed) if s in self.symbol_values]
-        for value in [*candidates, *carriers, *self.b._block.args]:  # noqa: SLF001  (the builder's inputs)
-            dims = {d for d in shape_of(value.type) if isinstance(d, str)}
-            if dims & needed:
-                found.append(value)
-                needed -= dims
-            if not needed:
-                return found
-        raise NotImplementedError(f"the symbolic dims {sorted(needed)} of {format_shape(shape)} are not dims of any input")
+        size carriers of data-dependent symbols, then the function's inputs."""
+        carriers = [self.carrier(s) for s in sorted(sizes.needed_symbols(shape)) if s in self.symbol_values]
+        return sizes.dim_sources(self.b, shape, [*candidates, *carriers])
 
     def positions(self, length: Dim, candidates: Sequence[SSAValue] = ()) -> SSAValue:
         """``0 .. length - 1`` as int64: a constant when ``length`` is static, else a
         ``graph.arange`` whose size comes from ``candidates`` or the inputs."""
         if isinstance(length, int):
-            return self.constant(np.arange(length, dtype=np.int64))
-        return self.b.arange(length, 0, 1, element_type_of(np.int64), self.dim_sources((length,), candidates))
+            return sizes.positions(self.b, length)
+        return sizes.positions(self.b, length, self.dim_sources((length,), candidates))
 
     def slice_bound(self, bound: Dim | None, size: Dim, default: Dim) -> SSAValue:
         """A slice's start or end as torch takes it (0-d int64): ``default`` for None,
@@ -240,33 +232,8 @@ class ImportContext:
 
     def size_value(self, dim: Dim) -> SSAValue:
         """A 0-d int64 tensor holding ``dim`` (a size the model computes with, ``x.shape[1] - 1``):
-        each symbol is the sum of a ones vector that long, the expression graph arithmetic."""
-        b = self.b
-
-        def constant(k: int) -> SSAValue:
-            return b.constant(np.asarray(k, dtype=np.int64))
-
-        def symbol(name: str) -> SSAValue:
-            if name in self.symbol_values:  # read from data: the tensor it was read from
-                return self.symbol_values[name]
-            ones = b.full((name,), 1, element_type_of(np.int64), self.dim_sources((name,)))
-            return b.reduce_sum(ones, [0])
-
-        def floordiv(x: SSAValue, y: SSAValue) -> SSAValue:  # graph.div truncates; dims floor ((-s)//8)
-            q = b.div(x, y)
-            r = b.sub(x, b.mul(q, y))
-            zero = constant(0)
-            below = b.where(b.compare(r, zero, "ne"), b.compare(b.compare(r, zero, "lt"), b.compare(y, zero, "lt"), "ne"),
-                            b.constant(np.asarray(False)))  # fmt: skip
-            return b.sub(q, b.cast(below, element_type_of(np.int64)))
-
-        def mod(x: SSAValue, y: SSAValue) -> SSAValue:
-            return b.sub(x, b.mul(floordiv(x, y), y))
-
-        if isinstance(dim, int):
-            return constant(dim)
-        emit = {"+": b.add, "-": b.sub, "*": b.mul, "//": floordiv, "%": mod, "max": b.max, "min": b.min, "neg": b.neg}
-        return lower(dim, symbol, emit, constant)
+        a data-dependent symbol is the tensor it was read from (``frontends/sizes.py``)."""
+        return sizes.size_value(self.b, dim, self.symbol_values)
 
     # -- sizes read from data ---------------------------------------------------------
 
