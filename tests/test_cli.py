@@ -119,10 +119,13 @@ def test_tune_logs_records_and_prints_a_summary(tmp_path, capsys):
     module, _ = mlp(sizes=(16, 8, 4))
     save_mlir(module, tmp_path / "mlp.mlir")
     log = tmp_path / "tune.jsonl"
-    assert main(["tune", str(tmp_path / "mlp.mlir"), "--trials", "2", "--log", str(log), "--tuner", "random"]) == 0
+    assert main(["tune", str(tmp_path / "mlp.mlir"), "--trials", "4", "--log", str(log), "--tuner", "random"]) == 0
     out = capsys.readouterr().out
-    assert log.exists() and log.read_text().count("\n") >= 2
-    assert out.splitlines()[0].split()[:3] == ["kernel", "records", "default"]
+    assert log.exists() and log.read_text().count("\n") >= 4
+    table = out.splitlines()
+    assert table[0].split()[:3] == ["kernel", "trials", "default"]
+    for row in table[2:4]:  # (a rule under the header) two kernels, each with its default and a candidate: a verdict each
+        assert row.split()[1] == "2" and ("faster than the default" in row or "default schedule is fastest" in row), row
     assert f"--tuning-log {log}" in out
     assert main(["compile", str(tmp_path / "mlp.mlir"), "-o", str(tmp_path / "mlp.tk"), "--tuning-log", str(log)]) == 0
 

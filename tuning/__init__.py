@@ -6,7 +6,7 @@ best in a JSON-lines log that ``tk.build(..., tuning_log=...)`` applies.
     tasks = tk.extract_tasks(module, "llvm")        # distinct kernels, weights, FLOPs
     tk.tune(module, "llvm", trials=200, log_file="tune.jsonl", tuner="evolutionary")
     lib = tk.build(module, "llvm", tuning_log="tune.jsonl")
-    tk.tuning.plot("tune.jsonl", "tune.png")         # best-so-far vs trials (matplotlib)
+    tk.tuning.plot("tune.jsonl")                     # writes and returns "tune.png" (matplotlib)
 
 Two searches write the same records: AutoTVM-style templates with knobs searched by
 ``grid``/``random``/``ga``/``xgb`` tuners (``templates.py``, ``space.py``,
@@ -19,22 +19,16 @@ the loop structure (``sketch.py``). Measurement (``runner.py``, ``measure.py``,
 from __future__ import annotations
 
 from .cost_model import RidgeModel, XGBModel, make_model
+from .curves import plot
 from .executor import IsolatedProcessPool
 from .record import ErrorCode, Record, best_records, load_records, save_records
 from .runner import Candidate, Runner
 from .space import Config, ConfigSpace
 from .task import Task, extract_tasks
 from .templates import TEMPLATES, Template, register_template, template_for
-from .tune import tune, tune_tasks
+from .summary import TaskOutcome, outcomes
+from .tune import TuningWarning, tune, tune_tasks
 from .tuners import GATuner, GridTuner, ModelBasedTuner, RandomTuner, make_tuner
-
-
-def plot(log_file: str, path: str | None = None) -> str:
-    """Save a PNG of best-so-far GFLOP/s vs trials per task of a log (needs matplotlib);
-    returns the PNG's path (default: the log's name with ``.png``)."""
-    from .plot import plot_log
-
-    return plot_log(log_file, path)
 
 
 __all__ = [
@@ -52,13 +46,16 @@ __all__ = [
     "Runner",
     "TEMPLATES",
     "Task",
+    "TaskOutcome",
     "Template",
+    "TuningWarning",
     "XGBModel",
     "best_records",
     "extract_tasks",
     "load_records",
     "make_model",
     "make_tuner",
+    "outcomes",
     "plot",
     "register_template",
     "save_records",

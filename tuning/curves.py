@@ -1,5 +1,8 @@
 """``tk.tuning.plot(log)``: best-so-far GFLOP/s vs trials, one line per task (matplotlib,
-an optional extra: ``pip install tensorkiln[tuning]``)."""
+an optional extra: ``pip install tensorkiln[tuning]``).
+
+(Named ``curves``, not ``plot``: a submodule ``tuning.plot`` would replace the function
+``tk.tuning.plot`` with itself once imported.)"""
 
 from __future__ import annotations
 
@@ -21,7 +24,16 @@ def curves(log_file: str | Path) -> dict[str, list[float]]:
     return out
 
 
-def plot_log(log_file: str | Path, path: str | Path | None = None) -> str:
+def plot(log_file: str | Path, path: str | Path | None = None) -> str:
+    """Save a PNG of best-so-far GFLOP/s vs trials, a line per task of the log (needs
+    matplotlib), and return its path: ``path`` if given, else the log's path with
+    ``.png`` for its suffix, next to the log (``tune.jsonl`` -> ``tune.png``).
+
+    Example::
+
+        png = tk.tuning.plot("runs/tune.jsonl")     # writes and returns 'runs/tune.png'
+        tk.tuning.plot("runs/tune.jsonl", "curves.png")
+    """
     try:
         import matplotlib
 

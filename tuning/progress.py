@@ -35,10 +35,13 @@ class Progress:
         self.stream.write(("\r" + line) if self._tty else line + "\n")
         self.stream.flush()
 
-    def close(self) -> None:
+    def close(self, summary: list[str] | None = None) -> None:
+        """End the bar; then print ``summary`` (a line per task), or each task's best."""
         if self.enabled and self._tty:
             self.stream.write("\n")
-        if self.enabled and self.best:
-            for task, g in self.best.items():
-                self.stream.write(f"  {task[:70]}: {g:.1f} GFLOP/s\n")
-            self.stream.flush()
+        if not self.enabled:
+            return
+        lines = summary if summary is not None else [f"{task[:70]}: {g:.1f} GFLOP/s" for task, g in self.best.items()]
+        for line in lines:
+            self.stream.write(f"  {line}\n")
+        self.stream.flush()

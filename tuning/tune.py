@@ -10,6 +10,9 @@ dropped in its last batches (or an optimistic share for tasks measured little)::
 
 Records already in the log for these tasks count toward ``trials`` and are never
 measured again: running the same call twice measures nothing new the second time.
+Every task gets its default schedule and at least one candidate when ``trials`` is at
+least twice the number of tasks; a smaller budget leaves some tasks untuned, and a
+:class:`TuningWarning` names them.
 
 When the budget is spent, a **confirmation round** (``confirm`` leaders per task, not
 counted in ``trials``) measures each task's default schedule and its fastest traces
@@ -18,27 +21,51 @@ fastest-looking one is often a lucky measurement (a quiet second on a shared mac
 ``build`` ranks a trace measured several times by the median of its measurements
 (:func:`~tensorkiln.tuning.record.best_records`), so the choice rests on measurements
 taken together, and a task whose default is as fast as anything found keeps it.
+
+With ``progress=True`` the session ends with a summary, a line per task: its best
+GFLOP/s and the speed-up over its default schedule, or that the default schedule is
+fastest (``build`` then keeps it), or why the task got no search.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
+from .cost_model import xgboost_available
+from .defaults import default_trace
 from .policy import SearchPolicy, TemplatePolicy
 from .progress import Progress
-from .defaults import default_trace
 from .record import CONFIRM_TUNER, Record, load_records, pooled_cost, ranked_traces, save_records, trace_key
 from .runner import Runner
+from .summary import TaskOutcome, outcome
 from .task import Task, extract_tasks
 
 TUNER_NAMES = ("evolutionary", "xgb", "ga", "random", "grid")
 #: leaders per task re-measured by the confirmation round
 CONFIRM_LEADERS = 4
+
+
+class TuningWarning(UserWarning):
+    """A tuning session that does less than asked: a fallback, or tasks left untuned."""
+
+
+def _warn_about_the_cost_model(tuner: str) -> None:
+    """``xgb`` ranks configs with xgboost's trees; without xgboost it ranks them with
+    ridge regression (numpy), and says so."""
+    if tuner == "xgb" and not xgboost_available():
+        warnings.warn(
+            "tuner='xgb': xgboost is not installed, so its cost model is ridge regression (numpy) instead of "
+            "gradient-boosted trees; install it for the xgb model: pip install xgboost (or 'tensorkiln[tuning]')",
+            TuningWarning,
+            stacklevel=3,
+        )
 
 
 def make_policy(task: Task, tuner: str, seed: int = 0) -> SearchPolicy:
@@ -77,6 +104,15 @@ class TaskState:
     def trials(self) -> int:
         """Records that count toward the budget (confirmation measurements do not)."""
         return sum(r.tuner != CONFIRM_TUNER for r in self.records)
+
+    @cached_property
+    def default(self) -> list[dict]:
+        """The task's default schedule trace (what ``build`` applies untuned)."""
+        return default_trace(self.task)
+
+    def outcome(self) -> TaskOutcome:
+        """Trials, default and best time, and the verdict (``tuning/summary.py``)."""
+        return outcome(self.task, self.records, self.default)
 
     def leaders(self, n: int) -> list[list[dict]]:
         """The traces of the ``n`` fastest distinct successful candidates."""
@@ -127,6 +163,8 @@ def tune_tasks(
     returns each task's state (records, best, curve) by workload key. ``policy``: a
     factory of a custom search policy per task (default: the one ``tuner`` names).
     ``confirm``: leaders per task in the confirmation round (0: none)."""
+    if policy is None:
+        _warn_about_the_cost_model(tuner)
     factory = policy or (lambda t: make_policy(t, tuner, seed))
     states = {t.key: TaskState(t, factory(t)) for t in tasks}
     if log_file is not None:
@@ -142,6 +180,7 @@ def tune_tasks(
     runner = runner or Runner()
     bar = Progress(trials, enabled=progress)
     bar.done = min(used, trials)
+    summary = None
     try:
         while used < trials:
             state = _pick(list(states.values()))
@@ -161,20 +200,49 @@ def tune_tasks(
             used += len(records)
             best = state.best
             bar.update(state.task.name, len(records), best.gflops if best else 0.0)
+        _warn_about_untuned(states.values(), trials, out_of_budget=0 < trials <= used)
         if confirm and used > start:
             for state in states.values():
                 _confirm(state, runner, confirm, log_file)
+        summary = _summary(states.values()) if progress else None
     finally:
-        bar.close()
+        bar.close(summary)
         if own_runner:
             runner.close()
     return states
 
 
+def _warn_about_untuned(states: Iterable[TaskState], trials: int, out_of_budget: bool) -> None:
+    """Name the tasks the budget left without a search (no trial, or only the default)."""
+    if not out_of_budget:
+        return
+    states = list(states)
+    untuned = [s for s in states if s.trials == 0 or (s.trials == 1 and not s.policy.exhausted())]
+    if not untuned:
+        return
+    names = "; ".join(f"{s.task.name} ({'no trial' if s.trials == 0 else 'only its default schedule'})" for s in untuned)
+    warnings.warn(
+        f"trials={trials} left {len(untuned)} of {len(states)} tasks untuned: {names}. They keep their default "
+        f"schedule; trials >= {2 * len(states)} gives every task its default and at least one candidate",
+        TuningWarning,
+        stacklevel=3,
+    )
+
+
+def _summary(states: Iterable[TaskState]) -> list[str]:
+    """A line per task for the end of a session: best GFLOP/s and the verdict."""
+    lines = []
+    for state in states:
+        best = state.best
+        gflops = f"{best.gflops:.1f} GFLOP/s, " if best is not None else ""
+        lines.append(f"{state.task.name[:70]}: {gflops}{state.outcome().verdict}")
+    return lines
+
+
 def _confirm(state: TaskState, runner: Runner, leaders: int, log_file: str | Path | None) -> None:
     """Measure the default schedule and the ``leaders`` fastest traces of one task
     again, in one order and then the reverse (see the module docstring)."""
-    default = default_trace(state.task)
+    default = state.default
     traces = [default] + [t for t in state.leaders(leaders) if trace_key(t) != trace_key(default)]
     if len(traces) < 2 or not any(r.ok for r in state.records):
         return
@@ -205,7 +273,9 @@ def tune(
     ``"xgb"`` (templates + a learned cost model), ``"ga"``, ``"random"``, ``"grid"``.
     ``log_file``: JSON-lines records, appended to and resumed from. ``runner``: how to
     measure (default: a local isolated process, see :class:`Runner`). ``confirm``:
-    leaders per task measured again at the end (see the module docstring). Example::
+    leaders per task measured again at the end (see the module docstring). Warns
+    (:class:`TuningWarning`) when ``tuner="xgb"`` runs without xgboost, and naming the
+    tasks a small budget left untuned. Example::
 
         tk.tune(module, "llvm", trials=64, log_file="tune.jsonl")
         lib = tk.build(module, "llvm", tuning_log="tune.jsonl")

@@ -4,8 +4,9 @@
     tensorkiln compile model.mlir -o model.tk --tuning-log tune.jsonl
 
 The log (JSON lines) is appended to, and a second run resumes from it. After the search,
-a table gives each kernel's default schedule time, its best time and the speed-up
-("default" where no candidate beat the default schedule).
+a table gives each kernel's default schedule time, the time of the schedule compile
+will apply and the verdict: the speed-up, "the default schedule is fastest (kept)"
+where no candidate beat it, or why a kernel got no search.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import argparse
 
 import tensorkiln as tk
 from tensorkiln.tuning import load_records
-from tensorkiln.tuning.defaults import default_trace
-from tensorkiln.tuning.record import trace_key
+from tensorkiln.tuning.summary import outcomes
 
 from ..common import UserError, load_model
 from .bench import format_table
@@ -36,23 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def summary(module: object, target: str, log: str) -> list[tuple[str, ...]]:
-    """One row per task: its name, records, default and best milliseconds, speed-up."""
-    tasks = tk.extract_tasks(module, target)
-    records = [r for r in load_records(log) if r.ok]
-    rows = [("kernel", "records", "default ms", "best ms", "speed-up")]
-    for task in tasks:
-        own = [r for r in records if r.key == task.key]
-        if not own:
-            rows.append((task.name[:48], "0", "-", "-", "not measured"))
-            continue
-        default = trace_key(default_trace(task))
-        default_cost = min((r.cost for r in own if trace_key(r.trace) == default), default=None)
-        best = min(own, key=lambda r: r.cost)
-        gain = "default" if default_cost is None or default_cost <= best.cost else f"{default_cost / best.cost:.2f}x"
-        rows.append((
-            task.name[:48], str(len(own)), "-" if default_cost is None else f"{default_cost * 1e3:.4f}",
-            f"{best.cost * 1e3:.4f}", gain,
-        ))
+    """One row per task: its name, trials, default and applied milliseconds, verdict."""
+    rows = [("kernel", "trials", "default ms", "applied ms", "result")]
+    for o in outcomes(tk.extract_tasks(module, target), load_records(log)):
+        ms = ["-" if cost is None else f"{cost * 1e3:.4f}" for cost in (o.default_cost, o.best_cost)]
+        rows.append((o.name[:48], str(o.trials), *ms, o.verdict))
     return rows
 
 
