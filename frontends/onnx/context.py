@@ -28,9 +28,9 @@ from xdsl.ir import SSAValue
 
 from ...dialects.graph import ConstantOp, GraphOp
 from ...dialects.graph.indexing import ArangeOp, FullOp
-from ...dialects.graph.types import Dim, element_type_of, format_shape, num_elements, numpy_dtype, shape_of
-from ...runtime.dim_expr import free_symbols, lower
+from ...dialects.graph.types import Dim, element_type_of, num_elements, numpy_dtype, shape_of
 from ...errors import UnsupportedOperatorError
+from .. import sizes
 from ..builder import GraphBuilder
 from .dtypes import numpy_dtype_of_onnx
 
@@ -301,43 +301,26 @@ class OnnxContext:
         """``0 .. length - 1`` as int64: a constant when ``length`` is static, else a
         ``graph.arange`` whose symbolic size comes from ``source`` (or the inputs)."""
         if isinstance(length, int):
-            return self.constant(np.arange(length, dtype=np.int64))
-        return self.b.arange(length, 0, 1, element_type_of(np.int64), self.dim_sources((length,), source))
+            return sizes.positions(self.b, length)
+        return sizes.positions(self.b, length, self.dim_sources((length,), source))
 
     def dim_sources(self, shape: Sequence[Dim], source: SSAValue | None = None) -> list[SSAValue]:
         """Values whose dims give the symbols of ``shape``: ``source`` first, then the
         size carriers of sizes read from data, then the function's inputs."""
-        needed = {s for d in shape if isinstance(d, str) for s in free_symbols(d)}
-        found: list[SSAValue] = []
         candidates = [source] if source is not None else []
-        candidates += [self.carriers[s] for s in sorted(needed) if s in self.carriers]
-        for value in [*candidates, *self.b._block.args]:  # noqa: SLF001  (the function's inputs)
-            dims = {s for d in shape_of(value.type) if isinstance(d, str) for s in free_symbols(d)}
-            if dims & needed:
-                found.append(value)
-                needed -= dims
-            if not needed:
-                return found
-        raise NotConverted(f"the symbolic dims {sorted(needed)} of {format_shape(shape)} are not dims of any input")
+        candidates += [self.carriers[s] for s in sorted(sizes.needed_symbols(shape)) if s in self.carriers]
+        try:
+            return sizes.dim_sources(self.b, shape, candidates)
+        except sizes.MissingDimSource as e:
+            raise NotConverted(str(e)) from None
 
     def size_value(self, dim: Dim) -> SSAValue:
-        """A 0-d int64 tensor holding ``dim`` (each symbol the sum of a ones vector that
-        long; an expression of symbols, graph arithmetic on them)."""
-        b = self.b
-
-        def constant(k: int) -> SSAValue:
-            return b.constant(np.asarray(k, dtype=np.int64))
-
-        def symbol(name: str) -> SSAValue:
-            if name in self.symbol_values:
-                return self.symbol_values[name]
-            ones = b.full((name,), 1, element_type_of(np.int64), self.dim_sources((name,)))
-            return b.reduce_sum(ones, [0])
-
-        if isinstance(dim, int):
-            return constant(dim)
-        emit = {"+": b.add, "-": b.sub, "*": b.mul, "//": b.div, "%": b.fmod, "max": b.max, "min": b.min, "neg": b.neg}
-        return lower(dim, symbol, emit, constant)
+        """A 0-d int64 tensor holding ``dim`` (``frontends/sizes.py``): a size read from
+        data is its value, another symbol the sum of a ones vector that long."""
+        try:
+            return sizes.size_value(self.b, dim, self.symbol_values)
+        except sizes.MissingDimSource as e:
+            raise NotConverted(str(e)) from None
 
     def data_size(self, count: SSAValue, upper: int | None = None) -> tuple[str, SSAValue]:
         """A new symbol for a size read from data (the 0-d integer ``count``), and its size
