@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 import tensorkiln as tk
+from tensorkiln.driver import build_vm
+from tensorkiln.frontends.control_flow import if_
 from tensorkiln.runtime import load_module
 
 THREADS = 4
@@ -82,3 +84,25 @@ def test_a_loaded_artifact_is_safe_from_several_threads(executor, rng, tmp_path)
     run = load_module(tmp_path / "model.tk", executor=executor)
     wrong = _hammer(run, reference, rng, [(4, 19), (4, 19), (9, 19)])
     assert not wrong, f"{len(wrong)} of {THREADS * CALLS} concurrent calls: {wrong[:3]}"
+
+
+def _branching(rng):
+    """A graph.if on the sign of the input's sum (each call's own branch), then dense + tanh:
+    the VM runs it (control flow), its functions AOT modules."""
+    b = tk.GraphBuilder()
+    x = b.input("x", ("n", 19))
+    pred = b.compare(b.reduce_sum(x, [0, 1], False), 0.0, "gt")
+    (y,) = if_(b, pred, [x], then_fn=lambda b, x: [b.softmax(b.mul(x, 2.0), -1)], else_fn=lambda b, x: [b.neg(x)])
+    return b.finish(b.tanh(b.dense(y, (rng.standard_normal((7, 19)) / 4).astype("f4"))))
+
+
+def test_the_vm_with_control_flow_and_its_loaded_artifact_are_safe_from_several_threads(rng, tmp_path):
+    """Both branches taken by concurrent calls, in the built VM and in the loaded VM artifact."""
+    module = _branching(rng)
+    reference = tk.create_executor("interpreter", module).evaluate()
+    vm = build_vm(module)
+    vm.export_library(tmp_path / "vm.tk")
+    loaded = load_module(tmp_path / "vm.tk")
+    for run in (vm, loaded):
+        wrong = _hammer(run, reference, rng, [(5, 19), (3, 19), (6, 19)])
+        assert not wrong, f"{type(run).__name__}: {len(wrong)} of {THREADS * CALLS} concurrent calls: {wrong[:3]}"
