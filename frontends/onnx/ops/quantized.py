@@ -112,7 +112,10 @@ def qlinear_conv(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
         raise refuse(f"a {len(kernel)}-d QLinearConv (2-d only)")
     w = window(ctx, node, x, kernel)
     padding = (w.begin[0], w.begin[1], w.end[0], w.end[1])
-    return ctx.b.unfolded("qconv2d")(x, weight, bias, params, list(w.strides), padding, list(w.dilations), node.attr("group", 1))
+    # (the window by keyword: the builder turns numbers at operand positions, which count the
+    # six quantization parameters, into constants)
+    return ctx.b.unfolded("qconv2d")(x, weight, bias, params, strides=list(w.strides), padding=padding,
+                                     dilation=list(w.dilations), groups=node.attr("group", 1))  # fmt: skip
 
 
 @converter("QLinearMatMul", since=10)
