@@ -11,6 +11,7 @@ from xdsl.parser import Parser
 from . import driver
 from .build import build
 from .dialects.functions import find_function
+from .errors import UnreadableInputError, unreadable_input
 from .driver.vm import needs_vm
 from .interpreter import interpret
 from .universe import make_context
@@ -93,10 +94,20 @@ def create_executor(
     return Executor(kind, module, target, params)
 
 
-def parse_module(text: str) -> ModuleOp:
-    """Parse IR text (any tensorkiln or upstream dialect) into a verified module."""
-    module = Parser(make_context(), text).parse_module()
-    module.verify()
+def parse_module(text: str | bytes) -> ModuleOp:
+    """Parse IR text (any tensorkiln or upstream dialect; bytes are read as UTF-8) into a
+    verified module. Text that is no IR raises xDSL's ``ParseError``; bytes that are not
+    UTF-8 or IR nested too deeply to parse raise :class:`UnreadableInputError`.
+
+    Example: ``module = tk.parse_module(open("model.mlir").read())``
+    """
+    try:
+        if isinstance(text, bytes):
+            text = text.decode()
+        module = Parser(make_context(), text).parse_module()
+        module.verify()
+    except (RecursionError, UnicodeDecodeError) as error:
+        raise UnreadableInputError(f"the IR is {unreadable_input(error)}") from None
     return module
 
 

@@ -1,10 +1,12 @@
 """tensorkiln-opt reports an error as its diagnostic alone, with exit status 1 (issue #39:
 a full traceback came before every error; deeply nested input gave a RecursionError,
-binary input a UnicodeDecodeError); ``--traceback`` shows the traceback. A dim beyond
-int64 fails the verifier."""
+binary input a UnicodeDecodeError); ``--traceback`` shows the traceback. The same inputs
+through the Python API (tk.parse_module) and ``tensorkiln compile`` are clear errors
+too. A dim beyond int64 fails the verifier."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -12,6 +14,7 @@ import pytest
 from xdsl.utils.exceptions import VerifyException
 
 import tensorkiln as tk
+from tensorkiln.errors import UnreadableInputError
 
 WRONG_RESULT_TYPE = """
 func.func @main(%x: tensor<3xf32>) -> tensor<4xf32> {
@@ -54,8 +57,6 @@ def _opt(tmp_path, content: str | bytes, *args: str) -> subprocess.CompletedProc
     ids=["verifier", "recursion", "binary", "dim-beyond-int64", "parse-error"],
 )
 def test_an_error_is_the_diagnostic_alone(tmp_path, content, message):
-    import re
-
     done = _opt(tmp_path, content)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
@@ -82,3 +83,41 @@ def test_a_dim_beyond_int64_fails_the_verifier():
     with pytest.raises(VerifyException, match=r"a dim larger than 2\*\*63 - 1"):
         tk.parse_module(HUGE_DIM)
     tk.parse_module(HUGE_DIM.replace(HUGE, str(2**62)))  # large but representable: fine
+
+
+BINARY = b"\x7fELF\x02\x01\x01\x00" + bytes(range(128, 256))
+
+
+@pytest.mark.parametrize("content, message", [(_deeply_nested(), "nested too deeply"), (BINARY, "not UTF-8 text")],
+                         ids=["recursion", "binary"])
+def test_the_python_api_names_unreadable_input(content, message):
+    """tk.parse_module (text or bytes): an UnreadableInputError (a ValueError), not a
+    RecursionError or UnicodeDecodeError from inside the parser."""
+    with pytest.raises(UnreadableInputError, match=message):
+        tk.parse_module(content)
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("deep.mlir", _deeply_nested().encode(), r"deep\.mlir: the IR is nested too deeply"),
+        ("binary.mlir", BINARY, r"binary\.mlir: not UTF-8 text \(byte 8: .*\); is it a binary file\?"),
+        ("binary.pt2", BINARY, r"binary\.pt2: not a \.pt2 archive"),
+        ("binary.onnx", BINARY, r"binary\.onnx is not a readable ONNX model"),
+    ],
+    ids=["recursion", "binary-mlir", "binary-pt2", "binary-onnx"],
+)
+def test_tensorkiln_compile_names_unreadable_input_in_one_line(tmp_path, name, content, message):
+    if name.endswith(".pt2"):
+        pytest.importorskip("torch")
+    if name.endswith(".onnx"):
+        pytest.importorskip("onnx")
+    (tmp_path / name).write_bytes(content)
+    done = subprocess.run(
+        [sys.executable, "-m", "tensorkiln.tools.main", "compile", str(tmp_path / name), "-o", str(tmp_path / "out.tk")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 1, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("tensorkiln compile: error: ")]
+    assert len(lines) == 1 and "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
+    assert re.search(message, lines[0]), lines[0]

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from tensorkiln.errors import unreadable_input
 from tensorkiln.universe import full_universe
 
 
@@ -55,10 +56,9 @@ class TensorkilnOptMain(xDSLOptMain):
 
 def describe_error(error: BaseException) -> str:
     """One message for an error of ``tensorkiln-opt`` (what the user sees without --traceback)."""
-    if isinstance(error, RecursionError):
-        return "the input is nested too deeply to be parsed (a constant or region nested thousands of levels?)"
-    if isinstance(error, UnicodeDecodeError):
-        return f"the input is not UTF-8 text (byte {error.start}: {error.reason}); is it a binary file?"
+    problem = unreadable_input(error)
+    if problem is not None:
+        return f"the input is {problem}"
     if isinstance(error, OSError) and error.filename:
         return f"{error.filename}: {error.strerror}"
     text = str(error).strip() or type(error).__name__

@@ -8,6 +8,7 @@ wrong shape) surfaces as :class:`UserError` or one of the compiler's own errors,
 from __future__ import annotations
 
 import re
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 import tensorkiln as tk
 from tensorkiln.dialects.graph import ConstantOp
 from tensorkiln.dialects.graph.types import WeightAttr, register_weight
-from tensorkiln.errors import UnsupportedOperatorError
+from tensorkiln.errors import UnreadableInputError, UnsupportedOperatorError, unreadable_input
 from tensorkiln.runtime import ArtifactError, load_module
 from tensorkiln.runtime.host_checks import RuntimeCheckError
 from tensorkiln.runtime.dim_expr import evaluate, free_symbols, is_symbol
@@ -73,8 +74,15 @@ def _load_mlir(path: Path) -> LoadedModel:
     # the table of live weights is weak: ``weights`` keeps them alive until parsed; a name
     # already taken in this process (by another model) is given a fresh one in the text
     renamed = {name: register_weight(name, array) for name, array in weights.items()}
-    text = _WEIGHT_REFERENCE.sub(lambda m: f'#graph.weight<"{renamed.get(m[1], m[1])}">', path.read_text())
-    return LoadedModel(tk.parse_module(text), path, {})
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as error:
+        raise UserError(f"{path}: {unreadable_input(error)}") from None
+    text = _WEIGHT_REFERENCE.sub(lambda m: f'#graph.weight<"{renamed.get(m[1], m[1])}">', text)
+    try:
+        return LoadedModel(tk.parse_module(text), path, {})
+    except UnreadableInputError as error:
+        raise UserError(f"{path}: {error}") from None
 
 
 def save_mlir(module: ModuleOp, path: str | Path) -> Path:
@@ -97,7 +105,12 @@ def _load_exported_program(path: Path) -> LoadedModel:
         raise UserError(f"{path}: reading a .pt2 file needs torch (pip install 'tensorkiln[torch]')") from e
     from tensorkiln.frontends.torch import from_exported_program
 
-    program = torch.export.load(str(path))
+    if not zipfile.is_zipfile(path):  # torch would log a traceback, then fail inside its loader
+        raise UserError(f"{path}: not a .pt2 archive (torch.export.save writes a zip archive)")
+    try:
+        program = torch.export.load(str(path))
+    except (RuntimeError, zipfile.BadZipFile, KeyError, ValueError, EOFError) as e:
+        raise UserError(f"{path}: not a readable .pt2 file ({type(e).__name__}: {e})") from e
     module = from_exported_program(program)
 
     def torch_eager(threads: int | None) -> Callable[..., Any]:
