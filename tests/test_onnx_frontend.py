@@ -6,6 +6,8 @@ random inputs."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -162,6 +164,12 @@ def test_malformed_models_name_the_node():
     bad_init = _model([helper.make_node("Add", ["x", "w"], ["y"])], [_tensor("x", TensorProto.FLOAT, [4])], [_tensor("y", TensorProto.FLOAT, [4])], [short])
     with pytest.raises(OnnxImportError, match="tensor name: w.*12 bytes"):
         from_onnx(bad_init)
+    two_inputs = _model([helper.make_node("Relu", ["x", "x"], ["y"], name="relu1")], [_tensor("x", TensorProto.FLOAT, [3])], [_tensor("y", TensorProto.FLOAT, [3])])
+    with pytest.raises(OnnxImportError, match=r"onnx.checker.*relu1.*input size 2"):
+        from_onnx(two_inputs)
+    bad_perm = _model([helper.make_node("Transpose", ["x"], ["y"], name="tr", perm=[0, 0])], [_tensor("x", TensorProto.FLOAT, [3, 2])], [_tensor("y", TensorProto.FLOAT, [2, 3])])
+    with pytest.raises(OnnxImportError, match=r"node 'tr' \(Transpose\).*not a permutation"):
+        from_onnx(bad_perm)
     with pytest.raises(OnnxImportError, match="not a readable ONNX model"):
         from_onnx(b"\x00not a model\xff" * 3)
     conv_mismatch = _model(
@@ -310,3 +318,26 @@ def test_backend_api():
     v = RNG.standard_normal((3, 4, 5)).astype("f4")
     for axis in (0, 2, 0):
         np.testing.assert_array_equal(rep.run([v, np.array([axis])])[0], v.max(axis=axis, keepdims=True))
+
+
+def test_onnx_backend_test_runner_at_the_documented_path():
+    """ONNX's own backend test runner (``onnx.backend.test.BackendTest``) runs against
+    ``tensorkiln.frontends.onnx.backend`` (a few node cases here; the whole node suite is
+    ``benchmarks/onnx_conformance.py``)."""
+    import unittest
+
+    import onnx.backend.test
+
+    import tensorkiln.frontends.onnx.backend as tk_backend
+    import tensorkiln.tools.onnx_backend as implementation
+
+    assert tk_backend.prepare == implementation.prepare and tk_backend.TensorkilnBackend is implementation.TensorkilnBackend
+    runner = onnx.backend.test.BackendTest(tk_backend, "tk_onnx_runner")
+    for name in ("test_relu", "test_gemm_default_matrix_bias", "test_conv_with_strides_padding", "test_reduce_sum_keepdims_random"):
+        runner.include(rf"^{name}_cpu$")
+    suite = unittest.TestSuite()
+    for case in runner.test_cases.values():
+        suite.addTests(unittest.defaultTestLoader.loadTestsFromTestCase(case))
+    result = unittest.TextTestRunner(stream=open(os.devnull, "w"), verbosity=0).run(suite)  # noqa: SIM115
+    assert result.testsRun - len(result.skipped) == 4  # (the rest: skipped, "no matched include pattern")
+    assert result.wasSuccessful(), [str(e) for _, e in result.failures + result.errors]
