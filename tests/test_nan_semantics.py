@@ -99,6 +99,16 @@ VALUE_AND_INDEX = [
     ("sort", lambda x: torch.sort(x, 1), rows, 1),
     ("sort.descending", lambda x: torch.sort(x, 1, descending=True), rows, 1),
     ("sort.stable-mixed", lambda x: torch.sort(x, dim=0, stable=True), "mixed", 0),
+    ("nanmedian.mixed", lambda x: torch.nanmedian(x, 1), "mixed", 1),
+    ("kthvalue.dim0", lambda x: torch.kthvalue(x, 2, 0), rows, 0),
+    ("topk.dim0", lambda x: torch.topk(x, 3, 0), rows, 0),
+    ("topk.smallest-mixed", lambda x: torch.topk(x, 4, 1, largest=False), "mixed", 1),
+    ("max.dim0-keepdim", lambda x: torch.max(x, 0, keepdim=True), rows, 0),
+    ("max.mixed", lambda x: torch.max(x, 1), "mixed", 1),
+    ("min.mixed", lambda x: torch.min(x, 0), "mixed", 0),
+    ("cummax.mixed", lambda x: torch.cummax(x, 1), "mixed", 1),
+    ("cummin.dim0-mixed", lambda x: torch.cummin(x, 0), "mixed", 0),
+    ("sort.descending-mixed", lambda x: torch.sort(x, 1, descending=True), "mixed", 1),
 ]
 
 
@@ -162,6 +172,39 @@ def test_values_with_nan_and_inf_equal_torch(fn):
         assert _same(np.asarray(g), w), f"output {k}: {np.asarray(g).tolist()}, torch {w.tolist()}"
 
 
+MIXED_VALUES = [
+    ("argmax-argmin", lambda x: (torch.argmax(x, 1), torch.argmin(x, 0))),
+    ("amax-amin.dims", lambda x: (torch.amax(x, (0, 1)), torch.amin(x, 0, keepdim=True))),
+    ("msort", lambda x: torch.msort(x)),
+    ("searchsorted.sorted-rows", lambda x: torch.searchsorted(torch.sort(x, 1).values, x)),
+    ("searchsorted.sorted-1d-right", lambda x: torch.searchsorted(torch.sort(x.reshape(-1)).values, x, right=True)),
+    ("bucketize.boundaries-with-nan", lambda x: torch.bucketize(x, torch.sort(x[0]).values, out_int32=True)),
+    ("bucketize", lambda x: torch.bucketize(x, BOUNDARIES, right=True)),
+    ("median.all", lambda x: torch.median(x)),
+    ("nanmedian.all", lambda x: torch.nanmedian(x)),
+]
+
+
+@pytest.mark.parametrize("fn", [pytest.param(f, id=n) for n, f in MIXED_VALUES])
+def test_values_on_random_nan_and_inf_equal_torch(rng, fn):
+    """About 25% NaN, 15% of each inf among random normals."""
+    x = mixed(rng, 7, 9)
+    want = [t.numpy() for t in _flat(fn(x))]
+    got = _compiled(fn, x)
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert _same(np.asarray(g), w), f"output {k}: {np.asarray(g).tolist()}, torch {w.tolist()}"
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_argsort_orders_nan_and_inf_as_torch_sort(rng, descending):
+    """The default argsort (not stable: ties in any order) puts each value where torch's sort does."""
+    x = mixed(rng, 7, 9)
+    (got,) = _compiled(lambda t: torch.argsort(t, 1, descending=descending), x)
+    assert got.dtype == np.int64 and sorted(got[0].tolist()) == list(range(9))
+    values = np.take_along_axis(x.numpy(), got, 1)
+    assert _same(values, torch.sort(x, 1, descending=descending).values.numpy())
+
+
 def test_bucketize_puts_nan_past_the_last_boundary():
     x = torch.tensor([NAN, -2.0, 0.5, INF, NAN])
     for right in (False, True):
@@ -170,10 +213,28 @@ def test_bucketize_puts_nan_past_the_last_boundary():
         assert got[0] == got[-1] == len(BOUNDARIES)
 
 
+UNIQUE_INPUTS = [torch.tensor([NAN, 1, 1, INF, -INF, INF, NAN]), torch.tensor([2.0, 1, 1, INF, -INF, INF, 0])]
+
+
 def test_unique_with_nan_and_inf():
-    for x in (torch.tensor([NAN, 1, 1, INF, -INF, INF, NAN]), torch.tensor([2.0, 1, 1, INF, -INF, INF, 0])):
+    for x in UNIQUE_INPUTS:
         got = _compiled(lambda t: torch.unique(t), x)[0]
         assert _same(got, torch.unique(x).numpy())
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(lambda t: torch.unique(t, return_inverse=True, return_counts=True), id="unique.inverse-counts"),
+        pytest.param(lambda t: torch.unique_consecutive(t, return_counts=True), id="unique_consecutive"),
+    ],
+)
+def test_unique_with_counts_and_inverse_with_nan_and_inf(fn):
+    for x in UNIQUE_INPUTS:
+        want = [t.numpy() for t in _flat(fn(x))]
+        got = _compiled(fn, x)
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert _same(np.asarray(g), w), f"{x.tolist()} output {k}: {np.asarray(g).tolist()}, torch {w.tolist()}"
 
 
 def _mode_reference(row: list[float]) -> float:
@@ -189,9 +250,11 @@ def _mode_reference(row: list[float]) -> float:
 MODE_ROWS = ROWS + [[NAN, NAN, 1, 1], [3, NAN, NAN, 3], [NAN, 2, NAN, 2]]
 
 
-def test_mode_counts_nans_as_one_value():
+@pytest.mark.parametrize("dim", [1, 0])
+def test_mode_counts_nans_as_one_value(dim):
+    """(torch's own mode along dim 0 of these rows answers values that occur once: not an oracle.)"""
     x = torch.tensor(MODE_ROWS)
-    values, indices = _compiled(lambda t: torch.mode(t, 1), x)
+    values, indices = _compiled(lambda t: torch.mode(t.T if dim == 0 else t, dim), x)
     for k, row in enumerate(x.tolist()):
         want = _mode_reference(row)
         assert values[k] == want or (np.isnan(want) and np.isnan(values[k])), f"row {row}: {values[k]}, expected {want}"

@@ -3,10 +3,14 @@
 (histograms: ``histograms.py``).
 
 An order statistic is argsort's first k indices (a partial sort), of which the last is
-the k-th smallest; its value is gathered. A search counts the boundaries below each
-value (``right``: at or below): with m boundaries that is m comparisons per value
-summed, which for the short boundary lists models carry (bucketing distances, token
-ids) costs less than a binary search's data-dependent loop.
+the k-th smallest; its value is gathered. A search into a sequence that cannot hold NaN
+(integers, a constant without NaN) counts the boundaries below each value (``right``:
+at or below): with m boundaries that is m comparisons per value summed, which for the
+short boundary lists models carry (bucketing distances, token ids) costs little. Any
+other sequence is searched as torch searches it, step by step (``bit_length(m)``
+halvings of every value's [start, end) range at once): a sorted float sequence holds
+its NaNs at its end, where torch's binary search treats them as below every value
+(``not (NaN >= v)``) and its answer depends on the path it takes, which is reproduced.
 
 NaN as torch: argsort orders NaN after +inf (kthvalue, nanmedian follow); ``median``
 is NaN (at the first NaN's position) where its row holds one; ``bucketize`` and
@@ -15,8 +19,8 @@ while ``not (boundary >= value)``, which holds for every boundary against NaN); 
 counts NaNs as one value, larger than every number (torch.sort's order), and picks the
 smallest of the most frequent values. (torch's own CPU ``mode`` on NaN inputs depends
 on how its unstable sort meets NaN and is not reproducible in general: ``[nan, 1, 2, nan]``
-gives NaN in both; ``[3, nan, nan, 3, nan]`` gives 3 in torch, NaN here.) A sequence that
-holds NaN is not sorted in torch's sense; its result there depends on the search's path.
+gives NaN in both; ``[3, nan, nan, 3, nan]`` gives 3 in torch, NaN here; along dim 0 of
+a matrix torch can even answer a value that occurs once.)
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import SSAValue
 
+from ....dialects.graph import ConstantOp
 from ....dialects.graph.types import numpy_dtype, shape_of
 from ..context import ImportContext
 from ..registry import converter
@@ -159,11 +164,49 @@ def _count_below(ctx: ImportContext, sequence: SSAValue, values: SSAValue, right
     return ctx.cast(counts, np.dtype(np.int32 if out_int32 else np.int64))
 
 
+def _binary_search(ctx: ImportContext, sequence: SSAValue, values: SSAValue, right: bool, out_int32: bool) -> SSAValue:
+    """torch's binary search (``searchsorted``'s CPU and CUDA kernels), every value at
+    once: ``mid = start + (end - start) / 2``; ``start = mid + 1`` while not
+    ``sequence[mid] >= value`` (``>`` with ``right``), else ``end = mid``; the answer is
+    ``start``. A static length m needs ``m.bit_length()`` steps. ``sequence`` as in
+    :func:`_count_below`."""
+    b = ctx.b
+    length = int(shape_of(sequence.type)[-1])
+    axis = ctx.rank(sequence) - 1
+    start = b.mul(ctx.cast(b.compare(values, values, "ne"), np.dtype(np.int64)), 0)  # zeros of the values' shape
+    end = b.add(start, length)
+    for _ in range(length.bit_length()):
+        mid = b.add(start, b.div(b.sub(end, start), 2))
+        probe = b.gather(sequence, mid, axis) if axis > 0 else b.take(sequence, mid, 0)  # mid = m is clamped
+        not_below = b.compare(probe, values, "gt" if right else "ge")
+        searching = b.compare(start, end, "lt")
+        start, end = (
+            b.where(searching, b.where(not_below, start, b.add(mid, 1)), start),
+            b.where(searching, b.where(not_below, mid, end), end),
+        )
+    return ctx.cast(start, np.dtype(np.int32 if out_int32 else np.int64))
+
+
+def _may_hold_nan(sequence: SSAValue) -> bool:
+    if not np.issubdtype(numpy_dtype(sequence.type.element_type), np.floating):
+        return False
+    owner = sequence.owner
+    return not (isinstance(owner, ConstantOp) and not np.isnan(owner.array()).any())
+
+
+def _search(ctx: ImportContext, sequence: SSAValue, values: SSAValue, right: bool, out_int32: bool) -> SSAValue:
+    """Where each value goes in ``sequence`` (see the module docstring): counted where
+    the sequence cannot hold NaN or its length is symbolic, else torch's search."""
+    if not _may_hold_nan(sequence) or not isinstance(shape_of(sequence.type)[-1], int):
+        return _count_below(ctx, sequence, values, right, out_int32)
+    return _binary_search(ctx, sequence, values, right, out_int32)
+
+
 @converter("aten.bucketize.Tensor")
 def bucketize(ctx: ImportContext, node, x, boundaries, *, out_int32=False, right=False):
     if ctx.rank(boundaries) != 1:
         raise ValueError(f"bucketize: boundaries must be 1-d, got shape {shape_of(boundaries.type)}")
-    return _count_below(ctx, boundaries, x, right, out_int32)
+    return _search(ctx, boundaries, x, right, out_int32)
 
 
 @converter("aten.searchsorted.Tensor")
@@ -175,7 +218,7 @@ def searchsorted(ctx: ImportContext, node, sorted_sequence, x, *, out_int32=Fals
             f"searchsorted: the leading dims of the sequence {shape_of(sorted_sequence.type)} and of the "
             f"values {shape_of(x.type)} must match"
         )
-    return _count_below(ctx, sorted_sequence, x, right or side == "right", out_int32)
+    return _search(ctx, sorted_sequence, x, right or side == "right", out_int32)
 
 
 @converter("aten.mode.default", scalars_as_vectors=True)
