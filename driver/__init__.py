@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+from ..backends.llvm import native_entry  # noqa: F401  (registers compiled modules' native call entry)
 from . import cpu, cuda  # noqa: F401  (the built-in target kinds register themselves)
 from .build import build, emit_source
 from .cpu import build_vm, jit_loops, lower_to_llvm_dialect, lower_to_loops

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from . import native_call
 from .graph_executor import GraphExecutor
 from .graph_program import GraphProgram
 from .manifest import seal
@@ -62,6 +63,12 @@ class CompiledModule(Seedable):
         self._input_dynamic = [_dynamic_dims(s.shape) for s in signature.inputs]
         self._output_dynamic = [_dynamic_dims(s.shape) for s in signature.entry_outputs]
         self._static_outputs = signature.output_shapes({}) if signature.is_static else None
+        #: the native entry's data (None: calls take the general path); the entry itself
+        #: is made at the second call (``native_call.py``; once per process, ~40 ms)
+        self._native_context = native_call.NativeCallContext.create(
+            signature, entry_address, self._weights, self._head, self._workspaces
+        )
+        self._native: Any = None
         #: the graph executor's program over the same native code (set by ``tk.build``)
         self.graph_program: GraphProgram | None = None
         self.compile_seconds: float | None = None
@@ -80,6 +87,21 @@ class CompiledModule(Seedable):
         return self._run(*args)
 
     def _run(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
+        """A call: through the native entry, or where it does not apply, the general path."""
+        native = self._native
+        if native is not None:
+            result = native(*args)
+            if result is not native_call.FALLBACK:
+                return result
+        elif self._native_context is not None and self.first_run_seconds is not None:
+            # a second call: the model is called again and again, the entry pays
+            self._native = native_call.make_native_entry(self._native_context)
+            if self._native is None:
+                self._native_context = None
+        return self._run_general(args)
+
+    def _run_general(self, args: Sequence[Any]) -> np.ndarray | tuple[np.ndarray, ...]:
+        """A call in Python: every check of ``signature.bind``, then one ctypes call."""
         arrays, symbols = self.signature.bind(args)
         shapes = self._static_outputs or self.signature.output_shapes(symbols)
         outputs = [np.empty(shape, spec.dtype) for shape, spec in zip(shapes, self.signature.entry_outputs)]
@@ -101,6 +123,8 @@ class CompiledModule(Seedable):
                 self._entry(arguments)
             finally:
                 self._workspaces.give_back(workspace)
+            if self._native is not None:  # the native entry's workspace: for these sizes now
+                self._native_context.adopt(symbols)
         return self.signature.results(outputs)
 
     def assembly(self) -> str:

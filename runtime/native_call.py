@@ -1,0 +1,205 @@
+"""The native call entry: a compiled model's call made by one C-level function of the
+interpreter, with no Python frame between the caller and the model's entry.
+
+``CompiledModule._run`` (the general path) spends ~8 us of Python per call (checks, the
+arrays' pointers through ``.ctypes``, the argument array, a ctypes call). The native
+entry does the same work for the common call -- every argument an exact
+``numpy.ndarray`` of the expected dtype object, C-contiguous, of the expected rank and
+static dims, its symbols consistent and in range -- in well under a microsecond, and
+returns :data:`FALLBACK` for anything else, after which the caller takes the general
+path: so every error is raised by the same code, with the same message, as before.
+
+This module is the entry's contract and builds its data (numpy and ctypes only, like
+the rest of the runtime): a :class:`NativeCallContext` is an ``int64`` array of the
+words below, read by the function that ``backends/llvm/native_entry.py`` generates (in
+LLVM IR, once per process) and registers here with :func:`register_native_entry`.
+Without the compiler (an artifact loaded by ``load_module`` in a process without
+llvmlite), nothing is registered and every call takes the general path.
+
+What the entry does, for ``lib(*args)`` (METH_VARARGS; ``self`` is the context array):
+
+1. each argument: its type is ``numpy.ndarray``, its dtype object the one expected
+   (``descr``), C-contiguous, its ``ndim`` and static dims as expected; each symbolic
+   dim binds its symbol (or must equal its value), then every symbol lies in its range;
+2. the workspace (the entry's temporaries, when it takes them) is idle and was made for
+   these symbol values (:meth:`NativeCallContext.adopt` installs one);
+3. each output is allocated (``PyArray_NewFromDescr``; its byte count must fit in
+   ``int64``); the argument array -- the template's copy, with the inputs' and outputs'
+   pointers and dynamic dims written in -- goes to the packed entry with the GIL
+   released, as ctypes did;
+4. each run-time check's predicate holds (else FALLBACK: the general path runs the call
+   again and raises the check's error); one output, or a tuple, is returned.
+
+Disable it with ``TK_NATIVE_CALL=0`` in the environment.
+
+Example::
+
+    context = NativeCallContext.create(signature, entry, weights, head, workspaces)
+    call = make_native_entry(context)          # None: no entry registered, or not eligible
+    result = call(*args)
+    if result is FALLBACK:
+        result = general_path(*args)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .dim_expr import is_symbol
+from .signature import Signature
+from .workspace import Workspaces, _Workspace
+
+# -- the context's header: word offsets (the native entry reads these) ---------------
+
+ENTRY = 0  #: the address of the packed entry (``packed_call.py``)
+SLOTS = 1  #: the argument array's length in 8-byte slots
+TEMPLATE = 2  #: the address of the argument array's template (weights, workspace in place)
+INPUTS = 3  #: how many arguments a call takes
+OUTPUTS = 4  #: how many buffers the entry writes (the outputs, then the checks' predicates)
+RESULTS = 5  #: how many of those are returned (the model's outputs)
+SYMBOLS = 6  #: how many symbols the dims name
+FALLBACK_OBJECT = 7  #: the address of :data:`FALLBACK`
+HAS_WORKSPACE = 8  #: 1 when the entry takes temporaries (from the installed workspace)
+BUSY = 9  #: 1 while a call uses the installed workspace (read and written holding the GIL)
+RANGES = 10  #: where the symbols' ranges start: ``lowest, highest`` per symbol
+WORKSPACE_SYMBOLS = 11  #: where the symbol values of the installed workspace start
+RECORDS = 12  #: where the tensor records start: per input, then per entry output,
+#: ``descr address, itemsize, ndim, dim...`` with a static dim as itself and the
+#: symbol ``s`` as ``-1 - s``
+HEADER = 13
+
+#: no workspace is installed: symbol values that no call has
+_NO_WORKSPACE = -1
+
+INT64_MAX = 2**63 - 1
+
+ENVIRONMENT = "TK_NATIVE_CALL"
+
+
+class _Fallback:
+    """What the native entry returns when the general path must make the call."""
+
+    def __repr__(self) -> str:
+        return "FALLBACK"
+
+
+FALLBACK = _Fallback()
+
+#: makes the callable native entry of a context (set by the compiler's backend)
+_maker: Callable[[NativeCallContext], Callable[..., Any]] | None = None
+
+
+def register_native_entry(maker: Callable[[NativeCallContext], Callable[..., Any]]) -> None:
+    """Use ``maker(context)`` (a callable making the call that ``context`` describes) for
+    every compiled module from now on (``backends/llvm/native_entry.py`` registers it)."""
+    global _maker
+    _maker = maker
+
+
+def not_eligible(signature: Signature) -> str | None:
+    """Why calls of ``signature`` cannot take the native entry (None: they can)."""
+    if signature.random_state is not None:
+        return "it draws random numbers (a hidden random-state input)"
+    if signature.computed_dims:
+        return "it checks computed dims at run time"
+    for spec in signature.inputs + signature.entry_outputs:
+        for d in spec.shape:
+            if isinstance(d, str) and not is_symbol(d):
+                return f"'{spec.name}' has a computed dim '{d}'"
+    return None
+
+
+class NativeCallContext:
+    """The words the native entry reads for one compiled module (see the module doc),
+    and what they point to, kept alive here."""
+
+    def __init__(self, words: np.ndarray, template: np.ndarray, symbols: list[str], workspaces: Workspaces | None):
+        self.words = words
+        self.template = template
+        self.symbols = symbols
+        self._workspaces = workspaces
+        self._workspace: _Workspace | None = None
+        #: where the workspace's arguments go in the template
+        self._tail = template.size - (len(workspaces.argument_types()) if workspaces is not None else 0)
+
+    @staticmethod
+    def create(
+        signature: Signature,
+        entry: int,
+        weights: Sequence[np.ndarray],
+        head: int,
+        workspaces: Workspaces | None,
+    ) -> NativeCallContext | None:
+        """The context of a module whose packed entry is at ``entry``, taking ``head``
+        slots of inputs' and outputs' pointers and dims, then ``weights``' pointers, then
+        ``workspaces``' temporaries; None if its calls are not eligible."""
+        if not_eligible(signature) is not None:
+            return None
+        specs = signature.inputs + signature.entry_outputs
+        symbols = sorted({d for spec in specs for d in spec.shape if isinstance(d, str)})
+        index = {s: k for k, s in enumerate(symbols)}
+        ranges = {s: (max(lowest, 0), INT64_MAX if highest is None else highest) for s, lowest, highest in signature.ranges}
+        records: list[int] = []
+        for spec in specs:
+            descr = _canonical(spec.dtype)
+            records += [id(descr), descr.itemsize, len(spec.shape)]
+            records += [d if isinstance(d, int) else -1 - index[d] for d in spec.shape]
+        tail = len(workspaces.argument_types()) if workspaces is not None else 0
+        template = np.zeros(head + len(weights) + tail, np.int64)
+        template[head : head + len(weights)] = [w.ctypes.data for w in weights]
+        header = [0] * HEADER
+        header[ENTRY] = entry
+        header[SLOTS] = template.size
+        header[TEMPLATE] = template.ctypes.data
+        header[INPUTS] = len(signature.inputs)
+        header[OUTPUTS] = len(signature.entry_outputs)
+        header[RESULTS] = len(signature.outputs)
+        header[SYMBOLS] = len(symbols)
+        header[FALLBACK_OBJECT] = id(FALLBACK)
+        header[HAS_WORKSPACE] = int(workspaces is not None)
+        header[RANGES] = HEADER
+        header[WORKSPACE_SYMBOLS] = HEADER + 2 * len(symbols)
+        header[RECORDS] = HEADER + 3 * len(symbols)
+        words = header + [v for s in symbols for v in ranges.get(s, (0, INT64_MAX))] + [_NO_WORKSPACE] * len(symbols) + records
+        context = NativeCallContext(np.array(words, np.int64), template, symbols, workspaces)
+        if workspaces is not None and not symbols:
+            context.adopt({})  # a static model: its one workspace, installed once
+        return context
+
+    def adopt(self, symbols: dict[str, int]) -> None:
+        """Install a workspace for ``symbols``' values (those of a call the general path
+        made), unless a call is using the installed one or it is already theirs."""
+        if self._workspaces is None or self.words[BUSY]:
+            return
+        values = [symbols.get(s, _NO_WORKSPACE) for s in self.symbols]
+        start = int(self.words[WORKSPACE_SYMBOLS])
+        if self._workspace is not None and list(self.words[start : start + len(values)]) == values:
+            return
+        workspace = self._workspaces.take(symbols)
+        self.template[self._tail :] = workspace.arguments
+        self.words[start : start + len(values)] = values
+        if self._workspace is not None:
+            self._workspaces.give_back(self._workspace)
+        self._workspace = workspace
+
+
+def _canonical(dtype: np.dtype) -> np.dtype:
+    """The dtype object numpy gives new arrays of ``dtype`` (what the entry compares
+    arguments' dtypes with, by identity: an equal dtype of another object takes the
+    general path)."""
+    return np.empty(0, dtype).dtype
+
+
+def make_native_entry(context: NativeCallContext | None) -> Callable[..., Any] | None:
+    """The native entry for ``context`` (None when there is no context, no entry maker
+    is registered, or ``TK_NATIVE_CALL=0``)."""
+    if context is None or _maker is None or os.environ.get(ENVIRONMENT, "1").strip() == "0":
+        return None
+    return _maker(context)
+
+
+__all__ = ["FALLBACK", "NativeCallContext", "make_native_entry", "not_eligible", "register_native_entry"]
