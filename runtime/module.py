@@ -79,12 +79,17 @@ class CompiledModule(Seedable):
         self._exporter: Any = None
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
+        native = self._native  # (the common case first: one Python frame, then native code)
+        if native is not None:
+            result = native(*args)
+            if result is not native_call.FALLBACK:
+                return result
         if self.first_run_seconds is None:
             start = time.perf_counter()
-            result = self._run(*args)
+            result = self._run_general(args)
             self.first_run_seconds = time.perf_counter() - start
             return result
-        return self._run(*args)
+        return self._general(args)
 
     def _run(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
         """A call: through the native entry, or where it does not apply, the general path."""
@@ -93,8 +98,12 @@ class CompiledModule(Seedable):
             result = native(*args)
             if result is not native_call.FALLBACK:
                 return result
-        elif self._native_context is not None and self.first_run_seconds is not None:
-            # a second call: the model is called again and again, the entry pays
+        return self._general(args)
+
+    def _general(self, args: Sequence[Any]) -> np.ndarray | tuple[np.ndarray, ...]:
+        """The general path, after making the native entry at the second call (a model
+        called again is likely called many times: then the entry pays its making)."""
+        if self._native is None and self._native_context is not None and self.first_run_seconds is not None:
             self._native = native_call.make_native_entry(self._native_context)
             if self._native is None:
                 self._native_context = None
