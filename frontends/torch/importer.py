@@ -49,6 +49,12 @@ KEEP_WHOLE = (
     "take.default",
     # torch 2.14 added it to the default decompositions (ops/reduce.py converts it whole)
     "linalg_vector_norm.default",
+    # recurrent layers: one graph.rnn per layer and direction (ops/recurrent.py), a loop
+    # over time, where the decomposition unrolls the cell into kernels per step
+    "lstm.input",
+    "gru.input",
+    "rnn_tanh.input",
+    "rnn_relu.input",
 )
 
 #: fx call_function targets handled by the importer itself, not by converters.
