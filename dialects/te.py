@@ -532,4 +532,43 @@ class DenseLinalgOp(IRDLOperation):
                 )
 
 
-TE = Dialect("te", [ComputeOp, ReduceOp, ReadOp, DimOp, ScatterOp, ScanOp, SortOp, DenseLinalgOp, YieldOp], [])
+@irdl_op_definition
+class RNNOp(IRDLOperation):
+    """``graph.rnn`` (one direction of a recurrent layer over time: its semantics, operands
+    in its order ``gates, weight, bias, initial[, projection]``) as one kernel: te-to-loop
+    writes the batch rows outermost (independent, so they may run in parallel), in each a
+    serial loop over time holding the state in local buffers, the recurrent product and
+    the cell inside (``lowering/rnn_kernel.py``); TE's element form would recompute each
+    step's whole history.
+
+    Example::
+
+        %s = te.rnn %g, %w, %b, %h {cell = "gru", reverse = false} : (tensor<5x2x21xf32>, tensor<7x21xf32>, tensor<21xf32>, tensor<2x7xf32>) -> tensor<5x2x7xf32>
+    """
+
+    name = "te.rnn"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    cell = prop_def(StringAttr)
+    reverse = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$inputs attr-dict `:` functional-type($inputs, $result)"
+
+    def __init__(self, inputs: Sequence[SSAValue], result_type: TensorType, cell: str, reverse: bool = False):
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[result_type],
+            properties={"cell": StringAttr(cell), "reverse": BoolAttr.from_bool(reverse)},
+        )
+
+    def verify_(self) -> None:
+        if len(self.inputs) not in (4, 5):
+            raise VerifyException(f"te.rnn: takes gates, weight, bias, initial and an optional projection, got {len(self.inputs)} inputs")
+        if any(v.type.element_type != self.result.type.element_type for v in self.inputs):
+            raise VerifyException("te.rnn: inputs and result must have one element type")
+        if len(self.result.type.get_shape()) != 3:
+            raise VerifyException(f"te.rnn: the result must be (steps, batch, state), got {self.result.type}")
+
+
+TE = Dialect("te", [ComputeOp, ReduceOp, ReadOp, DimOp, ScatterOp, ScanOp, SortOp, DenseLinalgOp, RNNOp, YieldOp], [])

@@ -38,7 +38,7 @@ from ..dialects import loop
 from ..dialects.byoc import CallOp as ExternalCallOp
 from ..dialects.graph import ConstantOp
 from ..dialects.graph.types import shape_of
-from . import compute_kernel, dense_linalg, scan_kernel, scatter_kernel, sort_kernel  # noqa: F401  (register their kernel rules)
+from . import compute_kernel, dense_linalg, rnn_kernel, scan_kernel, scatter_kernel, sort_kernel  # noqa: F401  (register their kernel rules)
 from .copy_kernel import copy_kernel
 from .kernel_anchor import record_anchor
 from .kernel_registry import KERNEL_RULES

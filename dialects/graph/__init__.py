@@ -19,6 +19,7 @@ from . import (
     quant,
     quant_bf16,
     random,
+    recurrent,
     reduce,
     shape,
     spectral,
@@ -32,7 +33,7 @@ from .types import DimNamesAttr, WeightAttr
 
 _FAMILIES = (
     constant, elementwise, linalg, nn, shape, reduce, indexing, dense_linalg, factorizations, spectral, fourier, polynomials,
-    incomplete_gamma, random, quant, quant_bf16,
+    incomplete_gamma, random, quant, quant_bf16, recurrent,
 )  # fmt: skip
 
 

@@ -29,6 +29,8 @@ Registered here (plevel in brackets):
 * ``qdense_register_tile`` [20], ``qconv2d_register_tile`` [15],
   ``bf16_dense_register_tile`` [20]: int8 and bfloat16 products on the target's dot
   product instructions (``lowp_gemm.py``);
+* ``rnn_row_blocks`` [20]: recurrent layers (``graph.rnn``): the constant weights packed in
+  column panels, the blocks of batch rows in parallel (``recurrent.py``);
 * ``parallel_outer`` [0]: any other kernel: its outer loops in parallel.
 
 Parallel loops run on ``TK_NUM_THREADS`` threads (default: every core) with dynamic
@@ -56,7 +58,7 @@ from xdsl.rewriter import Rewriter
 
 from ...dialects import loop
 from ..schedule import ScheduleError, kernels, schedule_on_clone
-from . import conv, elementwise, gemm, lowp_gemm, reduce, rows, scatter  # noqa: F401  (registers the strategies)
+from . import conv, elementwise, gemm, lowp_gemm, recurrent, reduce, rows, scatter  # noqa: F401  (registers the strategies)
 from .analysis import KernelInfo, constant_arguments, kernel_info
 from .packing import pack_constant_arguments
 from .registry import STRATEGIES, Strategy, register_strategy, strategies_for

@@ -27,6 +27,7 @@ from . import (  # noqa: F401
     order,
     quantized,
     random,
+    recurrent,
     reduce,
     segments,
     shape,
