@@ -101,12 +101,16 @@ class CompiledModule(Seedable):
         return self._general(args)
 
     def _general(self, args: Sequence[Any]) -> np.ndarray | tuple[np.ndarray, ...]:
-        """The general path, after making the native entry at the second call (a model
+        """The general path; at the second call, the native entry is made first (a model
         called again is likely called many times: then the entry pays its making)."""
         if self._native is None and self._native_context is not None and self.first_run_seconds is not None:
             self._native = native_call.make_native_entry(self._native_context)
             if self._native is None:
                 self._native_context = None
+            else:
+                result = self._native(*args)
+                if result is not native_call.FALLBACK:
+                    return result
         return self._run_general(args)
 
     def _run_general(self, args: Sequence[Any]) -> np.ndarray | tuple[np.ndarray, ...]:

@@ -165,14 +165,13 @@ class NativeCallContext:
         header[WORKSPACE_SYMBOLS] = HEADER + 2 * len(symbols)
         header[RECORDS] = HEADER + 3 * len(symbols)
         words = header + [v for s in symbols for v in ranges.get(s, (0, INT64_MAX))] + [_NO_WORKSPACE] * len(symbols) + records
-        context = NativeCallContext(np.array(words, np.int64), template, symbols, workspaces)
-        if workspaces is not None and not symbols:
-            context.adopt({})  # a static model: its one workspace, installed once
-        return context
+        return NativeCallContext(np.array(words, np.int64), template, symbols, workspaces)
 
     def adopt(self, symbols: dict[str, int]) -> None:
         """Install a workspace for ``symbols``' values (those of a call the general path
-        made), unless a call is using the installed one or it is already theirs."""
+        made), unless a call is using the installed one or it is already theirs. It is
+        taken from the general path's pool (an idle one if there is: no second copy of
+        the temporaries), and the one it replaces goes back there."""
         if self._workspaces is None or self.words[BUSY]:
             return
         values = [symbols.get(s, _NO_WORKSPACE) for s in self.symbols]
@@ -199,7 +198,10 @@ def make_native_entry(context: NativeCallContext | None) -> Callable[..., Any] |
     is registered, or ``TK_NATIVE_CALL=0``)."""
     if context is None or _maker is None or os.environ.get(ENVIRONMENT, "1").strip() == "0":
         return None
-    return _maker(context)
+    entry = _maker(context)
+    if entry is not None and not context.symbols:
+        context.adopt({})  # a static model's one workspace (the general path's, when idle)
+    return entry
 
 
 __all__ = ["FALLBACK", "NativeCallContext", "make_native_entry", "not_eligible", "register_native_entry"]

@@ -232,6 +232,20 @@ def test_static_model_with_temporaries_and_threads():
     assert lib._native_context.words[BUSY] == 0  # the workspace is idle again
 
 
+def test_one_copy_of_the_temporaries_for_calls_from_one_thread():
+    """The native entry takes the general path's idle workspace: 3 calls, 1 made."""
+    module, weights = _chain(4)
+    lib = tk.build(module)
+    pool = lib._workspaces._pool
+    made, make = [], pool._make
+    pool._make = lambda symbols: made.append(symbols) or make(symbols)
+    x = np.random.default_rng(6).standard_normal((4, 19)).astype(F32)
+    for _ in range(3):
+        np.testing.assert_allclose(lib(x), _chain_reference(x, weights), rtol=1e-4, atol=1e-6)
+    assert lib._native is not None and lib._native(x) is not FALLBACK
+    assert made == [{}]
+
+
 def test_symbolic_model_with_temporaries_adopts_the_last_sizes():
     module, weights = _chain("n")
     lib = tk.build(module)
