@@ -274,6 +274,29 @@ def test_signatures_the_entry_does_not_take():
     assert NativeCallContext.create(Signature((x,), (TensorSpec("y", ("2*n",), F32),)), 0, [], 4, None) is None
 
 
+def test_threads_making_the_first_entry_at_once():
+    """4 threads call a fresh process's first model from its first call on: the entry is
+    compiled once (the others wait), every answer right."""
+    code = """
+        import threading, numpy as np, tensorkiln as tk
+        b = tk.GraphBuilder(); x = b.input("x", ("n", 3), np.float32)
+        lib = tk.build(b.finish(b.tanh(b.add(x, 1.0))))
+        wrong, start = [], threading.Barrier(4)
+        def work(t):
+            start.wait()
+            for k in range(300):
+                x = np.full((1 + (t + k) % 5, 3), t * 0.1 + k * 0.01, np.float32)
+                if not np.allclose(lib(x), np.tanh(x + 1)):
+                    wrong.append((t, k))
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        [t.start() for t in threads]; [t.join() for t in threads]
+        assert not wrong and lib._native is not None, wrong[:3]
+        print("ok")
+    """
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
 def test_environment_switch_turns_it_off():
     code = """
         import numpy as np, tensorkiln as tk

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import sysconfig
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -66,13 +67,17 @@ PYTHON_API = {
 }
 
 
+# (prototypes of our own: ctypes.pythonapi's function objects are shared by everyone)
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_GetPointer", ctypes.pythonapi))
+_new_function = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)(
+    ("PyCFunction_NewEx", ctypes.pythonapi)
+)
+
+
 def _numpy_api() -> int:
     """The address of numpy's C API table (the ``_ARRAY_API`` capsule)."""
     core = getattr(np, "_core", None) or np.core
-    capsule = core._multiarray_umath._ARRAY_API
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    return get(capsule, None)
+    return _capsule_pointer(core._multiarray_umath._ARRAY_API, None)
 
 
 def _api_entry(index: int) -> int:
@@ -341,12 +346,31 @@ def entry_module(ndarray_type: int, new_from_descr: int) -> ir.Module:
     return module
 
 
+class _MethodDef(ctypes.Structure):
+    """CPython's PyMethodDef."""
+
+    _fields_ = [("name", ctypes.c_char_p), ("function", ctypes.c_void_p), ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
+
+
+METH_VARARGS = 0x1
+
+_compiling = threading.Lock()
+
+
+def _compiled() -> tuple[JITModule, _MethodDef] | None:
+    """The entry compiled into this process and its PyMethodDef (made once, and kept for
+    the life of the process: every function object made from it points to it; threads
+    making their models' entries at once wait for the first); None where
+    :func:`layout_problem` finds one."""
+    with _compiling:
+        return _compile_once()
+
+
 @lru_cache(maxsize=1)
-def _compiled() -> tuple[JITModule, int] | None:
-    """The entry compiled into this process (once, ~40 ms), and its address; None where
-    :func:`layout_problem` finds one. Only the passes that make registers of its locals
-    and straighten its branches run, and machine code is made at -O0: the full O2
-    pipeline took 3x as long to save ~30 ns per call."""
+def _compile_once() -> tuple[JITModule, _MethodDef] | None:
+    """(~40 ms) Only the passes that make registers of the entry's locals and straighten
+    its branches run, and machine code is made at -O0: the full O2 pipeline took 3x as
+    long to save ~30 ns per call."""
     if layout_problem() is not None:
         return None
     for name in PYTHON_API:
@@ -362,37 +386,18 @@ def _compiled() -> tuple[JITModule, int] | None:
     passes.add_simplify_cfg_pass()
     passes.run(module, llvm.create_pass_builder(machine, llvm.PipelineTuningOptions(speed_level=1)))
     jit = JITModule(module, target)
-    return jit, jit.address(FUNCTION)
-
-
-class _MethodDef(ctypes.Structure):
-    """CPython's PyMethodDef."""
-
-    _fields_ = [("name", ctypes.c_char_p), ("function", ctypes.c_void_p), ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
-
-
-METH_VARARGS = 0x1
-
-
-@lru_cache(maxsize=1)
-def _method_def() -> _MethodDef | None:
-    """The entry's PyMethodDef (kept for the life of the process: every function object
-    made from it points to it)."""
-    compiled = _compiled()
-    if compiled is None:
-        return None
-    return _MethodDef(FUNCTION.encode(), compiled[1], METH_VARARGS, b"a compiled model's call (native entry)")
+    definition = _MethodDef(FUNCTION.encode(), jit.address(FUNCTION), METH_VARARGS, b"a compiled model's call (native entry)")
+    return jit, definition
 
 
 def native_entry(context: nc.NativeCallContext) -> Callable[..., Any] | None:
     """A builtin function making the calls ``context`` describes: ``f(*arrays)`` returns
     the model's output(s), or ``FALLBACK`` (None where this interpreter's layouts differ)."""
-    definition = _method_def()
-    if definition is None:
+    compiled = _compiled()
+    if compiled is None:
         return None
-    make = ctypes.pythonapi.PyCFunction_NewEx
-    make.restype, make.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
-    return make(ctypes.addressof(definition), context.words, None)
+    _, definition = compiled
+    return _new_function(ctypes.addressof(definition), context.words, None)
 
 
 nc.register_native_entry(native_entry)
