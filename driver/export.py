@@ -9,7 +9,8 @@
       model.so      the native code: the object code of the build linked by the system
                     C compiler (``cc -shared``), every kernel and the AOT entry exported,
                     each with its ``<name>_packed`` companion taking one argument array
-                    (what the runtime calls: ``runtime/packed_call.py``)
+                    (what the runtime calls: ``runtime/packed_call.py``), and the SHA-256
+                    of graph.json and meta.json it belongs to (``tk_artifact_sha256``)
       weights.npz   the weights, ``w0``, ``w1``... (numpy's format; read with
                     ``allow_pickle=False``), replaceable by others of the same shapes
       externals/    only when the model calls BYOC external modules: ``<k>.bin``, each
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..byoc.deploy import trampoline_source
-from ..runtime.artifact import ARTIFACT_FORMAT, EXTERNALS, LIBRARY, META, PROGRAM, WEIGHTS
+from ..runtime.artifact import ARTIFACT_FORMAT, EXTERNALS, LIBRARY, META, PROGRAM, WEIGHTS, binding_source
 from ..runtime.npz import save_arrays
 
 if TYPE_CHECKING:  # (native_build calls export_library)
@@ -94,11 +95,8 @@ def export_library(
     root.mkdir(parents=True, exist_ok=True)
     library = root / LIBRARY
     externals = _write_external_modules(root, external_modules)
-    link_shared_library(native, library, trampoline_source(external_modules) if external_modules else "")
     arrays = {f"w{k}": np.asarray(w, order="C") for k, w in enumerate(weights)}
-    with open(root / WEIGHTS, "wb") as f:
-        save_arrays(f, arrays)
-    (root / PROGRAM).write_text(native.program.dumps())
+    program = native.program.dumps()
     meta = {
         "format": ARTIFACT_FORMAT,
         "entry": native.function,
@@ -115,7 +113,14 @@ def export_library(
     }
     if externals:
         meta["externals"] = externals
-    (root / META).write_text(json.dumps(meta, indent=1))
+    meta_text = json.dumps(meta, indent=1)
+    # the library records which program and meta it belongs to (runtime/artifact.py: binding)
+    glue = binding_source(program, meta_text) + (trampoline_source(external_modules) if external_modules else "")
+    link_shared_library(native, library, glue)
+    with open(root / WEIGHTS, "wb") as f:
+        save_arrays(f, arrays)
+    (root / PROGRAM).write_bytes(program.encode())
+    (root / META).write_bytes(meta_text.encode())
 
 
 def _write_external_modules(root: Path, modules: Sequence[Any]) -> dict[str, Any] | None:

@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import importlib
 import io
 import json
@@ -54,6 +55,11 @@ EXTERNALS = "externals"
 
 EXECUTORS = ("aot", "graph")
 
+#: the library's record of the program and meta it was exported with: the SHA-256 of
+#: ``graph.json`` and ``meta.json`` as written (:func:`binding_digest`), a C string the
+#: export links in. Rewriting those files and the manifest to match does not change it.
+BINDING_SYMBOL = "tk_artifact_sha256"
+
 #: the loaders of BYOC external modules an artifact may name (``module:function``); plugins
 #: add theirs to the ``tensorkiln.external_loaders`` entry point group
 EXTERNAL_LOADERS = ("tensorkiln.byoc.deploy:load_external_modules",)
@@ -78,6 +84,13 @@ class _SharedLibrary:
                 self.thread_count = ctypes.c_int32.in_dll(self.cdll, threads.NUM_THREADS_SYMBOL)
             except ValueError:
                 raise ArtifactError(f"{path}: defines no '{threads.NUM_THREADS_SYMBOL}' (not this model's library)") from None
+
+    def binding(self) -> str | None:
+        """The digest the library was exported with (:data:`BINDING_SYMBOL`), or None."""
+        try:
+            return (ctypes.c_char * 65).in_dll(self.cdll, BINDING_SYMBOL).value.decode("ascii", "replace")
+        except ValueError:
+            return None
 
     def address(self, name: str) -> int:
         try:
@@ -217,9 +230,53 @@ def _load_vm(files: Manifest, meta: dict[str, Any]) -> DeployedVM:
     return DeployedVM(program, functions)
 
 
+def binding_digest(program: bytes, meta: bytes) -> str:
+    """The SHA-256 binding a library to the ``graph.json`` and ``meta.json`` it was
+    exported with (their bytes, as written)."""
+    return hashlib.sha256(b"tensorkiln.binding/1\0" + program + b"\0" + meta).hexdigest()
+
+
+def binding_source(program: str, meta: str) -> str:
+    """C source defining :data:`BINDING_SYMBOL` for these texts (the export links it)."""
+    return f'const char {BINDING_SYMBOL}[] = "{binding_digest(program.encode(), meta.encode())}";\n'
+
+
+def _check_binding(files: Manifest, meta: dict[str, Any], library: _SharedLibrary) -> None:
+    """The program and meta must be the ones the library was exported with: an edit of
+    either (with the manifest rewritten to match) would make the native code read
+    buffers by another plan than its own."""
+    recorded = library.binding()
+    if recorded is None:
+        raise ArtifactError(
+            f"{files.root / meta['library']}: records no '{BINDING_SYMBOL}' (not a tensorkiln model library, "
+            "or one exported by an older version: export it again)"
+        )
+    if recorded != binding_digest(files.read(meta["program"]), files.read(META)):
+        raise ArtifactError(
+            f"{files.root}: {meta['library']} was exported with another {meta['program']} and {META} than these "
+            "(another model's library, or these files edited after the export and the manifest rewritten to match)"
+        )
+
+
 def registered_loaders() -> set[str]:
     """The ``module:function`` loaders of external modules an artifact may name."""
     return set(EXTERNAL_LOADERS) | {ep.value for ep in entry_points(group=LOADER_GROUP)}
+
+
+def _registered_loader(files: Manifest, meta: dict[str, Any]) -> str:
+    """The ``module:function`` loader of the artifact's external modules, which must be
+    one of :func:`registered_loaders` (checked before any native code is loaded)."""
+    try:
+        loader_name = meta["externals"]["loader"]
+    except (KeyError, TypeError) as e:
+        raise ArtifactError(f"{files.root / META}: malformed 'externals' entry ({e})") from e
+    if not isinstance(loader_name, str) or loader_name not in registered_loaders():
+        raise ArtifactError(
+            f"{files.root / META}: names the external-module loader {loader_name!r}, which is not registered "
+            f"(registered: {', '.join(sorted(registered_loaders()))}; plugins register theirs in the "
+            f"'{LOADER_GROUP}' entry point group)"
+        )
+    return loader_name
 
 
 def _load_external_modules(files: Manifest, meta: dict[str, Any], library: _SharedLibrary) -> list[Any]:
@@ -231,20 +288,11 @@ def _load_external_modules(files: Manifest, meta: dict[str, Any], library: _Shar
     entry = meta.get("externals")
     if not entry:
         return []
-    blobs = []
+    module_name, _, function = _registered_loader(files, meta).partition(":")
     try:
-        for spec in entry["modules"]:
-            blobs.append(files.read(spec["file"]))
-        loader_name = entry["loader"]
-        module_name, _, function = loader_name.partition(":")
-    except (KeyError, TypeError, AttributeError) as e:
+        blobs = [files.read(spec["file"]) for spec in entry["modules"]]
+    except (KeyError, TypeError) as e:
         raise ArtifactError(f"{root / META}: malformed 'externals' entry ({e})") from e
-    if loader_name not in registered_loaders():
-        raise ArtifactError(
-            f"{root / META}: names the external-module loader {loader_name!r}, which is not registered "
-            f"(registered: {', '.join(sorted(registered_loaders()))}; plugins register theirs in the "
-            f"'{LOADER_GROUP}' entry point group)"
-        )
     try:
         loader = getattr(importlib.import_module(module_name), function)
     except (ImportError, AttributeError) as e:
@@ -298,10 +346,13 @@ def load_module(path: str | os.PathLike[str], executor: str | None = None) -> De
     program = _read_program(files, meta)
     weights = _read_weights(files, meta["weights"], meta["weight_specs"])
     library_path = inside(root, meta["library"])
+    if meta.get("externals"):
+        _registered_loader(files, meta)
     problem = elf_problem(files.read(meta["library"]))
     if problem is not None:
         raise ArtifactError(f"{library_path}: not a loadable shared library ({problem})")
     library = _SharedLibrary(library_path.resolve(), bool(meta.get("uses_openmp")), bool(meta.get("reads_thread_count")))
+    _check_binding(files, meta, library)
     externals = _load_external_modules(files, meta, library)
     for name in program.kernels:
         library.address(name)

@@ -143,6 +143,37 @@ def test_an_edit_behind_a_rewritten_manifest_is_caught_by_the_structural_checks(
         load_module(art)
 
 
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda p: p["nodes"][3]["args"].__setitem__(1, 7),
+        lambda p: p["nodes"].insert(0, p["nodes"].pop(1)),
+        lambda p: p["nodes"].pop(),
+        lambda p: p["tensors"][_first_temp(p)]["shape"].__setitem__(-1, 2**31),
+    ],
+    ids=["node-argument-rewired", "first-two-nodes-swapped", "last-node-dropped", "temp-dim-enlarged"],
+)
+def test_a_consistent_edit_behind_a_rewritten_manifest_is_caught_by_the_library(art, edit):
+    """Edits the structural checks cannot see (before the binding: a segfault, a
+    MemoryError at the call, wrong answers): the library records the SHA-256 of the
+    graph.json and meta.json it was exported with."""
+    _edit_json(art / "graph.json", edit)
+    seal(art)
+    with pytest.raises(ArtifactError, match="model.so was exported with another graph.json and meta.json"):
+        load_module(art)
+
+
+def test_meta_edits_behind_a_rewritten_manifest_are_caught_by_the_library(art):
+    _edit_json(art / "meta.json", lambda m: m.update(target="llvm -mcpu=other"))
+    seal(art)
+    with pytest.raises(ArtifactError, match="exported with another graph.json and meta.json"):
+        load_module(art)
+
+
+def _first_temp(program) -> int:
+    return next(k for k, t in enumerate(program["tensors"]) if t["kind"] == "temp")
+
+
 def test_a_flipped_byte_in_the_elf_machine_field_is_named(art):
     """glibc reports a wrong e_machine as 'No such file or directory': checked before dlopen."""
     blob = bytearray((art / "model.so").read_bytes())
@@ -170,14 +201,14 @@ def test_a_foreign_library_with_a_matching_hash_is_an_artifact_error(art, built,
     tk.build(b.finish(b.relu(b_x))).export_library(other)
     shutil.copy(other / "model.so", art / "model.so")
     seal(art)
-    with pytest.raises(ArtifactError, match="exports no function"):
+    with pytest.raises(ArtifactError, match="model.so was exported with another graph.json and meta.json"):
         load_module(art)
     libm = next((p for p in ("/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib64/libm.so.6", "/lib64/libm.so.6") if os.path.exists(p)), None)
     if libm is not None:
         shutil.copy(libm, art / "model.so")
         _edit_json(art / "meta.json", lambda m: m.update(reads_thread_count=True))
         seal(art)
-        with pytest.raises(ArtifactError, match="not this model's library|exports no function"):
+        with pytest.raises(ArtifactError, match="not this model's library|records no 'tk_artifact_sha256'"):
             load_module(art)
 
 

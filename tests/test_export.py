@@ -179,7 +179,7 @@ def _pickled_weight(path: Path) -> None:
         (_reshape_a_weight, r"weight 'w0' is float32\[3, 3\], the model needs float32\[23\]"),
         (_drop_a_weight, r"weight 'w1' missing"),
         (_pickled_weight, r"weights\.npz: not a readable \.npz weights file"),
-        (_rename_the_entry, r"no function 'old_main_packed' \(an artifact exported before .*export it again"),
+        (_rename_the_entry, r"model\.so was exported with another graph\.json and meta\.json"),
         (lambda p: (p / "manifest.json").unlink(), r"manifest\.json: missing \(not a tensorkiln artifact"),
     ],
 )
