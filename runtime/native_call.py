@@ -117,8 +117,11 @@ class NativeCallContext:
     """The words the native entry reads for one compiled module (see the module doc),
     and what they point to, kept alive here."""
 
-    def __init__(self, words: np.ndarray, template: np.ndarray, symbols: list[str], workspaces: Workspaces | None):
+    def __init__(
+        self, words: np.ndarray, template: np.ndarray, symbols: list[str], workspaces: Workspaces | None, dtypes: list[np.dtype]
+    ):
         self.words = words
+        self.dtypes = dtypes  # (the dtype objects the words point to, kept alive)
         self.template = template
         self.symbols = symbols
         self._workspaces = workspaces
@@ -144,8 +147,8 @@ class NativeCallContext:
         index = {s: k for k, s in enumerate(symbols)}
         ranges = {s: (max(lowest, 0), INT64_MAX if highest is None else highest) for s, lowest, highest in signature.ranges}
         records: list[int] = []
-        for spec in specs:
-            descr = _canonical(spec.dtype)
+        dtypes = [_canonical(spec.dtype) for spec in specs]
+        for spec, descr in zip(specs, dtypes):
             records += [id(descr), descr.itemsize, len(spec.shape)]
             records += [d if isinstance(d, int) else -1 - index[d] for d in spec.shape]
         tail = len(workspaces.argument_types()) if workspaces is not None else 0
@@ -165,7 +168,7 @@ class NativeCallContext:
         header[WORKSPACE_SYMBOLS] = HEADER + 2 * len(symbols)
         header[RECORDS] = HEADER + 3 * len(symbols)
         words = header + [v for s in symbols for v in ranges.get(s, (0, INT64_MAX))] + [_NO_WORKSPACE] * len(symbols) + records
-        return NativeCallContext(np.array(words, np.int64), template, symbols, workspaces)
+        return NativeCallContext(np.array(words, np.int64), template, symbols, workspaces, dtypes)
 
     def adopt(self, symbols: dict[str, int]) -> None:
         """Install a workspace for ``symbols``' values (those of a call the general path

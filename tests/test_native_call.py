@@ -336,3 +336,19 @@ def test_artifacts_with_and_without_the_compiler(tmp_path):
     for _ in range(3):
         np.testing.assert_allclose(deployed(x), np.load(tmp_path / "expected.npy"), rtol=1e-4, atol=1e-6)
     assert deployed._native is not None and deployed._native(x) is not FALLBACK
+
+
+def test_other_dtypes_take_the_entry():
+    """bfloat16 (ml_dtypes), int64 and bool: the same dtype objects numpy gives arrays."""
+    import ml_dtypes
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    b = tk.GraphBuilder()
+    x, i = b.input("x", (2, 9), bf16), b.input("i", (2, 9), I64)
+    lib = tk.build(b.finish(b.add(x, x), b.neg(i), b.compare(i, 3, "gt")))
+    args = (np.linspace(-3, 3, 18).reshape(2, 9).astype(bf16), np.arange(18).reshape(2, 9) - 9)
+    _warm(lib, *args)
+    assert lib._native(*args) is not FALLBACK
+    for got, want in zip(lib(*args), lib._run_general(args)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
