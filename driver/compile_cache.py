@@ -62,6 +62,10 @@ class CacheInfo:
     disk_hits: int = 0
     disk_misses: int = 0
     disk_writes: int = 0
+    #: whole builds (``build_cache.py``): rebuilds that ran no pass, builds that did, entries written
+    build_hits: int = 0
+    build_misses: int = 0
+    build_writes: int = 0
     directory: str | None = None
 
 
@@ -101,7 +105,10 @@ def cache_info() -> CacheInfo:
 
 def clear_cache_info() -> None:
     with _lock:
-        for name in ("kernel_hits", "kernel_misses", "disk_hits", "disk_misses", "disk_writes"):
+        for name in (
+            "kernel_hits", "kernel_misses", "disk_hits", "disk_misses", "disk_writes",
+            "build_hits", "build_misses", "build_writes",
+        ):  # fmt: skip
             setattr(_info, name, 0)
 
 
@@ -240,13 +247,14 @@ def _sweep_orphans(directory: Path) -> None:
             pass
 
 
-def load(key: str) -> ObjectCode | None:
-    """The object code stored under ``key``, or None (counted as a hit or a miss)."""
+def load(key: str, counted: bool = True) -> ObjectCode | None:
+    """The object code stored under ``key``, or None (``counted`` as a hit or a miss)."""
     directory = cache_dir()
     if directory is None:
         return None
     code = _read(entry_path(directory, key))
-    count(disk_hits=1) if code is not None else count(disk_misses=1)
+    if counted:
+        count(disk_hits=1) if code is not None else count(disk_misses=1)
     return code
 
 
@@ -260,26 +268,28 @@ def store(key: str, code: ObjectCode) -> None:
         "externals": code.externals,
         "reads_thread_count": code.reads_thread_count,
         "timings": code.timings,
+        "symbols": code.symbols,
     }
     ir = (code.optimized_ir or "").encode()
-    if write_entry(entry_path(directory, key), key, "object", header, [code.object, ir]):
+    if write_entry(entry_path(directory, key), key, "object", header, [ir, *code.objects]):
         count(disk_writes=1)
 
 
 def _read(path: Path) -> ObjectCode | None:
     """The object code of the entry at ``path`` (its file name is its key), or None."""
     entry = read_entry(path, path.stem, "object")
-    if entry is None or len(entry.blobs) != 2:
+    if entry is None or len(entry.blobs) < 2:
         return None
     header = entry.header
     try:
         return ObjectCode(
-            object=entry.blobs[0].tobytes(),
+            objects=[blob.tobytes() for blob in entry.blobs[1:]],
             functions=list(header["functions"]),
             externals=list(header["externals"]),
             reads_thread_count=bool(header["reads_thread_count"]),
-            optimized_ir=entry.blobs[1].tobytes().decode() or None,
+            optimized_ir=entry.blobs[0].tobytes().decode() or None,
             timings=[tuple(t) for t in header.get("timings", [])],
+            symbols=[(list(defined), list(called)) for defined, called in header["symbols"]],
         )
     except (ValueError, KeyError, TypeError):
         return None

@@ -23,6 +23,7 @@ from ..passes.pipeline import PassContext, PipelineReport, run_pipeline
 from ..runtime.module import CompiledModule
 from ..runtime.profiler import PassTimings
 from ..runtime.signature import Signature
+from . import build_cache, compile_cache
 from .compilable import build_context, compilable_copy
 from .externals import bind_externals
 from .native_build import compile_native, load_compiled
@@ -60,18 +61,28 @@ def scheduled_loops(
 
 
 def build_straight_line(module: ModuleOp, target: Target, request: BuildRequest) -> CompiledModule:
-    """``tk.build`` of a function without control flow for an ``llvm`` target."""
+    """``tk.build`` of a function without control flow for an ``llvm`` target: from the
+    disk cache's build entry when it has one (``build_cache.py``), else every pass."""
     start = time.perf_counter()
     ctx, cpu, function = request.ctx, target.config, request.function
+    # dumps and instruments want every pass to run: no disk cache for those builds
+    use_cache = not ctx.dump_ir and not ctx.instruments
+    key = None
+    if use_cache and request.schedule is None and compile_cache.cache_dir() is not None:
+        key = build_cache.build_key(module, function, cpu, ctx, request.precision)
+        lib = build_cache.load_build(key, cpu) if key is not None else None
+        if lib is not None:
+            lib.compile_seconds = time.perf_counter() - start
+            return lib
     work = compilable_copy(module, ctx)
     signature = signature_of(find_function(work, function))
     externals = bind_externals(work)  # byoc: symbols of external modules, before code is loaded
     reports = scheduled_loops(work, cpu, ctx, request.schedule, request.precision)
-    # dumps and instruments want every pass to run: no disk cache for those builds
-    use_cache = not ctx.dump_ir and not ctx.instruments
     native = compile_native(work, cpu, function, signature, to_llvm(cpu), ctx, use_disk_cache=use_cache)
     lib = load_compiled(native, signature, externals)
     lib.pass_timings = PassTimings([t for report in reports for t in report] + native.timings)
+    if key is not None:
+        build_cache.store_build(key, native, signature)
     lib.compile_seconds = time.perf_counter() - start
     return lib
 

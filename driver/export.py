@@ -65,11 +65,13 @@ def link_shared_library(native: NativeBuild, out: Path, c_source: str = "") -> N
     """Link the build's object code (and ``c_source``: glue such as external modules'
     trampolines) into the shared library ``out``."""
     with tempfile.TemporaryDirectory(prefix="tk-export-") as tmp:
-        obj = Path(tmp) / "model.o"
-        obj.write_bytes(native.code.object)
+        objects = []
+        for k, code in enumerate(native.code.objects):  # (one per group of kernels)
+            objects.append(Path(tmp) / f"model{k}.o")
+            objects[-1].write_bytes(code)
         # --no-undefined: a symbol nothing provides (an external codegen's kernel, say) fails
         # the export here, not the dlopen of a deployed model
-        command = [c_compiler(), "-shared", "-Wl,--no-undefined", "-o", str(out), str(obj)]
+        command = [c_compiler(), "-shared", "-Wl,--no-undefined", "-o", str(out), *map(str, objects)]
         glue = (_THREAD_COUNT_C if native.code.reads_thread_count else "") + c_source
         if glue:
             stub = Path(tmp) / "glue.c"

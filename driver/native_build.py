@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 
 from ..backends.llvm.jit import CPUTarget
-from ..backends.llvm.object_code import ObjectCode, ObjectModule, compile_object
+from ..backends.llvm import codegen_process
+from ..backends.llvm.object_code import ObjectCode, ObjectModule, compile_object, compile_objects
 from ..dialects import loop
 from ..dialects.functions import find_function
 from ..dialects.graph import ConstantOp
@@ -45,6 +46,7 @@ from . import compile_cache
 from .export import export_library
 from .externals import CompiledModuleWithExternals
 from .host_program import graph_program
+from .kernel_groups import op_count, split_into_groups
 from .pipelines import DEDUPE, HOIST
 
 #: the closing passes' input is the scheduled module verified just before, and the llvm
@@ -53,8 +55,18 @@ from .pipelines import DEDUPE, HOIST
 UNVERIFIED = dict(verify_input=False, verify_result=False)
 
 
-def weight_array(data: WeightAttr | DenseIntOrFPElementsAttr) -> np.ndarray:
-    """The numpy data of a constant, as listed in a lowered function's ``tk.weights``."""
+#: a build of at least this many loop-level ops compiles in the LLVM worker processes
+#: even before the pool runs (it saves more than the pool's start costs)
+PARALLEL_MIN_OPS = 3000
+#: groups per worker: enough that the workers finish together (dynamic balance)
+GROUPS_PER_WORKER = 4
+
+
+def weight_array(data: WeightAttr | DenseIntOrFPElementsAttr | np.ndarray) -> np.ndarray:
+    """The numpy data of a constant, as listed in a lowered function's ``tk.weights`` (or
+    as a build entry of the disk cache holds it)."""
+    if isinstance(data, np.ndarray):
+        return data
     return data.array if isinstance(data, WeightAttr) else ConstantOp(data).array()
 
 
@@ -73,6 +85,8 @@ class NativeBuild:
     #: how many temporaries the entry takes as trailing arguments (``program``'s)
     temporaries: int
     timings: list[tuple[str, float]] = field(default_factory=list)
+    #: the key of the object code's disk-cache entry (None: not cached)
+    cache_key: str | None = None
 
 
 def compile_native(
@@ -116,16 +130,19 @@ def compile_native(
     timings.append(("cache-lookup", time.perf_counter() - start))
     hit = code is not None
     if code is None:
-        timings += run_pipeline(loops, lower, ctx, verify_input=verify, verify_result=verify)
-        with fewer_gc_pauses():  # (the LLVM IR text is printed from xDSL ops)
-            code = compile_object(loops, cpu)
+        if graph_executor and not verify and not ctx.dump_ir and not ctx.instruments:
+            code = _compile_in_groups(loops, cpu, lower, ctx, timings)
+        else:  # (one module, every pass as listed: dumps, instruments, verification)
+            timings += run_pipeline(loops, lower, ctx, verify_input=verify, verify_result=verify)
+            with fewer_gc_pauses():  # (the LLVM IR text is printed from xDSL ops)
+                code = compile_object(loops, cpu)
         timings += code.timings
         if key is not None:
             compile_cache.store(key, code)
     loaded = time.perf_counter()
     module = ObjectModule(code, cpu)
     timings.append(("load-object", time.perf_counter() - loaded))
-    return NativeBuild(module, code, program, list(weight_data), function, cpu, hit, temporaries, timings)
+    return NativeBuild(module, code, program, list(weight_data), function, cpu, hit, temporaries, timings, key)
 
 
 def load_compiled(native: NativeBuild, signature: Signature, externals: Sequence[Any] = ()) -> CompiledModule:
@@ -143,6 +160,27 @@ def load_compiled(native: NativeBuild, signature: Signature, externals: Sequence
         lib._exporter = functools.partial(export_library, native=native, weights=lib._weights, external_modules=externals)
     lib.pass_timings = PassTimings(native.timings)
     return lib
+
+
+def _compile_in_groups(
+    loops: ModuleOp, cpu: CPUTarget, lower: Sequence[str], ctx: PassContext, timings: list[tuple[str, float]]
+) -> ObjectCode:
+    """Lower and compile ``loops`` as groups of functions (``kernel_groups.py``), in the
+    LLVM worker processes when the build is large enough or the pool runs: each group
+    is lowered by the last pass of ``lower`` (the conversion to the llvm dialect, one
+    function at a time) while the workers compile the groups before it."""
+    *whole_module, per_function = lower
+    timings += run_pipeline(loops, whole_module, ctx, **UNVERIFIED)
+    parallel = codegen_process.use_workers(large=op_count(loops) >= PARALLEL_MIN_OPS)
+    groups = split_into_groups(loops, codegen_process.worker_count() * GROUPS_PER_WORKER if parallel else 1)
+
+    def lowered() -> Iterator[tuple[ModuleOp, None]]:
+        for group in groups:
+            timings.extend(run_pipeline(group, (per_function,), ctx, **UNVERIFIED))
+            yield group, None
+
+    with fewer_gc_pauses():  # (the LLVM IR text is printed from xDSL ops)
+        return compile_objects(lowered(), cpu, parallel)
 
 
 def _kernel_count(module: ModuleOp) -> int:

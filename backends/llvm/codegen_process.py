@@ -1,24 +1,25 @@
-"""LLVM optimisation and code generation in a helper process that is replaced now and then.
+"""LLVM optimisation and code generation in worker processes: in parallel, and with
+bounded memory.
 
-llvmlite 0.50 leaks native memory on every run of its new pass manager (measured:
-~0.16 MB of malloc'd memory per optimised module at -O2, never freed: its
-``LLVMPY_CreatePassBuilder`` allocates the pass-instrumentation callbacks the pass builder
-never deletes, and each run registers more into them). A service that compiles model after
-model grew without bound (issue #39: 800 uncached builds, 138 -> 277 MB). Nothing in
-llvmlite's API frees it, so the work that leaks runs in a helper process: it receives the
-LLVM IR text, optimises it and emits the object code, and is replaced by a fresh one after
-:data:`JOBS_PER_PROCESS` modules, which bounds what it can hold. The compiling process's
-own memory stays flat. A helper that dies (an LLVM abort) is an error for that build, not
-the end of the process, and the next build starts a new helper.
+- **Parallel**: llvmlite holds the GIL while LLVM works, so threads cannot share the
+  work; a build splits its kernels into groups, one LLVM module each, and a pool of
+  worker processes (one per core: ``TK_LLVM_WORKERS`` overrides) optimises and emits
+  them at once while the build prints the next group's IR (``object_code.py``).
+- **Bounded memory**: llvmlite 0.50 leaks native memory on every run of its new pass
+  manager (~0.16 MB per optimised module, never freed: ``LLVMPY_CreatePassBuilder``
+  allocates pass-instrumentation callbacks that are never deleted). A service that
+  compiled model after model grew without bound (issue #39: 800 uncached builds, 138 ->
+  277 MB). A worker is replaced by a fresh one after :data:`JOBS_PER_PROCESS` modules,
+  which bounds what it can hold; the building process's own memory stays flat.
 
-The first :data:`JOBS_IN_PROCESS` modules of a process are compiled in the process itself
-(a helper costs ~0.4 s to start: a script or a test that builds a few models does not pay
-it, and what leaks stays below ~10 MB); the helper takes over from there.
+A worker that dies (an LLVM abort) is a :class:`CodegenCrashed` error for the build
+whose module it was compiling, not the end of the process; the next job starts a new
+worker. A small build compiles in this process (a pool costs ~0.1-0.3 s to start), but
+only its first :data:`JOBS_IN_PROCESS` modules: what leaks here stays below ~10 MB.
+``TK_LLVM_IN_PROCESS=1`` does all the work in this process (debugging; it leaks).
 
-``TK_LLVM_IN_PROCESS=1`` does the work in this process instead (debugging; it leaks).
-
-Protocol: length-prefixed pickles over the helper's stdin/stdout (the helper is this
-module run as ``python -m``; it imports no user code).
+Protocol: length-prefixed pickles over a worker's stdin/stdout; a worker is this module
+run as ``python -m`` and imports llvmlite and ``codegen.py`` only (no xDSL, no user code).
 """
 
 from __future__ import annotations
@@ -26,25 +27,30 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import queue
 import struct
 import subprocess
 import sys
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
-#: modules a helper compiles before it is replaced (its leak stays below ~40 MB)
+from . import codegen
+
+#: modules a worker compiles before it is replaced (its leak stays below ~40 MB)
 JOBS_PER_PROCESS = 200
 
-#: modules compiled in this process before the helper takes over
+#: modules compiled in this process (small builds) before the pool takes over for good
 JOBS_IN_PROCESS = 50
 
 IN_PROCESS_VARIABLE = "TK_LLVM_IN_PROCESS"
+WORKERS_VARIABLE = "TK_LLVM_WORKERS"
 
 _HEADER = struct.Struct("<Q")
 
 
 class CodegenCrashed(RuntimeError):
-    """The helper process died while compiling a module (LLVM aborted)."""
+    """A worker process died while compiling a module (LLVM aborted)."""
 
 
 def _send(stream: BinaryIO, value: Any) -> None:
@@ -61,22 +67,24 @@ def _receive(stream: BinaryIO) -> Any:
     data = stream.read(size)
     if len(data) < size:
         raise EOFError
-    return pickle.loads(data)  # noqa: S301 (our own helper process's answer)
+    return pickle.loads(data)  # noqa: S301 (our own worker's answer)
 
 
-class _Helper:
-    """One helper process and how many modules it has compiled."""
+class _Worker:
+    """One worker process and how many modules it has compiled."""
 
     def __init__(self) -> None:
-        env = {**os.environ, IN_PROCESS_VARIABLE: "1"}
         self.process = subprocess.Popen(
             [sys.executable, "-m", __name__],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=env,
+            env={**os.environ, IN_PROCESS_VARIABLE: "1"},
         )
         self.jobs = 0
-        self.owner = os.getpid()  # a forked child must not share the pipes: it starts its own
+
+    @property
+    def worn_out(self) -> bool:
+        return self.jobs >= JOBS_PER_PROCESS or self.process.poll() is not None
 
     def run(self, request: tuple) -> Any:
         self.jobs += 1
@@ -86,7 +94,7 @@ class _Helper:
         except (EOFError, BrokenPipeError, OSError):
             code = self.process.wait()
             raise CodegenCrashed(
-                f"LLVM's code generation died (the helper process exited with status {code}) compiling this module"
+                f"LLVM's code generation died (its worker process exited with status {code}) compiling this module"
             ) from None
 
     def close(self) -> None:
@@ -99,65 +107,136 @@ class _Helper:
                 self.process.wait()
 
 
+class CodegenPool:
+    """``size`` worker processes (started now, so that they load llvmlite while the
+    build runs its passes) and a thread per worker that feeds it."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.owner = os.getpid()  # a forked child must not share the pipes: it makes its own
+        self._idle: queue.SimpleQueue[_Worker | None] = queue.SimpleQueue()
+        self._workers: list[_Worker] = []
+        for _ in range(size):
+            self._idle.put(self._new_worker())
+        self._feeders = ThreadPoolExecutor(size, thread_name_prefix="tk-llvm")
+
+    def _new_worker(self) -> _Worker:
+        worker = _Worker()
+        self._workers.append(worker)
+        return worker
+
+    def submit(self, function: str, *args: Any) -> Future:
+        """``function(*args)`` of ``codegen.py`` in a worker; its exception re-raised."""
+        return self._feeders.submit(self._run, (function, args))
+
+    def _run(self, request: tuple) -> Any:
+        worker = self._idle.get()
+        try:
+            if worker is None or worker.worn_out:
+                if worker is not None:
+                    worker.close()
+                    self._workers.remove(worker)
+                worker = self._new_worker()
+            ok, value = worker.run(request)
+        except CodegenCrashed:
+            self._workers.remove(worker)
+            worker = None
+            raise
+        finally:
+            self._idle.put(worker)
+        if not ok:
+            kind, message = value
+            raise (kind if isinstance(kind, type) and issubclass(kind, Exception) else RuntimeError)(message)
+        return value
+
+    @property
+    def pids(self) -> list[int]:
+        """The worker processes' ids (tests)."""
+        return [w.process.pid for w in self._workers]
+
+    def close(self) -> None:
+        self._feeders.shutdown(wait=True)
+        for worker in self._workers:
+            worker.close()
+        self._workers = []
+
+
 _lock = threading.Lock()
-_helper: _Helper | None = None
+_pool: CodegenPool | None = None
 _jobs_here = 0
 
 
-def _current_helper() -> _Helper:
-    global _helper
-    if _helper is not None and _helper.owner != os.getpid():
-        _helper = None  # inherited through fork: the parent's helper, left to the parent
-    if _helper is not None and (_helper.jobs >= JOBS_PER_PROCESS or _helper.process.poll() is not None):
-        _helper.close()
-        _helper = None
-    if _helper is None:
-        _helper = _Helper()
-    return _helper
+def worker_count() -> int:
+    """How many worker processes the pool has: ``TK_LLVM_WORKERS``, else this process's cores."""
+    configured = os.environ.get(WORKERS_VARIABLE, "").strip()
+    if configured:
+        return max(1, int(configured))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # (not Linux)
+        return max(1, os.cpu_count() or 1)
+
+
+def in_process_only() -> bool:
+    return os.environ.get(IN_PROCESS_VARIABLE, "") not in ("", "0")
+
+
+def pool() -> CodegenPool:
+    """The process's pool, started on first use."""
+    global _pool
+    with _lock:
+        if _pool is not None and _pool.owner != os.getpid():
+            _pool = None  # inherited through fork: the parent's, left to the parent
+        if _pool is None:
+            _pool = CodegenPool(worker_count())
+        return _pool
+
+
+def pool_started() -> bool:
+    return _pool is not None and _pool.owner == os.getpid()
+
+
+def start_pool() -> None:
+    """Start the workers now (a large build calls this first: they load while it runs
+    its passes); nothing with ``TK_LLVM_IN_PROCESS=1``."""
+    if not in_process_only():
+        pool()
+
+
+def use_workers(large: bool) -> bool:
+    """Whether a build's LLVM modules go to the workers: a ``large`` build's (one worth
+    starting the pool for), and every build's once the pool runs or this process has
+    compiled :data:`JOBS_IN_PROCESS` modules itself; never with ``TK_LLVM_IN_PROCESS=1``."""
+    if in_process_only():
+        return False
+    return large or pool_started() or _jobs_here >= JOBS_IN_PROCESS
+
+
+def count_jobs_here(modules: int) -> None:
+    """Count modules compiled in this process (what leaks here)."""
+    global _jobs_here
+    with _lock:
+        _jobs_here += modules
 
 
 def shutdown() -> None:
-    """End the helper process (it also ends when this process does)."""
-    global _helper
+    """End the worker processes (they also end when this process does)."""
+    global _pool
     with _lock:
-        if _helper is not None and _helper.owner == os.getpid():
-            _helper.close()
-        _helper = None
+        if _pool is not None and _pool.owner == os.getpid():
+            _pool.close()
+        _pool = None
 
 
 atexit.register(shutdown)
 
 
-def in_helper(function: str, *args: Any) -> Any:
-    """``function(*args)`` of :mod:`tensorkiln.backends.llvm.object_code` (by name), run in
-    the helper process (or here, with ``TK_LLVM_IN_PROCESS=1``); its exception re-raised."""
-    global _jobs_here, _helper
-    with _lock:
-        here = _jobs_here < JOBS_IN_PROCESS or os.environ.get(IN_PROCESS_VARIABLE, "") not in ("", "0")
-        _jobs_here += here
-    if here:
-        return _call(function, args)
-    with _lock:
-        helper = _current_helper()
-        try:
-            ok, value = helper.run((function, args))
-        except CodegenCrashed:
-            _helper = None
-            raise
-    if not ok:
-        kind, message = value
-        raise (kind if isinstance(kind, type) and issubclass(kind, Exception) else RuntimeError)(message)
-    return value
-
-
 def _call(function: str, args: tuple) -> Any:
-    from . import object_code
-
-    return getattr(object_code, function)(*args)
+    return getattr(codegen, function)(*args)
 
 
 def _serve(requests: BinaryIO, answers: BinaryIO) -> None:
-    """The helper's loop: answer each request until stdin closes."""
+    """A worker's loop: answer each request until stdin closes."""
     while True:
         try:
             function, args = _receive(requests)
