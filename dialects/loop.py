@@ -530,6 +530,9 @@ LAYOUT_BLOCKS_ATTR = "tk.layout_blocks"
 STAGE_ATTR = "tk.stage"
 PAD_DIMS_ATTR = "tk.pad_dims"
 PAD_FILL_ATTR = "tk.pad_fill"
+#: a parallel ``loop.for``: the most threads worth running it on (the schedule's cost
+#: model, ``schedule/strategies/parallel.py``; none: as many as the runtime has)
+MAX_THREADS_ATTR = "tk.max_threads"
 
 
 def _string(op: Operation, name: str) -> str | None:
@@ -714,6 +717,20 @@ def is_outlined_microkernel(function: Operation) -> bool:
 
 def mark_outlined_microkernel(function: Operation) -> None:
     function.attributes[MICROKERNEL_ATTR] = StringAttr("outlined")
+
+
+def max_threads(for_op: Operation) -> int | None:
+    """The most threads a parallel loop is worth (:data:`MAX_THREADS_ATTR`), or None."""
+    attr = for_op.attributes.get(MAX_THREADS_ATTR)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def set_max_threads(for_op: Operation, threads: int | None) -> None:
+    """Cap the threads a parallel loop runs on (None: no cap)."""
+    if threads is None:
+        for_op.attributes.pop(MAX_THREADS_ATTR, None)
+    else:
+        for_op.attributes[MAX_THREADS_ATTR] = IntegerAttr(threads, i64)
 
 
 def _int_lists(kernel: Operation, name: str) -> dict[int, list[int]]:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..backends.llvm.thread_pool import calls_pool, pool_object
 from ..byoc.deploy import trampoline_source
 from ..runtime.artifact import ARTIFACT_FORMAT, EXTERNALS, LIBRARY, META, PROGRAM, WEIGHTS, binding_source
 from ..runtime.npz import save_arrays
@@ -72,6 +73,10 @@ def link_shared_library(native: NativeBuild, out: Path, c_source: str = "") -> N
         # --no-undefined: a symbol nothing provides (an external codegen's kernel, say) fails
         # the export here, not the dlopen of a deployed model
         command = [c_compiler(), "-shared", "-Wl,--no-undefined", "-o", str(out), *map(str, objects)]
+        if calls_pool(native.code.externals):  # parallel loops: the library's own thread pool
+            pool = Path(tmp) / "thread_pool.o"
+            pool.write_bytes(pool_object())
+            command += [str(pool), "-pthread"]
         glue = (_THREAD_COUNT_C if native.code.reads_thread_count else "") + c_source
         if glue:
             stub = Path(tmp) / "glue.c"

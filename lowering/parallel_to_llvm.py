@@ -1,4 +1,4 @@
-"""``parallel`` loops -> the OpenMP runtime (libgomp), as C compilers do.
+"""``parallel`` loops -> tensorkiln's thread pool (``backends/llvm/thread_pool_ir.py``).
 
 A parallel loop ``loop.for %i = %lb to %ub step %s parallel { body }`` in ``@f``
 becomes two functions and a call:
@@ -7,29 +7,27 @@ becomes two functions and a call:
   over ``[begin, end)`` with the body converted as usual. The captures are every value
   the body uses and ``@f`` defines (buffers as pointer + dynamic sizes, scalars), in
   first-use order; buffer pointers keep their ``noalias`` attribute (LLVM inlines the
-  body into the thread function and keeps the alias facts as scopes, so the body still
+  body into the piece function and keeps the alias facts as scopes, so the body still
   vectorises). Integer constants are re-made inside instead of captured.
-* ``@f_parallel<k>(%data: !llvm.ptr)``, the thread function: reads the captures from
-  ``data``, an array of 8-byte slots (slot ``j`` holds the ``j``-th flattened capture:
-  a pointer, or an i64 holding the value's bits, zero-extended; the last three slots
-  hold ``lb``, ``ub`` and ``step``), then takes chunks of iterations
-  (``GOMP_loop_nonmonotonic_dynamic_next``) and calls the body function on each until
-  none is left (``GOMP_loop_end_nowait``);
+* ``@f_parallel<k>(%data: !llvm.ptr, %begin: i64, %end: i64)``, the piece function:
+  reads the captures from ``data``, an array of 8-byte slots (slot ``j`` holds the
+  ``j``-th flattened capture: a pointer, or an i64 holding the value's bits,
+  zero-extended; the last slot holds the step), and runs the body on ``[begin, end)``;
 * in ``@f``: the slots are a stack array (entry-block ``alloca``) filled in place of
-  the loop, then ``GOMP_parallel_loop_nonmonotonic_dynamic(@f_parallel<k>, data,
-  tk_num_threads, lb, ub, step, chunk, 0)``; it returns when every thread is done.
+  the loop, then ``tk_parallel_for(@f_parallel<k>, data, lb, ub, step, tk_num_threads,
+  cap)``; it returns when every iteration is done.
 
-Dynamic scheduling (OpenMP's ``schedule(nonmonotonic:dynamic, chunk)``), not static
-chunks: the iterations are cut into about ``CHUNKS_PER_THREAD`` chunks per thread
-that the threads take from a shared counter, so when another process holds one core
-the thread running there takes fewer chunks instead of stalling the whole loop.
+The pool cuts ``[lb, ub)`` into pieces (a few per thread) that the threads, the calling
+one included, take from a shared counter: a thread slowed down by another process on
+its core takes fewer of them, and one not yet awake takes none. ``cap``: the most
+threads worth waking for this loop (``loop.max_threads``, set by the schedule's cost
+model: ``schedule/strategies/parallel.py``), else :data:`UNCAPPED`; a loop run on one
+thread is one call of the piece function, with no synchronisation.
 
 Thread count: the generated code reads the 32-bit global ``tk_num_threads`` (an
-external symbol) at each launch and passes it to ``GOMP_parallel``; 0 means libgomp's
-default (``OMP_NUM_THREADS``, else every core). The runtime owns the variable
+external symbol) at each launch; 0 means every core. The runtime owns the variable
 (``tensorkiln.runtime.threads``: ``TK_NUM_THREADS``, ``set_num_threads``), and the JIT
-binds the symbol to it. A global rather than ``omp_set_num_threads``: that one sets a
-per-thread OpenMP variable, so it would not reach code called from other Python threads.
+binds the symbol to it.
 
 Each iteration runs exactly once, on some thread, with the same arithmetic as the
 serial loop: results do not depend on the thread count (a schedule must not mark a
@@ -41,11 +39,10 @@ Parallel loops nested in a parallel loop run serially.
 from __future__ import annotations
 
 from xdsl.dialects import arith, llvm
-from xdsl.dialects.builtin import DictionaryAttr, UnitAttr, i8, i32, i64
+from xdsl.dialects.builtin import DictionaryAttr, UnitAttr, i32, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ..dialects import loop
-from . import llvm_ops
 from .denormals import enter_flush_mode, leave_flush_mode, resume_flush_mode
 from .llvm_converter import Buffer, FunctionConverter, loop_converter
 from .packed_slots import from_slot, slot_type, to_slot
@@ -54,9 +51,10 @@ from .scalar_to_llvm import int_constant
 #: the 32-bit global the generated code reads the thread count from (0: libgomp's default)
 NUM_THREADS_SYMBOL = "tk_num_threads"
 
-#: chunks per thread of a parallel loop's iterations: threads take chunks from a shared
-#: counter, so one slowed down (by another process on its core) takes fewer of them
-CHUNKS_PER_THREAD = 4
+#: the thread pool's launch function (``backends/llvm/thread_pool_ir.py``)
+LAUNCH_FUNCTION = "tk_parallel_for"
+#: the thread cap of a loop the schedule gave none
+UNCAPPED = 1 << 30
 
 
 def free_values(op: Operation) -> list[SSAValue]:
@@ -117,11 +115,13 @@ def convert_parallel(conv: FunctionConverter, op: loop.ForOp) -> bool:
     body.emit(llvm.ReturnOp())
     state.new_functions.append(body.finish(arg_attrs))
 
-    # -- the thread function: unpack the slots, take this thread's chunk, call the body
-    thread = FunctionConverter(stem, state)
-    data = thread.add_argument(llvm.LLVMPointerType())
+    # -- the piece function: unpack the slots, call the body on [begin, end)
+    piece = FunctionConverter(stem, state)
+    data = piece.add_argument(llvm.LLVMPointerType())
     data.name_hint = "data"
-    ins = thread.emit
+    piece_begin, piece_end = piece.add_argument(i64), piece.add_argument(i64)
+    piece_begin.name_hint, piece_end.name_hint = "begin", "end"
+    ins = piece.emit
 
     def slot(k: int, t: Attribute = i64) -> SSAValue:
         return ins(llvm.GEPOp.from_mixed_indices(data, [k], pointee_type=t, inbounds=True))
@@ -130,35 +130,17 @@ def convert_parallel(conv: FunctionConverter, op: loop.ForOp) -> bool:
     for k, v in enumerate(slots):
         t = slot_type(v.type)
         unpacked.append(from_slot(ins, ins(llvm.LoadOp(slot(k, t), t)), v.type))
-    n = len(slots)
-    st = ins(llvm.LoadOp(slot(n + 2), i64))
-    # every thread running chunks of a kernel that flushes denormals flushes them too
-    flush_mode = enter_flush_mode(thread) if conv.flush_mode is not None else None
-    # take chunks from libgomp's shared iteration counter until none is left
-    one = int_constant(thread.alloca_builder, 1)
-    begin_p = thread.alloca_builder.insert(llvm.AllocaOp(one, i64, alignment=8)).res
-    end_p = thread.alloca_builder.insert(llvm.AllocaOp(one, i64, alignment=8)).res
-    header, chunk_block, exit_block = Block(), Block(), Block()
-    thread.region.add_block([header, chunk_block, exit_block])
-    ins(llvm.BrOp(header))
-    thread.block = header
-    more = ins(llvm.CallOp("GOMP_loop_nonmonotonic_dynamic_next", begin_p, end_p, return_type=i8))
-    zero8 = int_constant(thread.b, 0, i8)
-    ins(llvm.CondBrOp(ins(llvm.ICmpOp(more, zero8, llvm_ops.icmp_predicate("ne"))), chunk_block, [], exit_block, []))
-    thread.block = chunk_block
-    begin_v = ins(llvm.LoadOp(begin_p, i64))
-    end_v = ins(llvm.LoadOp(end_p, i64))
-    ins(llvm.CallOp(f"{stem}_body", *unpacked, begin_v, end_v, st))
-    ins(llvm.BrOp(header))
-    thread.block = exit_block
-    ins(llvm.CallOp("GOMP_loop_end_nowait"))
+    step_value = ins(llvm.LoadOp(slot(len(slots)), i64))
+    # every thread running pieces of a kernel that flushes denormals flushes them too
+    flush_mode = enter_flush_mode(piece) if conv.flush_mode is not None else None
+    ins(llvm.CallOp(f"{stem}_body", *unpacked, piece_begin, piece_end, step_value))
     if flush_mode is not None:
-        leave_flush_mode(thread, flush_mode)
+        leave_flush_mode(piece, flush_mode)
     ins(llvm.ReturnOp())
-    state.new_functions.append(thread.finish([DictionaryAttr({})]))
+    state.new_functions.append(piece.finish([DictionaryAttr({})] * 3))
 
-    # -- in the caller: fill the slots, launch
-    slots += [conv.values[op.lb], conv.values[op.ub], conv.values[op.step]]
+    # -- in the caller: fill the slots (the captures, then the step), launch
+    slots.append(conv.values[op.step])
     # (slots typed as pointers: llvmlite then types the array as an opaque pointer, into
     # which both pointers and i64s can be stored)
     array = llvm.AllocaOp(int_constant(conv.alloca_builder, len(slots)), llvm.LLVMPointerType(), alignment=8)
@@ -174,33 +156,13 @@ def convert_parallel(conv: FunctionConverter, op: loop.ForOp) -> bool:
     )
     function = conv.emit(llvm.AddressOfOp(stem, llvm.LLVMPointerType()))
     lb, ub, st = (conv.values[v] for v in (op.lb, op.ub, op.step))
-    chunk = _chunk_size(conv, lb, ub, st, threads)
+    cap = int_constant(conv.b, loop.max_threads(op) or UNCAPPED)
     if conv.flush_mode is not None:
-        leave_flush_mode(conv, conv.flush_mode)  # (threads made by the launch inherit the mode)
-    conv.emit(
-        llvm.CallOp(
-            "GOMP_parallel_loop_nonmonotonic_dynamic",
-            function, array.res, threads, lb, ub, st, chunk, int_constant(conv.b, 0, i32),
-        )
-    )
+        leave_flush_mode(conv, conv.flush_mode)  # (workers the launch creates inherit the mode)
+    conv.emit(llvm.CallOp(LAUNCH_FUNCTION, function, array.res, lb, ub, st, threads, cap))
     if conv.flush_mode is not None:
         resume_flush_mode(conv, conv.flush_mode)
     return True
 
 
-def _chunk_size(conv: FunctionConverter, lb: SSAValue, ub: SSAValue, step: SSAValue, threads: SSAValue) -> SSAValue:
-    """Iterations per chunk: ``max(1, trips / (CHUNKS_PER_THREAD * threads))``, with
-    ``threads`` the requested count or, for 0, ``omp_get_max_threads()``."""
-    ins = conv.emit
-    zero32 = int_constant(conv.b, 0, i32)
-    default = ins(llvm.CallOp("omp_get_max_threads", return_type=i32))
-    count = ins(llvm.SelectOp(ins(llvm.ICmpOp(threads, zero32, llvm_ops.icmp_predicate("eq"))), default, threads))
-    one = int_constant(conv.b, 1)
-    span = ins(llvm.SubOp(ins(llvm.AddOp(ins(llvm.SubOp(ub, lb)), step)), one))
-    trips = ins(llvm.SDivOp(span, step))
-    pieces = ins(llvm.MulOp(ins(llvm.SExtOp(count, i64)), int_constant(conv.b, CHUNKS_PER_THREAD)))
-    chunk = ins(llvm.SDivOp(trips, pieces))
-    return ins(llvm.SelectOp(ins(llvm.ICmpOp(chunk, one, llvm_ops.icmp_predicate("slt"))), one, chunk))
-
-
-__all__ = ["NUM_THREADS_SYMBOL", "convert_parallel", "free_values"]
+__all__ = ["LAUNCH_FUNCTION", "NUM_THREADS_SYMBOL", "UNCAPPED", "convert_parallel", "free_values"]

@@ -21,7 +21,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
-from ..dialects.loop import GPU_BINDINGS, ForOp, LoadOp, StoreOp, YieldOp
+from ..dialects.loop import GPU_BINDINGS, ForOp, LoadOp, StoreOp, YieldOp, set_max_threads
 from .nest import (
     INDEX,
     Dependence,
@@ -424,11 +424,14 @@ def _set_kind(primitive: str, kernel: func.FuncOp, loop: str, kind: str) -> ForO
 
 
 @transformation("parallel")
-def parallel(kernel: func.FuncOp, loop: str) -> None:
-    """Run the iterations of ``loop`` on several threads. Legal when its
-    iterations write distinct elements (not a reduction loop) and it is neither inside
-    nor around another parallel loop."""
+def parallel(kernel: func.FuncOp, loop: str, max_threads: int = 0) -> None:
+    """Run the iterations of ``loop`` on several threads (at most ``max_threads``, when
+    positive: what the loop's work is worth). Legal when its iterations write distinct
+    elements (not a reduction loop) and it is neither inside nor around another
+    parallel loop."""
     P = "parallel"
+    if isinstance(max_threads, bool) or not isinstance(max_threads, int) or max_threads < 0:
+        raise ScheduleError(P, f"max_threads must be an integer >= 0 (0: no cap), got {max_threads!r}")
     for_op = find_loop(kernel, loop, P)
     for other in all_loops(kernel):
         if (
@@ -439,6 +442,7 @@ def parallel(kernel: func.FuncOp, loop: str) -> None:
             raise ScheduleError(P, f"loop '{loop}' is nested with parallel loop '{other.loop_name.data}'")
     _check_no_carried_writes(P, kernel, for_op, allow_reductions=False)
     _set_kind(P, kernel, loop, "parallel")
+    set_max_threads(for_op, max_threads or None)
 
 
 @transformation("vectorize")

@@ -184,8 +184,10 @@ class Schedule:
         """split x, split y, reorder to (x.outer, y.outer, x.inner, y.inner)."""
         return self.apply("tile", {"x": x, "y": y, "x_factor": x_factor, "y_factor": y_factor})
 
-    def parallel(self, loop: str) -> None:
-        return self.apply("parallel", {"loop": loop})
+    def parallel(self, loop: str, max_threads: int = 0) -> None:
+        """Run ``loop`` on several threads, at most ``max_threads`` (0: no cap)."""
+        arguments = {"loop": loop, "max_threads": max_threads} if max_threads else {"loop": loop}
+        return self.apply("parallel", arguments)
 
     def vectorize(self, loop: str) -> None:
         return self.apply("vectorize", {"loop": loop})

@@ -9,14 +9,17 @@ from tensorkiln.driver.pipelines import TO_LOOPS
 from tensorkiln.driver.pipelines import optimize_graph
 from tensorkiln.passes.pipeline import PassContext, run_pipeline
 from tensorkiln.schedule import kernels
+from tensorkiln.schedule.strategies.parallel import assumed_cores
 
 
 def scheduled_loops(module: ModuleOp, vector_bits: int = 512) -> ModuleOp:
-    """A copy of ``module`` optimized (O2), lowered to loops and default-scheduled."""
+    """A copy of ``module`` optimized (O2), lowered to loops and default-scheduled (for
+    a 2-core machine: the parallel loops' fusion depends on the cores)."""
     work = module.clone()
     ctx = PassContext(opt_level=2, dump_ir=False)
     optimize_graph(work, ctx)
-    run_pipeline(work, TO_LOOPS + (f"default-schedule{{vector_bits={vector_bits}}}",), ctx)
+    with assumed_cores(2):
+        run_pipeline(work, TO_LOOPS + (f"default-schedule{{vector_bits={vector_bits}}}",), ctx)
     return work
 
 

@@ -47,7 +47,7 @@ def test_emit_source_is_the_code_build_compiles(rng) -> None:
     module = b.finish(b.relu(b.add(b.dense(b.input("x", (64, 200)), w), 1.0)))
     source = tk.emit_source(module, target="llvm")
     assert 'define void @"dense_relu_0"' in source  # (the bias folded into the epilogue)
-    assert f"<{lanes} x float>" in source and "GOMP_parallel" in source
+    assert f"<{lanes} x float>" in source and "tk_parallel_for" in source
     assert "define void @\"dense_0" not in source and "define void @\"relu_0" not in source
 
 

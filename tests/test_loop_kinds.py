@@ -1,4 +1,4 @@
-"""Loop kinds compiled for real: ``parallel`` (libgomp threads), ``vectorized`` (explicit
+"""Loop kinds compiled for real: ``parallel`` (the thread pool), ``vectorized`` (explicit
 SIMD code with a scalar remainder), ``unrolled``.
 
 Hand-written loop-dialect kernels are JIT-compiled once per loop kind and called through
@@ -574,11 +574,11 @@ def test_unrolled_with_dynamic_bounds_is_a_serial_loop(rng):
 # parallel
 
 
-def test_parallel_outlines_the_body_and_calls_libgomp():
+def test_parallel_outlines_the_body_and_calls_the_thread_pool():
     k = kernel(BROADCAST, outer="parallel", inner="vectorized")
     text = k.llvm_dialect
-    assert "llvm.call @GOMP_parallel" in text
-    assert "llvm.func @k_parallel0(%data: !llvm.ptr)" in text
+    assert "llvm.call @tk_parallel_for" in text and "GOMP" not in text
+    assert "llvm.func @k_parallel0(%data: !llvm.ptr, %begin: i64, %end: i64)" in text
     assert "llvm.func @k_parallel0_body(" in text
     assert f"@{parallel_to_llvm.NUM_THREADS_SYMBOL}" in text
 

@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import ModuleOp
 from ...runtime import threads
 from .codegen import optimize
 from .target import CPUTarget, new_target_machine, target_machine  # (CPUTarget: also imported from here)
+from .thread_pool import calls_pool, pool_addresses
 
 
 def llvm_ir(module: ModuleOp, target: CPUTarget) -> str:
@@ -72,6 +73,13 @@ def load_openmp_runtime() -> str:
 
 
 @lru_cache(maxsize=1)
+def load_thread_pool() -> None:
+    """Bind the thread pool's functions (parallel loops: ``thread_pool.py``) for generated code."""
+    for name, address in pool_addresses().items():
+        bind_external_symbol(name, address)
+
+
+@lru_cache(maxsize=1)
 def _bind_thread_count() -> None:
     llvm.add_symbol(threads.NUM_THREADS_SYMBOL, threads.native_address())
 
@@ -82,6 +90,8 @@ def link_runtime(module: llvm.ModuleRef) -> None:
     :mod:`tensorkiln.runtime.threads`), the thread-count variable."""
     if any(f.is_declaration and f.name.startswith(_OPENMP_PREFIXES) for f in module.functions):
         load_openmp_runtime()
+    if calls_pool(f.name for f in module.functions if f.is_declaration):
+        load_thread_pool()
     if any(g.name == threads.NUM_THREADS_SYMBOL for g in module.global_variables):
         _bind_thread_count()
 

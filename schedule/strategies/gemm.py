@@ -39,7 +39,7 @@ from ...dialects import loop
 from ..nest import ScheduleError, transaction
 from ..schedule import Schedule
 from .analysis import KernelInfo, tile_factor
-from .parallel import PARALLEL_MIN_PRODUCT_WORK, parallelize_outer
+from .parallel import MATVEC_NS, PRODUCT_NS, parallelize_outer
 from .registry import register_strategy
 
 #: the most rows of a register tile
@@ -158,7 +158,7 @@ def gemm(
     for name in (ci, f"{ci}.init", f"{ci}.write"):
         s.vectorize(name)
     flush_denormals_if_linear(s, info)
-    parallel = parallelize_outer(s, [*batch, *outer], info, min_work=PARALLEL_MIN_PRODUCT_WORK)
+    parallel = parallelize_outer(s, [*batch, *outer], info, PRODUCT_NS)
     if panel_first and pack_panel and panel is not None:
         # at the panel loop, or at the parallel loop fused from loops around it (an
         # iteration is still one panel); not when the panels were fused with the row blocks
@@ -435,7 +435,7 @@ def dense_matvec(s: Schedule, info: KernelInfo) -> None:
         s.unroll(name)
     s.vectorize(info.reduction_loops[0])
     flush_denormals_if_linear(s, info)
-    parallelize_outer(s, [features], info)
+    parallelize_outer(s, [features], info, MATVEC_NS)
 
 
 __all__ = [

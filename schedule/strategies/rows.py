@@ -21,7 +21,7 @@ from ..nest import all_loops
 from ..schedule import Schedule
 from .analysis import KernelInfo, reads_contiguously, row_nest
 from .elementwise import stores_are_affine
-from .parallel import PARALLEL_MIN_WORK, parallelize_outer
+from .parallel import parallelize_outer
 from .registry import register_strategy
 
 
@@ -61,7 +61,7 @@ def row_work(info: KernelInfo) -> int | None:
 @register_strategy("row_stages", ops=("rows",), plevel=10, applies=stores_are_affine)
 def row_stages(s: Schedule, info: KernelInfo) -> None:
     """Vectorize each stage's innermost loop (if contiguous) and the innermost element
-    loop; rows in parallel when there is enough work."""
+    loop; rows in parallel when the cost model says so (``parallel.py``)."""
     s.simplify_indices()
     nest = row_nest(info.kernel, info.output_loops)
     loops = {f.loop_name.data: f for f in all_loops(info.kernel)}
@@ -70,9 +70,7 @@ def row_stages(s: Schedule, info: KernelInfo) -> None:
         if reads_contiguously(info, innermost):
             s.vectorize(innermost)
     s.vectorize(nest.elements[-1])
-    work = row_work(info)
-    if work is None or work >= PARALLEL_MIN_WORK:
-        parallelize_outer(s, nest.rows, info, min_work=0)
+    parallelize_outer(s, nest.rows, info, work=row_work(info))
 
 
 __all__ = ["row_stages", "row_work"]

@@ -3,11 +3,10 @@
 // RUN: tensorkiln-opt %s -p loop-to-llvm -t llvm | filecheck %s --check-prefix=LLVMIR
 
 // Loop kinds. A parallel loop is outlined into a body function (captured values as
-// arguments, buffer pointers still noalias) and a thread function that unpacks an array
-// of 8-byte slots and takes chunks of iterations from libgomp's shared counter until none
-// is left (dynamic scheduling); the caller fills the slots and calls
-// GOMP_parallel_loop_nonmonotonic_dynamic with the thread count read from @tk_num_threads
-// and a chunk of trips / (4 * threads). A vectorized loop is
+// arguments, buffer pointers still noalias) and a piece function that unpacks an array
+// of 8-byte slots (the captures, then the step) and runs the body on [begin, end); the
+// caller fills the slots and calls the thread pool's tk_parallel_for with the thread
+// count read from @tk_num_threads and the loop's thread cap (none here). A vectorized loop is
 // a main loop over 16 f32 lanes (8 with 256-bit vectors), then the scalar remainder. A
 // reassociable reduction first runs 4 vectors per trip into 4 accumulators (independent
 // adds), which are added up for a one-vector loop, whose accumulator is folded after it. A small unrolled loop is its
@@ -42,20 +41,13 @@ func.func @par(%A: memref<?x8xf32>, %B: memref<?x8xf32>, %s: memref<f32>) {
 // CHECK-NEXT:    %[[P2:.*]] = llvm.getelementptr inbounds %[[SLOTS]][2] : (!llvm.ptr) -> !llvm.ptr, i64
 // CHECK-NEXT:    llvm.store %[[WIDE]], %[[P2]] : i64, !llvm.ptr
 // CHECK:         llvm.store %B, %{{.*}} : !llvm.ptr, !llvm.ptr
-// CHECK:         %[[P6:.*]] = llvm.getelementptr inbounds %[[SLOTS]][6] : (!llvm.ptr) -> !llvm.ptr, i64
-// CHECK-NEXT:    llvm.store %[[N]], %[[P6]] : i64, !llvm.ptr
-// CHECK:         %[[NT:.*]] = llvm.mlir.addressof @tk_num_threads : !llvm.ptr
+// CHECK:         %[[P5:.*]] = llvm.getelementptr inbounds %[[SLOTS]][5] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.store %[[STEP:.*]], %[[P5]] : i64, !llvm.ptr
+// CHECK-NEXT:    %[[NT:.*]] = llvm.mlir.addressof @tk_num_threads : !llvm.ptr
 // CHECK-NEXT:    %[[THREADS:.*]] = llvm.load %[[NT]] : !llvm.ptr -> i32
 // CHECK-NEXT:    %[[FN:.*]] = llvm.mlir.addressof @par_parallel0 : !llvm.ptr
-// CHECK:         %[[MAX:.*]] = llvm.call @omp_get_max_threads() : () -> i32
-// CHECK:         %[[COUNT:.*]] = llvm.select %{{.*}}, %[[MAX]], %[[THREADS]] : i1, i32
-// CHECK:         %[[TRIPS:.*]] = llvm.sdiv
-// CHECK:         %[[PIECES:.*]] = llvm.mul
-// CHECK-NEXT:    %[[DIV:.*]] = llvm.sdiv %[[TRIPS]], %[[PIECES]] : i64
-// CHECK-NEXT:    %[[SMALL:.*]] = llvm.icmp "slt" %[[DIV]], %[[ONE:.*]] : i64
-// CHECK-NEXT:    %[[CHUNK:.*]] = llvm.select %[[SMALL]], %[[ONE]], %[[DIV]] : i1, i64
-// CHECK-NEXT:    %[[FLAGS:.*]] = llvm.mlir.constant(0 : i32) : i32
-// CHECK-NEXT:    llvm.call @GOMP_parallel_loop_nonmonotonic_dynamic(%[[FN]], %[[SLOTS]], %[[THREADS]], %{{.*}}, %[[N]], %{{.*}}, %[[CHUNK]], %[[FLAGS]]) : (!llvm.ptr, !llvm.ptr, i32, i64, i64, i64, i64, i32) -> ()
+// CHECK-NEXT:    %[[CAP:.*]] = llvm.mlir.constant(1073741824) : i64
+// CHECK-NEXT:    llvm.call @tk_parallel_for(%[[FN]], %[[SLOTS]], %{{.*}}, %[[N]], %[[STEP]], %[[THREADS]], %[[CAP]]) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i32, i64) -> ()
 // CHECK-NEXT:    llvm.return
 
 func.func @vec(%A: memref<?xf32>, %b: memref<f32>, %C: memref<?xf32>, %acc: memref<f32>) {
@@ -204,37 +196,26 @@ func.func @unroll_split(%A: memref<?xf32>) {
 // CHECK:         llvm.add %[[I]], %[[STEP]] overflow<nsw> : i64
 // CHECK:         llvm.return
 
-// CHECK-LABEL: llvm.func @par_parallel0(%data: !llvm.ptr) {
+// CHECK-LABEL: llvm.func @par_parallel0(%data: !llvm.ptr, %begin: i64, %end: i64) {
 // CHECK:         %[[A0:.*]] = llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
 // CHECK:         %[[S2:.*]] = llvm.getelementptr inbounds %data[2] : (!llvm.ptr) -> !llvm.ptr, i64
 // CHECK-NEXT:    %[[RAW:.*]] = llvm.load %[[S2]] : !llvm.ptr -> i64
 // CHECK-NEXT:    %[[TRUNC:.*]] = llvm.trunc %[[RAW]] : i64 to i32
 // CHECK-NEXT:    %[[SC:.*]] = llvm.bitcast %[[TRUNC]] : i32 to f32
-// CHECK-NOT:     omp_get_thread_num
-// CHECK:       ^[[NEXT:.*]]:
-// CHECK-NEXT:    %[[MORE:.*]] = llvm.call @GOMP_loop_nonmonotonic_dynamic_next(%[[BP:.*]], %[[EP:.*]]) : (!llvm.ptr, !llvm.ptr) -> i8
-// CHECK:         llvm.cond_br %{{.*}}, ^[[CHUNK:.*]], ^[[DONE:.*]]
-// CHECK-NEXT:  ^[[CHUNK]]:
-// CHECK-NEXT:    %[[B:.*]] = llvm.load %[[BP]] : !llvm.ptr -> i64
-// CHECK-NEXT:    %[[E:.*]] = llvm.load %[[EP]] : !llvm.ptr -> i64
-// CHECK-NEXT:    llvm.call @par_parallel0_body(%[[A0]], %{{.*}}, %[[SC]], %{{.*}}, %{{.*}}, %[[B]], %[[E]], %{{.*}}) : (!llvm.ptr, i64, f32, !llvm.ptr, i64, i64, i64, i64) -> ()
-// CHECK-NEXT:    llvm.br ^[[NEXT]]
-// CHECK-NEXT:  ^[[DONE]]:
-// CHECK-NEXT:    llvm.call @GOMP_loop_end_nowait() : () -> ()
+// CHECK:         %[[S5:.*]] = llvm.getelementptr inbounds %data[5] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    %[[ST:.*]] = llvm.load %[[S5]] : !llvm.ptr -> i64
+// CHECK-NEXT:    llvm.call @par_parallel0_body(%[[A0]], %{{.*}}, %[[SC]], %{{.*}}, %{{.*}}, %begin, %end, %[[ST]]) : (!llvm.ptr, i64, f32, !llvm.ptr, i64, i64, i64, i64) -> ()
 // CHECK-NEXT:    llvm.return
 
-// CHECK-DAG:   llvm.func @GOMP_parallel_loop_nonmonotonic_dynamic(!llvm.ptr, !llvm.ptr, i32, i64, i64, i64, i64, i32)
-// CHECK-DAG:   llvm.func @GOMP_loop_nonmonotonic_dynamic_next(!llvm.ptr, !llvm.ptr) -> i8
-// CHECK-DAG:   llvm.func @GOMP_loop_end_nowait()
-// CHECK-DAG:   llvm.func @omp_get_max_threads() -> i32
+// CHECK-DAG:   llvm.func @tk_parallel_for(!llvm.ptr, !llvm.ptr, i64, i64, i64, i32, i64)
 // CHECK-NOT:   loop.
 
 // LLVMIR:      @"tk_num_threads" = external global i32
 // LLVMIR:      define void @"par"(
-// LLVMIR:        call ccc void @"GOMP_parallel_loop_nonmonotonic_dynamic"({{.*}}@"par_parallel0", ptr %{{.*}}, i32 %{{.*}}, i64 0, i64 %{{.*}}, i64 1, i64 %{{.*}}, i32 0)
+// LLVMIR:        call ccc void @"tk_parallel_for"({{.*}}@"par_parallel0", ptr %{{.*}}, i64 0, i64 %{{.*}}, i64 1, i32 %{{.*}}, i64 1073741824)
 // LLVMIR:      define void @"vec"(
 // LLVMIR:        load <16 x float>, ptr %{{.*}}, align 4
 // LLVMIR:        fadd reassoc <16 x float>
 // LLVMIR:        call float @"llvm.vector.reduce.fadd.v16f32"(float %{{.*}}, <16 x float> %{{.*}})
-// LLVMIR:      define void @"par_parallel0"(ptr %{{.*}})
-// LLVMIR:        call ccc i8 @"GOMP_loop_nonmonotonic_dynamic_next"({{.*}})
+// LLVMIR:      define void @"par_parallel0"(ptr %{{.*}}, i64 %{{.*}}, i64 %{{.*}})
+// LLVMIR:        call ccc void @"par_parallel0_body"({{.*}})

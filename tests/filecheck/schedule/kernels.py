@@ -3,14 +3,16 @@
 
 def scheduled(module):
     """A graph module optimized at O2, lowered to loops and given its default schedules
-    (AVX-512 widths), in place."""
+    (AVX-512 widths, for a 2-core machine), in place."""
     from tensorkiln.driver.pipelines import TO_LOOPS
     from tensorkiln.driver.pipelines import optimize_graph
     from tensorkiln.passes.pipeline import PassContext, run_pipeline
+    from tensorkiln.schedule.strategies.parallel import assumed_cores
 
     ctx = PassContext(opt_level=2, dump_ir=False)
     optimize_graph(module, ctx)
-    run_pipeline(module, TO_LOOPS + ("default-schedule{vector_bits=512}",), ctx)
+    with assumed_cores(2):
+        run_pipeline(module, TO_LOOPS + ("default-schedule{vector_bits=512}",), ctx)
     return module
 
 #: a 17x13 @ 13x31 matmul kernel with the default schedule

@@ -4,7 +4,8 @@ tile over output pixels x output channels (conv2d_register_tile). 64 channels = 
 of 16: up to 6 pixel rows (24 zmm accumulators in a local tile), reduction over (ky, kx, c)
 outside the unrolled rows and vectorized channels. A 7-wide image holds less than two
 tiles: its rows and columns are fused into one pixel loop (49 pixels in tiles of 5, which
-recompute fewer than 6 would, the last one shifted).
+recompute fewer than 6 would, the last one shifted); the 10 tiles are the parallel loop
+(4 pieces per core on 2 cores; the cost model's cap: 10 threads).
 The constant weight comes in column panels of the tile's width, packed at compile time
 (``tk.layout_blocks``: HWIO split on O into P[O/64, 3, 3, 32, 64]), and the input is
 padded by its own kernel first (explicit-conv-padding: 9x9), so no tap is checked. The
@@ -24,7 +25,7 @@ for k in kernels(m):
 
 # CHECK-LABEL: func.func @conv2d_0(%0: memref<1x9x9x32xf32>, %1: memref<1x3x3x32x64xf32>, %2: memref<1x7x7x64xf32>)
 # CHECK-SAME:      tk.layout_blocks = {"1" = [3 : i64, 64 : i64]}, tk.flush_denormals, tk.strategy = "conv2d_register_tile"
-# CHECK:         loop.for {{.*}} parallel name("i1.i2.fused.outer.i3.outer.fused")
+# CHECK:         loop.for {{.*}} parallel name("i1.i2.fused.outer") role(spatial) attributes {tk.max_threads = 10 : i64}
 # CHECK:           loop.alloc() {scope = "local"} : memref<5x64xf32>
 # CHECK:           vectorized name("i3.inner.init")
 # CHECK:           name("k0")

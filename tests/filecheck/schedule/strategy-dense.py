@@ -41,7 +41,7 @@ print(scheduled(b.finish(b.dense(b.input("x", (1, 784)), w))))
 # CHECK-LABEL: func.func @dense_0(
 # CHECK-SAME:      %[[X:[0-9]+]]: memref<1x784xf32>, %[[W:[0-9]+]]: memref<512x784xf32>
 # CHECK-SAME:      tk.flush_denormals, tk.strategy = "dense_matvec"
-# CHECK:         loop.for %[[J:.*]] = {{.*}} parallel name("i1") role(spatial) {
+# CHECK:         loop.for %[[J:.*]] = {{.*}} parallel name("i1") role(spatial) attributes {tk.max_threads = 19 : i64} {
 # CHECK-NEXT:      loop.for %[[I:.*]] = {{.*}} unrolled name("i0") role(spatial) {
 # CHECK:             loop.for %[[K:.*]] = {{.*}} vectorized name("k0") role(reduction) {
 # CHECK-NEXT:          loop.load %[[X]][%[[I]], %[[K]]] : memref<1x784xf32>

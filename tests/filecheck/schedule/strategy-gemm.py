@@ -19,7 +19,7 @@ print(scheduled(b.finish(b.matmul(b.input("x", (255, 257)), b.input("y", (257, 1
 # CHECK-DAG:     %[[C247:.*]] = arith.constant 247 : index
 # CHECK-DAG:     %[[C48:.*]] = arith.constant 48 : index
 # CHECK-DAG:     %[[C81:.*]] = arith.constant 81 : index
-# CHECK:         loop.for %[[IO:.*]] = %{{.*}} to %{{.*}} step %[[C8]] parallel name("i0.outer") role(spatial) {
+# CHECK:         loop.for %[[IO:.*]] = %{{.*}} to %{{.*}} step %[[C8]] parallel name("i0.outer") role(spatial) attributes {tk.max_threads = {{[0-9]+}} : i64} {
 # CHECK-NEXT:      loop.for %[[JO:.*]] = %{{.*}} to %{{.*}} step %[[C48]] name("i1.outer") role(spatial) {
 # CHECK-NEXT:        %[[TILE:.*]] = loop.alloc() {scope = "local"} : memref<8x48xf32>
 # CHECK:             loop.for {{.*}} vectorized name("i1.inner.init") role(spatial) {
@@ -57,7 +57,7 @@ print(scheduled(b.finish(b.matmul(b.input("x", (64, 1024)), b.input("y", (1024, 
 # row blocks, the column blocks in parallel, each panel of B (1024 x 64) packed into a
 # contiguous local buffer first (its rows 4 KiB apart would alias in L1).
 # CHECK-LABEL: func.func @matmul_0(
-# CHECK:         loop.for {{.*}} parallel name("i1.outer") role(spatial) {
+# CHECK:         loop.for {{.*}} parallel name("i1.outer") role(spatial) attributes {tk.max_threads = {{[0-9]+}} : i64} {
 # CHECK:           %[[PANEL:.*]] = loop.alloc() {tk.stage = "arg1.local", scope = "local"} : memref<1024x64xf32>
 # CHECK-NEXT:      loop.for {{.*}} name("arg1.local.c0") {
 # CHECK-NEXT:        loop.for {{.*}} name("arg1.local.c1") {

@@ -25,7 +25,7 @@ print(scheduled(b.finish(b.softmax(b.input("x", (301, 437)), -1))))
 # CHECK-NEXT:    func.return
 # CHECK-LABEL: func.func @softmax_0(
 # CHECK-SAME:      tk.strategy = "row_stages"
-# CHECK:         loop.for %[[I:.*]] = {{.*}} parallel name("i0") role(spatial) {
+# CHECK:         loop.for %[[I:.*]] = {{.*}} parallel name("i0") role(spatial) attributes {tk.max_threads = {{[0-9]+}} : i64} {
 # CHECK-NEXT:      %[[MAX:.*]] = loop.alloc() {scope = "local"} : memref<f32>
 # CHECK:           loop.for %[[K:.*]] = {{.*}} vectorized name("k0") role(reduction) {
 # CHECK-NEXT:        loop.load %{{.*}}[%[[I]], %[[K]]] : memref<301x437xf32>
@@ -71,7 +71,7 @@ print(scheduled(b.finish(b.reduce_sum(b.input("x", (1001, 37)), [0]))))
 # CHECK-SAME:      tk.strategy = "reduce_columns"
 # CHECK-DAG:     %[[C5:.*]] = arith.constant 5 : index
 # CHECK-DAG:     %[[C32:.*]] = arith.constant 32 : index
-# CHECK:         loop.for %[[JO:.*]] = %{{.*}} to %{{.*}} step %[[C32]] parallel name("i0.outer") role(spatial) {
+# CHECK:         loop.for %[[JO:.*]] = %{{.*}} to %{{.*}} step %[[C32]] parallel name("i0.outer") role(spatial) attributes {tk.max_threads = {{[0-9]+}} : i64} {
 # CHECK-NEXT:      %[[BASE:.*]] = arith.minsi %[[JO]], %[[C5]] : index
 # CHECK-NEXT:      %[[TILE:.*]] = loop.alloc() {scope = "local"} : memref<32xf32>
 # CHECK-NEXT:      loop.for {{.*}} vectorized name("i0.inner.init") role(spatial) {
@@ -98,5 +98,5 @@ print(scheduled(b.finish(b.tanh(x))))
 
 # CHECK-LABEL: func.func @tanh_0(
 # CHECK-SAME:      tk.strategy = "injective_vectorized"
-# CHECK:         loop.for {{.*}} parallel name("i0.outer") role(spatial) {
+# CHECK:         loop.for {{.*}} parallel name("i0.outer") role(spatial) attributes {tk.max_threads = {{[0-9]+}} : i64} {
 # CHECK:           loop.for {{.*}} vectorized name("i0.inner") role(spatial) {
