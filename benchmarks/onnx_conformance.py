@@ -65,6 +65,13 @@ def op_types(case: Any) -> str:
     return "(expanded) " + case.name.removeprefix("test_").split("_expanded")[0] if "_expanded" in case.name else "(model) " + case.name
 
 
+def stratum(case: Any) -> str:
+    """The group a case is sliced in (``tests/test_onnx_conformance.py`` runs every N-th case
+    of each): its op, or ``(expanded)`` for every function case expanded into its body."""
+    op = op_types(case)
+    return "(expanded)" if op.startswith("(expanded)") else op
+
+
 def _tolerance(dtype: np.dtype, rtol: float) -> float:
     """The relative tolerance for an output of ``dtype``: the case's, but at least two units
     in the last place of a 16-bit float (ONNX's reference rounds every intermediate result
@@ -74,6 +81,25 @@ def _tolerance(dtype: np.dtype, rtol: float) -> float:
 
         return max(rtol, 2 * float(ml_dtypes.finfo(dtype).eps))
     return rtol
+
+
+#: cases whose expected outputs carry their generator's float32 rounding error beyond the
+#: case's atol, where the exact result is 0 (numpy 2's ``ifft`` of a complex64 array computes
+#: in single precision: 1.9e-7 where 0 is exact, with atol 1e-7): their outputs are compared
+#: with an atol of two float32 ulps of the largest expected magnitude instead
+FLOAT32_NOISE_IN_REFERENCE = {
+    "test_dft_inverse": "numpy.fft.ifft of complex64 (single precision)",
+    "test_dft_inverse_opset19": "numpy.fft.ifft of complex64 (single precision)",
+}
+
+
+def reference_noise(name: str, expected: list[np.ndarray], atol: float) -> float:
+    """The atol for case ``name``: its own, or for a case of ``FLOAT32_NOISE_IN_REFERENCE``
+    two float32 ulps of its largest expected value."""
+    if name not in FLOAT32_NOISE_IN_REFERENCE:
+        return atol
+    largest = max(float(np.abs(as_array(e)).max()) for e in expected)
+    return max(atol, 2 * float(np.finfo(np.float32).eps) * largest)
 
 
 def compare(expected: list[np.ndarray], got: list[np.ndarray], rtol: float, atol: float) -> str | None:
@@ -133,7 +159,7 @@ def run_case(case: Any) -> tuple[str, str]:
                 got = lib(*(v for n, v in values.items() if n not in bound))
                 got = list(got) if isinstance(got, list | tuple) else [got]
                 got = [from_held(g, h) if h is not None else g for g, h in zip(got, held_outputs)]
-                problem = compare(outputs, got, case.rtol, case.atol)
+                problem = compare(outputs, got, case.rtol, reference_noise(case.name, outputs, case.atol))
                 if problem:
                     return "fail", f"wrong answer: {problem}"
     except UnsupportedOperatorError as e:
@@ -279,6 +305,15 @@ def _reason(detail: str) -> str:
     return _one_line(text, 140)
 
 
+def write_expected(expected: dict[str, dict[str, str]]) -> None:
+    """``EXPECTED_FILE``: the onnx version whose suite ran, and the cases, one a line
+    (``"test_abs": {"status": "pass", "stratum": "Abs"}``)."""
+    import onnx
+
+    lines = [f"{json.dumps(name)}: {json.dumps(expected[name], sort_keys=True)}" for name in sorted(expected)]
+    EXPECTED_FILE.write_text(f'{{"onnx": "{onnx.__version__}", "cases": {{\n' + ",\n".join(lines) + "\n}}\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-j", "--jobs", type=int, default=2)
@@ -314,7 +349,7 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(results, indent=1, sort_keys=True))
     full = len(names) == len(cases)
     if args.write_expected and full:
-        EXPECTED_FILE.write_text(json.dumps({n: results[n]["status"] for n in names}, indent=0, sort_keys=True) + "\n")
+        write_expected({c.name: {"status": results[c.name]["status"], "stratum": stratum(c)} for c in cases})
     if not args.no_report and full:
         sys.path.insert(0, str(HERE))
         from report import write_section
