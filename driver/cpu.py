@@ -37,6 +37,7 @@ from .pipelines import (
     schedule_pipeline,
     to_llvm,
 )
+from .progress import BuildProgress
 from .target import BuildRequest, Target, TargetKind, parse_target, register_target_kind
 from .vm import VMModule, compile_vm, needs_vm
 
@@ -46,17 +47,23 @@ def _quiet(ctx: PassContext | None) -> PassContext:
 
 
 def scheduled_loops(
-    work: ModuleOp, cpu: CPUTarget, ctx: PassContext, schedule=None, precision: str = "fp32"
-) -> list[PipelineReport]:
+    work: ModuleOp, cpu: CPUTarget, ctx: PassContext, schedule=None, precision: str = "fp32",
+    progress: BuildProgress | None = None,
+) -> list[PipelineReport]:  # fmt: skip
     """Optimize the compilable graph module ``work`` in place (linear layers in
     ``precision``), lower it to loops and schedule every kernel (``schedule(work,
-    run_default)``, else the default schedules for ``cpu``); the pass reports."""
+    run_default)``, else the default schedules for ``cpu``); the pass reports.
+    ``progress``: a step after each of the two."""
     reports = [optimize_graph(work, ctx, layout=cpu.layout, verify_input=False, precision=precision)]
+    if progress is not None:
+        progress.step("lowering, scheduling")
     if schedule is None:
         reports.append(run_pipeline(work, TO_LOOPS + schedule_pipeline(cpu), ctx, verify_input=False))
     else:
         reports.append(run_pipeline(work, TO_LOOPS, ctx, verify_input=False))
         schedule(work, lambda m: reports.append(run_pipeline(m, schedule_pipeline(cpu), ctx)))
+    if progress is not None:
+        progress.step("llvm")
     return reports
 
 
@@ -74,11 +81,14 @@ def build_straight_line(module: ModuleOp, target: Target, request: BuildRequest)
         if lib is not None:
             lib.compile_seconds = time.perf_counter() - start
             return lib
-    work = compilable_copy(module, ctx)
-    signature = signature_of(find_function(work, function))
-    externals = bind_externals(work)  # byoc: symbols of external modules, before code is loaded
-    reports = scheduled_loops(work, cpu, ctx, request.schedule, request.precision)
-    native = compile_native(work, cpu, function, signature, to_llvm(cpu), ctx, use_disk_cache=use_cache)
+    with BuildProgress(function, steps=2) as progress:
+        work = compilable_copy(module, ctx)
+        signature = signature_of(find_function(work, function))
+        externals = bind_externals(work)  # byoc: symbols of external modules, before code is loaded
+        reports = scheduled_loops(work, cpu, ctx, request.schedule, request.precision, progress)
+        native = compile_native(
+            work, cpu, function, signature, to_llvm(cpu), ctx, use_disk_cache=use_cache, progress=progress
+        )
     lib = load_compiled(native, signature, externals)
     lib.pass_timings = PassTimings([t for report in reports for t in report] + native.timings)
     if key is not None:

@@ -47,6 +47,7 @@ from .export import export_library
 from .externals import CompiledModuleWithExternals
 from .host_program import graph_program
 from .kernel_groups import op_count, split_into_groups
+from .progress import BuildProgress
 from .pipelines import DEDUPE, HOIST
 
 #: the closing passes' input is the scheduled module verified just before, and the llvm
@@ -100,13 +101,15 @@ def compile_native(
     graph_executor: bool = True,
     use_disk_cache: bool = True,
     verify: bool = False,
+    progress: BuildProgress | None = None,
 ) -> NativeBuild:
     """Compile a scheduled loop-level module (changed in place) to native code loaded in
     this process. ``lower``: the passes to the llvm dialect (run under ``ctx``), skipped
     when the disk cache has the module's object code; ``graph_executor``: also merge
     identical kernels and read the graph executor's program (see the module doc);
     ``verify``: verify the lowering's input and result (hand-written or hand-scheduled
-    loops), where a build relies on the verification before and LLVM's after."""
+    loops), where a build relies on the verification before and LLVM's after;
+    ``progress``: a step per group of kernels LLVM compiles."""
     timings: list[tuple[str, float]] = []
     host = find_function(loops, function)
     _, _, weight_data = loop.entry_layout(host)
@@ -131,7 +134,7 @@ def compile_native(
     hit = code is not None
     if code is None:
         if graph_executor and not verify and not ctx.dump_ir and not ctx.instruments:
-            code = _compile_in_groups(loops, cpu, lower, ctx, timings)
+            code = _compile_in_groups(loops, cpu, lower, ctx, timings, progress)
         else:  # (one module, every pass as listed: dumps, instruments, verification)
             timings += run_pipeline(loops, lower, ctx, verify_input=verify, verify_result=verify)
             with fewer_gc_pauses():  # (the LLVM IR text is printed from xDSL ops)
@@ -163,7 +166,12 @@ def load_compiled(native: NativeBuild, signature: Signature, externals: Sequence
 
 
 def _compile_in_groups(
-    loops: ModuleOp, cpu: CPUTarget, lower: Sequence[str], ctx: PassContext, timings: list[tuple[str, float]]
+    loops: ModuleOp,
+    cpu: CPUTarget,
+    lower: Sequence[str],
+    ctx: PassContext,
+    timings: list[tuple[str, float]],
+    progress: BuildProgress | None,
 ) -> ObjectCode:
     """Lower and compile ``loops`` as groups of functions (``kernel_groups.py``), in the
     LLVM worker processes when the build is large enough or the pool runs: each group
@@ -179,8 +187,10 @@ def _compile_in_groups(
             timings.extend(run_pipeline(group, (per_function,), ctx, **UNVERIFIED))
             yield group, None
 
+    if progress is not None:
+        progress.add(len(groups))
     with fewer_gc_pauses():  # (the LLVM IR text is printed from xDSL ops)
-        return compile_objects(lowered(), cpu, parallel)
+        return compile_objects(lowered(), cpu, parallel, done=progress.step if progress is not None else None)
 
 
 def _kernel_count(module: ModuleOp) -> int:

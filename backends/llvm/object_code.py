@@ -19,7 +19,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -30,9 +30,8 @@ from xdsl.dialects.builtin import ModuleOp
 from ...runtime import threads
 from . import codegen_process
 from .codegen import EmittedObject, optimize_and_emit
-from .jit import EXTERNAL_SYMBOLS, llvm_ir, load_openmp_runtime, load_thread_pool
+from .jit import EXTERNAL_SYMBOLS, llvm_ir, load_openmp_runtime
 from .target import CPUTarget, new_target_machine, pic_target_machine, target_machine
-from .thread_pool import calls_pool
 
 #: between the optimised LLVM IR texts of a build's modules in ``optimized_ir``
 MODULE_SEPARATOR = "\n; ---- tensorkiln: next module ----\n"
@@ -98,12 +97,16 @@ def compile_object(module: ModuleOp, target: CPUTarget) -> ObjectCode:
 
 
 def compile_objects(
-    modules: Iterable[tuple[ModuleOp, int | None]], target: CPUTarget, parallel: bool
+    modules: Iterable[tuple[ModuleOp, int | None]],
+    target: CPUTarget,
+    parallel: bool,
+    done: Callable[[], None] | None = None,
 ) -> ObjectCode:
     """Optimise llvm-dialect ``modules`` (each with its LLVM optimisation level, None:
     the target's) and generate their object code, one object each. ``parallel``: in the
     worker processes, each module handed over as soon as its IR is printed (``modules``
-    may be a generator lowering the next one meanwhile); else here."""
+    may be a generator lowering the next one meanwhile); else here. ``done()`` is called
+    as each module's object is ready (from another thread when ``parallel``)."""
     printing = 0.0
     parts: list[EmittedObject | Future] = []
     try:
@@ -113,9 +116,13 @@ def compile_objects(
             printing += time.perf_counter() - start
             if parallel:
                 parts.append(codegen_process.pool().submit("optimize_and_emit", text, target, opt_level))
+                if done is not None:
+                    parts[-1].add_done_callback(lambda _: done())
             else:
                 codegen_process.count_jobs_here(1)
                 parts.append(optimize_and_emit(text, target, opt_level))
+                if done is not None:
+                    done()
     finally:  # (an error lowering a module: the modules already handed over are waited for)
         emitted = _results(parts)
     code = ObjectCode.combine(emitted)
@@ -196,8 +203,6 @@ class ObjectModule:
         self.target = target
         if code.uses_openmp:
             load_openmp_runtime()
-        if calls_pool(code.externals):
-            load_thread_pool()
         if code.reads_thread_count:
             _bind_thread_count()
         _check_externals(code)
