@@ -82,23 +82,38 @@ def missing(block: Block) -> list[str]:
     return [r for r in block.requires if not REQUIREMENTS[r]()]
 
 
-def _tiny_onnx(path: Path) -> None:
-    """The README's ``model.onnx``: relu(x + bias) on a (1, 3, 32, 32) image."""
+def _small_cnn_onnx(path: Path) -> None:
+    """The README's ``model.onnx``: a small CNN on (batch, 3, 32, 32) images, batch symbolic
+    (Conv, Relu, MaxPool, Conv, Relu, GlobalAveragePool, Flatten, Gemm: 10 logits)."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    bias = numpy_helper.from_array(np.random.default_rng(0).random((3, 1, 1), np.float32), "bias")
+    rng = np.random.default_rng(0)
+
+    def weight(name: str, *shape: int) -> onnx.TensorProto:
+        return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("GlobalAveragePool", ["r2"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc", "fb"], ["logits"], transB=1),
+    ]
+    weights = [weight("w1", 8, 3, 3, 3), weight("b1", 8), weight("w2", 16, 8, 3, 3), weight("b2", 16), weight("fc", 10, 16), weight("fb", 10)]
     graph = helper.make_graph(
-        [helper.make_node("Add", ["x", "bias"], ["h"]), helper.make_node("Relu", ["h"], ["y"])], "tiny",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 32, 32])], initializer=[bias],
-    )
-    onnx.save(helper.make_model(graph), path)
+        nodes, "small_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 32, 32])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])], initializer=weights,
+    )  # fmt: skip
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
 
 
 #: files a page's blocks read as if they were the user's own, made before the page runs
-FIXTURES = {"README.md": {"model.onnx": _tiny_onnx}}
+FIXTURES = {"README.md": {"model.onnx": _small_cnn_onnx}}
 
 
 RUNNER = textwrap.dedent(
