@@ -30,8 +30,9 @@ from xdsl.dialects.builtin import ModuleOp
 from ...runtime import threads
 from . import codegen_process
 from .codegen import EmittedObject, optimize_and_emit
-from .jit import EXTERNAL_SYMBOLS, llvm_ir, load_openmp_runtime
+from .jit import EXTERNAL_SYMBOLS, llvm_ir, load_openmp_runtime, load_thread_pool
 from .target import CPUTarget, new_target_machine, pic_target_machine, target_machine
+from .thread_pool import calls_pool
 
 #: between the optimised LLVM IR texts of a build's modules in ``optimized_ir``
 MODULE_SEPARATOR = "\n; ---- tensorkiln: next module ----\n"
@@ -203,6 +204,8 @@ class ObjectModule:
         self.target = target
         if code.uses_openmp:
             load_openmp_runtime()
+        if calls_pool(code.externals):
+            load_thread_pool()
         if code.reads_thread_count:
             _bind_thread_count()
         _check_externals(code)
