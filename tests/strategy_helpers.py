@@ -12,14 +12,19 @@ from tensorkiln.schedule import kernels
 from tensorkiln.schedule.strategies.parallel import assumed_cores
 
 
-def scheduled_loops(module: ModuleOp, vector_bits: int = 512) -> ModuleOp:
-    """A copy of ``module`` optimized (O2), lowered to loops and default-scheduled (for
-    a 2-core machine: the parallel loops' fusion depends on the cores)."""
+def scheduled_loops(module: ModuleOp, vector_bits: int = 512, cores: int | None = 2) -> ModuleOp:
+    """A copy of ``module`` optimized (O2), lowered to loops and default-scheduled for a
+    machine of ``cores`` cores (the parallel loops' fusion depends on them; None: as
+    the caller's ``assumed_cores`` or this machine)."""
     work = module.clone()
     ctx = PassContext(opt_level=2, dump_ir=False)
     optimize_graph(work, ctx)
-    with assumed_cores(2):
-        run_pipeline(work, TO_LOOPS + (f"default-schedule{{vector_bits={vector_bits}}}",), ctx)
+    schedule = TO_LOOPS + (f"default-schedule{{vector_bits={vector_bits}}}",)
+    if cores is None:
+        run_pipeline(work, schedule, ctx)
+    else:
+        with assumed_cores(cores):
+            run_pipeline(work, schedule, ctx)
     return work
 
 

@@ -128,13 +128,16 @@ def best_thread_count(
 
 
 def break_even_work(ns_per_iteration: float, costs: ThreadCosts = COSTS) -> int:
-    """The innermost iterations below which a kernel stays serial (two threads cost
-    more than they save): ``S / 2 + launch + 2 * per_thread < S``.
+    """The innermost iterations below which a kernel stays serial on any number of
+    threads (many trips): ``T(n) = S / n + launch + per_thread * n`` is least at
+    ``n = sqrt(S / per_thread)``, and below ``S = (sqrt(c) + sqrt(c + launch))^2``
+    (``c``: per_thread) that least time is not below ``S``.
 
     >>> break_even_work(PRODUCT_NS), break_even_work(ELEMENT_NS)
-    (104000, 26000)
+    (85227, 21307)
     """
-    return math.ceil(2 * (costs.launch_ns + 2 * costs.per_thread_ns) / ns_per_iteration)
+    c = costs.per_thread_ns
+    return math.ceil((math.sqrt(c) + math.sqrt(c + costs.launch_ns)) ** 2 / ns_per_iteration)
 
 
 #: the same for a register-tiled product's multiply-adds and an elementwise kernel's
