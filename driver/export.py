@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..backends.llvm.thread_pool import calls_pool, pool_object
+from ..backends.llvm.native_entry import entry_object
 from ..byoc.deploy import trampoline_source
 from ..runtime.artifact import ARTIFACT_FORMAT, EXTERNALS, LIBRARY, META, PROGRAM, WEIGHTS, binding_source
 from ..runtime.npz import save_arrays
@@ -73,6 +74,9 @@ def link_shared_library(native: NativeBuild, out: Path, c_source: str = "") -> N
         # --no-undefined: a symbol nothing provides (an external codegen's kernel, say) fails
         # the export here, not the dlopen of a deployed model
         command = [c_compiler(), "-shared", "-Wl,--no-undefined", "-o", str(out), *map(str, objects)]
+        entry = Path(tmp) / "native_entry.o"  # the runtime's native call entry (runtime/native_call.py)
+        entry.write_bytes(entry_object(native.target))
+        command.append(str(entry))
         if calls_pool(native.code.externals):  # parallel loops: the library's own thread pool
             pool = Path(tmp) / "thread_pool.o"
             pool.write_bytes(pool_object())

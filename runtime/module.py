@@ -104,7 +104,7 @@ class CompiledModule(Seedable):
         """The general path; at the second call, the native entry is made first (a model
         called again is likely called many times: then the entry pays its making)."""
         if self._native is None and self._native_context is not None and self.first_run_seconds is not None:
-            self._native = native_call.make_native_entry(self._native_context)
+            self._native = native_call.make_native_entry(self._native_context, getattr(self._keep_alive, "address", None))
             if self._native is None:
                 self._native_context = None
             else:

@@ -11,13 +11,17 @@ path: so every error is raised by the same code, with the same message, as befor
 
 This module is the entry's contract and builds its data (numpy and ctypes only, like
 the rest of the runtime): a :class:`NativeCallContext` is an ``int64`` array of the
-words below, read by the function that ``backends/llvm/native_entry.py`` generates (in
-LLVM IR, once per process) and registers here with :func:`register_native_entry`.
-Without the compiler (an artifact loaded by ``load_module`` in a process without
-llvmlite), nothing is registered and every call takes the general path.
+words below, read by the function ``tk_native_call`` that ``backends/llvm/native_entry.py``
+generates in LLVM IR. Its machine code is the same in every process (what differs, such
+as the address of ``numpy.ndarray``, is in the words: ``python_abi.py``), so it is made
+once per process for built models (the backend registers it here with
+:func:`register_compiled_entry`) and linked into every exported ``model.so``: an artifact
+loaded by ``load_module`` calls its own, in a process without llvmlite too. (An artifact
+exported before, loaded without the compiler, takes the general path.)
 
 What the entry does, for ``lib(*args)`` (METH_VARARGS; ``self`` is the context array):
 
+0. the words are of its version (:data:`CONTRACT_VERSION`);
 1. each argument: its type is ``numpy.ndarray``, its dtype object the one expected
    (``descr``), C-contiguous, its ``ndim`` and static dims as expected; each symbolic
    dim binds its symbol (or must equal its value), then every symbol lies in its range;
@@ -35,7 +39,7 @@ Disable it with ``TK_NATIVE_CALL=0`` in the environment.
 Example::
 
     context = NativeCallContext.create(signature, entry, weights, head, workspaces)
-    call = make_native_entry(context)          # None: no entry registered, or not eligible
+    call = make_native_entry(context, library.address)   # None: no entry, or not eligible
     result = call(*args)
     if result is FALLBACK:
         result = general_path(*args)
@@ -50,27 +54,37 @@ from typing import Any
 import numpy as np
 
 from .dim_expr import is_symbol
+from .manifest import ArtifactError
+from .python_abi import PYTHON_FUNCTIONS, builtin_function, layout_problem, process_words
 from .signature import Signature
 from .workspace import Workspaces, _Workspace
 
+#: the entry's symbol, in the JIT's code and in an exported ``model.so``
+ENTRY_SYMBOL = "tk_native_call"
+#: the version of the words below: an entry of another version returns FALLBACK
+CONTRACT_VERSION = 1
+
 # -- the context's header: word offsets (the native entry reads these) ---------------
 
-ENTRY = 0  #: the address of the packed entry (``packed_call.py``)
-SLOTS = 1  #: the argument array's length in 8-byte slots
-TEMPLATE = 2  #: the address of the argument array's template (weights, workspace in place)
-INPUTS = 3  #: how many arguments a call takes
-OUTPUTS = 4  #: how many buffers the entry writes (the outputs, then the checks' predicates)
-RESULTS = 5  #: how many of those are returned (the model's outputs)
-SYMBOLS = 6  #: how many symbols the dims name
-FALLBACK_OBJECT = 7  #: the address of :data:`FALLBACK`
-HAS_WORKSPACE = 8  #: 1 when the entry takes temporaries (from the installed workspace)
-BUSY = 9  #: 1 while a call uses the installed workspace (read and written holding the GIL)
-RANGES = 10  #: where the symbols' ranges start: ``lowest, highest`` per symbol
-WORKSPACE_SYMBOLS = 11  #: where the symbol values of the installed workspace start
-RECORDS = 12  #: where the tensor records start: per input, then per entry output,
+VERSION = 0  #: :data:`CONTRACT_VERSION`
+ENTRY = 1  #: the address of the packed entry (``packed_call.py``)
+SLOTS = 2  #: the argument array's length in 8-byte slots
+TEMPLATE = 3  #: the address of the argument array's template (weights, workspace in place)
+INPUTS = 4  #: how many arguments a call takes
+OUTPUTS = 5  #: how many buffers the entry writes (the outputs, then the checks' predicates)
+RESULTS = 6  #: how many of those are returned (the model's outputs)
+SYMBOLS = 7  #: how many symbols the dims name
+FALLBACK_OBJECT = 8  #: the address of :data:`FALLBACK`
+HAS_WORKSPACE = 9  #: 1 when the entry takes temporaries (from the installed workspace)
+BUSY = 10  #: 1 while a call uses the installed workspace (read and written holding the GIL)
+RANGES = 11  #: where the symbols' ranges start: ``lowest, highest`` per symbol
+WORKSPACE_SYMBOLS = 12  #: where the symbol values of the installed workspace start
+RECORDS = 13  #: where the tensor records start: per input, then per entry output,
 #: ``descr address, itemsize, ndim, dim...`` with a static dim as itself and the
 #: symbol ``s`` as ``-1 - s``
-HEADER = 13
+PROCESS = 14  #: where this process's addresses start (``python_abi.process_words``):
+#: ``numpy.ndarray``, ``PyArray_NewFromDescr``, then ``python_abi.PYTHON_FUNCTIONS``
+HEADER = PROCESS + 2 + len(PYTHON_FUNCTIONS)
 
 #: no workspace is installed: symbol values that no call has
 _NO_WORKSPACE = -1
@@ -89,15 +103,16 @@ class _Fallback:
 
 FALLBACK = _Fallback()
 
-#: makes the callable native entry of a context (set by the compiler's backend)
-_maker: Callable[[NativeCallContext], Callable[..., Any]] | None = None
+#: the address of the entry the compiler made in this process (set by the backend:
+#: ``backends/llvm/native_entry.py``), for code that carries none of its own
+_compiled_entry: Callable[[], int | None] | None = None
 
 
-def register_native_entry(maker: Callable[[NativeCallContext], Callable[..., Any]]) -> None:
-    """Use ``maker(context)`` (a callable making the call that ``context`` describes) for
-    every compiled module from now on (``backends/llvm/native_entry.py`` registers it)."""
-    global _maker
-    _maker = maker
+def register_compiled_entry(address: Callable[[], int | None]) -> None:
+    """Use ``address()`` (the entry compiled into this process, made on first use; None
+    where it cannot be) for every module whose native code has no entry of its own."""
+    global _compiled_entry
+    _compiled_entry = address
 
 
 def not_eligible(signature: Signature) -> str | None:
@@ -154,7 +169,8 @@ class NativeCallContext:
         tail = len(workspaces.argument_types()) if workspaces is not None else 0
         template = np.zeros(head + len(weights) + tail, np.int64)
         template[head : head + len(weights)] = [w.ctypes.data for w in weights]
-        header = [0] * HEADER
+        header = [0] * PROCESS
+        header[VERSION] = CONTRACT_VERSION
         header[ENTRY] = entry
         header[SLOTS] = template.size
         header[TEMPLATE] = template.ctypes.data
@@ -167,7 +183,7 @@ class NativeCallContext:
         header[RANGES] = HEADER
         header[WORKSPACE_SYMBOLS] = HEADER + 2 * len(symbols)
         header[RECORDS] = HEADER + 3 * len(symbols)
-        words = header + [v for s in symbols for v in ranges.get(s, (0, INT64_MAX))] + [_NO_WORKSPACE] * len(symbols) + records
+        words = header + list(process_words()) + [v for s in symbols for v in ranges.get(s, (0, INT64_MAX))] + [_NO_WORKSPACE] * len(symbols) + records
         return NativeCallContext(np.array(words, np.int64), template, symbols, workspaces, dtypes)
 
     def adopt(self, symbols: dict[str, int]) -> None:
@@ -196,15 +212,35 @@ def _canonical(dtype: np.dtype) -> np.dtype:
     return np.empty(0, dtype).dtype
 
 
-def make_native_entry(context: NativeCallContext | None) -> Callable[..., Any] | None:
-    """The native entry for ``context`` (None when there is no context, no entry maker
-    is registered, or ``TK_NATIVE_CALL=0``)."""
-    if context is None or _maker is None or os.environ.get(ENVIRONMENT, "1").strip() == "0":
+def make_native_entry(context: NativeCallContext | None, lookup: Callable[[str], int] | None = None) -> Callable[..., Any] | None:
+    """The native entry for ``context``: the one of the model's own native code (found
+    with ``lookup(name)``: an exported ``model.so`` carries one), else the one compiled
+    into this process; None when there is no context or entry, where this interpreter's
+    layouts differ (``python_abi.layout_problem``), or with ``TK_NATIVE_CALL=0``."""
+    if context is None or os.environ.get(ENVIRONMENT, "1").strip() == "0" or layout_problem() is not None:
         return None
-    entry = _maker(context)
-    if entry is not None and not context.symbols:
+    address = None
+    if lookup is not None:
+        try:
+            address = lookup(ENTRY_SYMBOL)
+        except (KeyError, ArtifactError):  # (code without an entry of its own)
+            address = None
+    if not address and _compiled_entry is not None:
+        address = _compiled_entry()
+    if not address:
+        return None
+    entry = builtin_function(address, context.words, ENTRY_SYMBOL)
+    if not context.symbols:
         context.adopt({})  # a static model's one workspace (the general path's, when idle)
     return entry
 
 
-__all__ = ["FALLBACK", "NativeCallContext", "make_native_entry", "not_eligible", "register_native_entry"]
+__all__ = [
+    "CONTRACT_VERSION",
+    "ENTRY_SYMBOL",
+    "FALLBACK",
+    "NativeCallContext",
+    "make_native_entry",
+    "not_eligible",
+    "register_compiled_entry",
+]

@@ -312,6 +312,8 @@ def test_environment_switch_turns_it_off():
 
 
 def test_artifacts_with_and_without_the_compiler(tmp_path):
+    """An exported model.so carries the entry: a deployed model calls it in a process
+    without llvmlite or xDSL, and in one with the compiler."""
     module, weights = _chain("n")
     tk.build(module).export_library(str(tmp_path / "chain.tk"))
     x = np.random.default_rng(4).standard_normal((3, 19)).astype(F32)
@@ -322,22 +324,38 @@ def test_artifacts_with_and_without_the_compiler(tmp_path):
         sys.modules["llvmlite"] = sys.modules["xdsl"] = None   # a deployment: no compiler
         import numpy as np
         from tensorkiln.runtime import load_module
+        from tensorkiln.runtime.native_call import FALLBACK
         lib = load_module({str(tmp_path / "chain.tk")!r})
         x, expected = np.load({str(tmp_path / "x.npy")!r}), np.load({str(tmp_path / "expected.npy")!r})
         for _ in range(3):
             np.testing.assert_allclose(lib(x), expected, rtol=1e-4, atol=1e-6)
-        assert lib._native is None
-        assert "llvmlite.binding" not in sys.modules
+        assert lib._native is not None and lib._native(x) is not FALLBACK
+        assert lib._native(x.astype(np.float64)) is FALLBACK
+        try:
+            lib(x[:, :5])
+        except ValueError as e:
+            print(e)
         print("ok")
     """
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
-    deployed = load_module(str(tmp_path / "chain.tk"))  # here the compiler is loaded: the native entry
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["argument 'x': expected shape float32[n, 19], got [3, 5] (dim 1: expected 19, got 5)", "ok"]
+    deployed = load_module(str(tmp_path / "chain.tk"))  # here the compiler is loaded: the same
     for _ in range(3):
         np.testing.assert_allclose(deployed(x), np.load(tmp_path / "expected.npy"), rtol=1e-4, atol=1e-6)
     assert deployed._native is not None and deployed._native(x) is not FALLBACK
 
 
+def test_a_library_without_an_entry_of_its_own_uses_the_compiled_one():
+    """Built models' native code (the JIT's) has none: the process's compiled entry."""
+    from tensorkiln.backends.llvm.native_entry import compiled_entry
+
+    b = tk.GraphBuilder()
+    x = b.input("x", (2, 3), F32)
+    lib = _warm(tk.build(b.finish(b.exp(x))), np.zeros((2, 3), F32))
+    with pytest.raises(KeyError):
+        lib._keep_alive.address("tk_native_call")
+    assert compiled_entry() is not None
 def test_other_dtypes_take_the_entry():
     """bfloat16 (ml_dtypes), int64 and bool: the same dtype objects numpy gives arrays."""
     import ml_dtypes

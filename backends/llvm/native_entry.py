@@ -1,131 +1,81 @@
-"""The native call entry (``runtime/native_call.py`` says what it does and why): one
-function of this interpreter, generated here in LLVM IR and compiled once per process,
-that makes a compiled model's call from the words of a ``NativeCallContext``.
+"""The native call entry (``runtime/native_call.py`` says what it does and why): the C
+function ``tk_native_call`` of the interpreter, generated here in LLVM IR, that makes a
+compiled model's call from the words of a ``NativeCallContext``.
 
-It is a ``METH_VARARGS`` C function (``PyObject *f(PyObject *context, PyObject *args)``)
-made callable with ``PyCFunction_NewEx``, its ``self`` the context's ``int64`` array.
-It reads CPython's and numpy's object layouts directly (the tuple's items, the array's
-data, ndim, dims, dtype and flags: numpy's ABI, stable since 1.7), allocates outputs
-with numpy's C API (``PyArray_NewFromDescr``, from numpy's API table) and calls the
-interpreter's exported functions (``Py_IncRef``, ``PyEval_SaveThread``...). Before it
-is registered, :func:`layout_problem` checks those layouts against this interpreter and
-numpy; where they differ (a free-threaded build, another object layout) nothing is
-registered and calls take the general path.
+A ``METH_VARARGS`` function (``PyObject *f(PyObject *context, PyObject *args)``, made
+callable by ``runtime/python_abi.py``), its ``self`` the context's ``int64`` array. It
+reads CPython's and numpy's object layouts directly (the tuple's items; the array's
+data, ndim, dims, dtype and flags) and calls numpy's ``PyArray_NewFromDescr`` and the
+interpreter's ``Py_IncRef``, ``PyEval_SaveThread``... through addresses in the context's
+words, so its machine code is the same in every process and refers to no symbol but
+``memcpy``: it is compiled once per process for built models (:func:`compiled_entry`,
+registered with the runtime) and linked into every exported ``model.so``
+(:func:`entry_object`), which a deployed model calls without llvmlite.
 
 Example::
 
-    from tensorkiln.backends.llvm import native_entry   # registers the entry maker
-    call = native_entry.native_entry(context)           # call(*arrays)
+    from tensorkiln.backends.llvm import native_entry
+    address = native_entry.compiled_entry()        # this process's copy (None: cannot run)
+    object_bytes = native_entry.entry_object(target)   # for a shared library
 """
 
 from __future__ import annotations
 
 import ctypes
-import sysconfig
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
-import numpy as np
 
 from ...runtime import native_call as nc
-from .jit import CPUTarget, JITModule, bind_external_symbol, target_machine
+from ...runtime.python_abi import (
+    ARRAY_DATA,
+    ARRAY_DESCR,
+    ARRAY_DIMS,
+    ARRAY_FLAGS,
+    ARRAY_NDIM,
+    C_CONTIGUOUS,
+    OB_TYPE,
+    PYTHON_FUNCTIONS,
+    TUPLE_ITEMS,
+    TUPLE_SIZE,
+    layout_problem,
+)
+from .jit import JITModule
+from .target import CPUTarget, pic_target_machine, target_machine
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
+VOID = ir.VoidType()
 
-FUNCTION = "tk_native_call"
-
-# CPython's object layout (a build with the GIL; checked by layout_problem)
-OB_TYPE = 8  #: PyObject.ob_type
-TUPLE_SIZE = 16  #: PyTupleObject.ob_size
-TUPLE_ITEMS = 24  #: PyTupleObject.ob_item
-# numpy's array layout (PyArrayObject_fields)
-ARRAY_DATA = 16
-ARRAY_NDIM = 24  #: an int
-ARRAY_DIMS = 32
-ARRAY_DESCR = 56
-ARRAY_FLAGS = 64  #: an int
-C_CONTIGUOUS = 0x1  #: NPY_ARRAY_C_CONTIGUOUS
 #: the most dims an output may have here (numpy's NPY_MAXDIMS is 64 since 2.0, 32 before)
 MAX_DIMS = 64
-#: the numpy API table's entries used (numpy's __multiarray_api.h; the table only grows)
-API_ARRAY_TYPE, API_NEW_FROM_DESCR = 2, 94
 
-#: the interpreter's functions the entry calls: name -> (result, arguments)
-PYTHON_API = {
-    "Py_IncRef": (ir.VoidType(), [PTR]),
-    "Py_DecRef": (ir.VoidType(), [PTR]),
-    "PyEval_SaveThread": (PTR, []),
-    "PyEval_RestoreThread": (ir.VoidType(), [PTR]),
-    "PyTuple_New": (PTR, [I64]),
-    "PyTuple_SetItem": (I32, [PTR, I64, PTR]),
+#: the interpreter's functions the entry calls (their addresses: the context's words
+#: from ``nc.PROCESS + 2`` on, in ``PYTHON_FUNCTIONS``' order)
+PYTHON_TYPES = {
+    "Py_IncRef": ir.FunctionType(VOID, [PTR]),
+    "Py_DecRef": ir.FunctionType(VOID, [PTR]),
+    "PyEval_SaveThread": ir.FunctionType(PTR, []),
+    "PyEval_RestoreThread": ir.FunctionType(VOID, [PTR]),
+    "PyTuple_New": ir.FunctionType(PTR, [I64]),
+    "PyTuple_SetItem": ir.FunctionType(I32, [PTR, I64, PTR]),
 }
-
-
-# (prototypes of our own: ctypes.pythonapi's function objects are shared by everyone)
-_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_GetPointer", ctypes.pythonapi))
-_new_function = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)(
-    ("PyCFunction_NewEx", ctypes.pythonapi)
-)
-
-
-def _numpy_api() -> int:
-    """The address of numpy's C API table (the ``_ARRAY_API`` capsule)."""
-    core = getattr(np, "_core", None) or np.core
-    return _capsule_pointer(core._multiarray_umath._ARRAY_API, None)
-
-
-def _api_entry(index: int) -> int:
-    return ctypes.c_void_p.from_address(_numpy_api() + 8 * index).value or 0
-
-
-def layout_problem() -> str | None:
-    """Why the entry cannot run in this interpreter (None: the layouts above hold)."""
-    if sysconfig.get_config_var("Py_GIL_DISABLED"):
-        return "a free-threaded interpreter (another object layout)"
-    if ctypes.sizeof(ctypes.c_void_p) != 8:
-        return "not a 64-bit interpreter"
-    array = np.empty((3, 5), np.float32)[:, 1:]
-    pair = (array, 7)
-
-    def word(obj: Any, offset: int) -> int:
-        return ctypes.c_int64.from_address(id(obj) + offset).value
-
-    def int32(obj: Any, offset: int) -> int:
-        return ctypes.c_int32.from_address(id(obj) + offset).value
-
-    dims = ctypes.cast(word(array, ARRAY_DIMS), ctypes.POINTER(ctypes.c_int64))
-    expected = [
-        (word(array, OB_TYPE), id(np.ndarray)),
-        (word(pair, TUPLE_SIZE), 2),
-        (word(pair, TUPLE_ITEMS + 8), id(7)),
-        (word(array, ARRAY_DATA), array.ctypes.data),
-        (int32(array, ARRAY_NDIM), 2),
-        ((dims[0], dims[1]), (3, 4)),
-        (word(array, ARRAY_DESCR), id(array.dtype)),
-        (int32(array, ARRAY_FLAGS) & C_CONTIGUOUS, 0),
-        (int32(np.empty(2), ARRAY_FLAGS) & C_CONTIGUOUS, C_CONTIGUOUS),
-        (_api_entry(API_ARRAY_TYPE), id(np.ndarray)),
-    ]
-    for k, (got, want) in enumerate(expected):
-        if got != want:
-            return f"an unexpected CPython or numpy object layout (check {k}: {got} != {want})"
-    return None
+#: numpy's PyArray_NewFromDescr(subtype, descr, nd, dims, strides, data, flags, obj)
+NEW_FROM_DESCR = ir.FunctionType(PTR, [PTR, PTR, I32, PTR, PTR, PTR, I32, PTR])
 
 
 class _Emitter:
     """An IRBuilder with the few shapes of code the entry is made of."""
 
-    def __init__(self, function: ir.Function, python: dict[str, ir.Function]):
+    def __init__(self, function: ir.Function):
         self.function = function
-        self.python = python
         self.b = ir.IRBuilder(function.append_basic_block("entry"))
         self._allocas = self.b.block
+        self.words: ir.Value | None = None  # the context's words, once loaded
 
     def variable(self, initial: ir.Value, type: ir.Type = I64) -> ir.AllocaInstr:
         """A mutable local (promoted to a register by the optimiser)."""
@@ -178,7 +128,9 @@ class _Emitter:
         self.b.position_at_end(done)
 
     def call(self, name: str, *args: ir.Value) -> ir.Value:
-        return self.b.call(self.python[name], args)
+        """Call the interpreter's function ``name`` (its address from the context)."""
+        address = self.word(self.words, nc.PROCESS + 2 + PYTHON_FUNCTIONS.index(name))
+        return self.b.call(self.callee(address, PYTHON_TYPES[name]), args)
 
     def release(self, objects: ir.Value, start: ir.Value, stop: ir.Value) -> None:
         """``Py_DecRef`` each of ``objects[start:stop]``."""
@@ -190,26 +142,24 @@ def _const(value: int) -> ir.Constant:
     return ir.Constant(I64, value)
 
 
-def entry_module(ndarray_type: int, new_from_descr: int) -> ir.Module:
+def entry_module() -> ir.Module:
     """The entry's LLVM IR: ``ptr tk_native_call(ptr context, ptr args)`` (see
-    ``runtime/native_call.py`` for the steps); numpy's array type and allocator at the
-    addresses given (this process's)."""
-    module = ir.Module("tk_native_call")
-    python = {name: ir.Function(module, ir.FunctionType(result, arguments), name) for name, (result, arguments) in PYTHON_API.items()}
-    function = ir.Function(module, ir.FunctionType(PTR, [PTR, PTR]), FUNCTION)
-    e = _Emitter(function, python)
+    ``runtime/native_call.py`` for the steps)."""
+    module = ir.Module(nc.ENTRY_SYMBOL)
+    function = ir.Function(module, ir.FunctionType(PTR, [PTR, PTR]), nc.ENTRY_SYMBOL)
+    e = _Emitter(function)
     b = e.b
     zero, one = _const(0), _const(1)
     context, args = function.args
     fallback = function.append_basic_block("fallback")
-    ndarray = e.pointer(_const(ndarray_type))
-    new_array = e.callee(_const(new_from_descr), ir.FunctionType(PTR, [PTR, PTR, I32, PTR, PTR, PTR, I32, PTR]))
-
-    words = e.at(context, ARRAY_DATA, PTR)  # the context array's data
+    words = e.words = e.at(context, ARRAY_DATA, PTR)  # the context array's data
 
     def header(index: int) -> ir.Value:
         return e.word(words, index)
 
+    e.require(b.icmp_signed("==", header(nc.VERSION), _const(nc.CONTRACT_VERSION)), fallback)
+    ndarray = e.pointer(header(nc.PROCESS))
+    new_array = e.callee(header(nc.PROCESS + 1), NEW_FROM_DESCR)
     inputs = header(nc.INPUTS)
     e.require(b.icmp_signed("==", e.at(args, TUPLE_SIZE), inputs), fallback)
     # the argument array: the template's copy (weights and workspace in place)
@@ -300,7 +250,7 @@ def entry_module(ndarray_type: int, new_from_descr: int) -> ir.Module:
             product = b.smul_with_overflow(b.load(nbytes, typ=I64), e.word(shape, d))
             e.require(b.not_(b.extract_value(product, 1)), undo)  # more bytes than int64 counts
             b.store(b.extract_value(product, 0), nbytes)
-        b.call(python["Py_IncRef"], [e.pointer(descr)])  # (PyArray_NewFromDescr steals it)
+        e.call("Py_IncRef", e.pointer(descr))  # (PyArray_NewFromDescr steals it)
         null = ir.Constant(PTR, None)
         out = b.call(new_array, [ndarray, e.pointer(descr), b.trunc(ndim, I32), shape, null, null, ir.Constant(I32, 0), null])
         e.require(b.icmp_unsigned("!=", out, null), failed)
@@ -311,7 +261,7 @@ def entry_module(ndarray_type: int, new_from_descr: int) -> ir.Module:
     with b.if_then(has_workspace):
         b.store(one, busy)
     state = e.call("PyEval_SaveThread")
-    b.call(e.callee(header(nc.ENTRY), ir.FunctionType(ir.VoidType(), [PTR])), [slots])
+    b.call(e.callee(header(nc.ENTRY), ir.FunctionType(ir.VoidType(), [PTR])), [slots])  # the model
     e.call("PyEval_RestoreThread", state)
     with b.if_then(has_workspace):
         b.store(zero, busy)
@@ -346,38 +296,10 @@ def entry_module(ndarray_type: int, new_from_descr: int) -> ir.Module:
     return module
 
 
-class _MethodDef(ctypes.Structure):
-    """CPython's PyMethodDef."""
-
-    _fields_ = [("name", ctypes.c_char_p), ("function", ctypes.c_void_p), ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
-
-
-METH_VARARGS = 0x1
-
-_compiling = threading.Lock()
-
-
-def _compiled() -> tuple[JITModule, _MethodDef] | None:
-    """The entry compiled into this process and its PyMethodDef (made once, and kept for
-    the life of the process: every function object made from it points to it; threads
-    making their models' entries at once wait for the first); None where
-    :func:`layout_problem` finds one."""
-    with _compiling:
-        return _compile_once()
-
-
-@lru_cache(maxsize=1)
-def _compile_once() -> tuple[JITModule, _MethodDef] | None:
-    """(~40 ms) Only the passes that make registers of the entry's locals and straighten
-    its branches run, and machine code is made at -O0: the full O2 pipeline took 3x as
-    long to save ~30 ns per call."""
-    if layout_problem() is not None:
-        return None
-    for name in PYTHON_API:
-        bind_external_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
-    target = CPUTarget.parse("llvm -opt-level=0")
-    machine = target_machine(target)
-    module = llvm.parse_assembly(str(entry_module(id(np.ndarray), _api_entry(API_NEW_FROM_DESCR))))
+def _optimized(target: CPUTarget, machine: llvm.TargetMachine) -> llvm.ModuleRef:
+    """The entry's module, verified, after the passes that make registers of its locals
+    and straighten its branches (the full O2 pipeline took 3x as long to save ~30 ns a call)."""
+    module = llvm.parse_assembly(str(entry_module()))
     module.triple, module.data_layout = machine.triple, str(machine.target_data)
     module.verify()
     passes = llvm.create_new_module_pass_manager()
@@ -385,21 +307,41 @@ def _compile_once() -> tuple[JITModule, _MethodDef] | None:
     passes.add_instruction_combine_pass()
     passes.add_simplify_cfg_pass()
     passes.run(module, llvm.create_pass_builder(machine, llvm.PipelineTuningOptions(speed_level=1)))
-    jit = JITModule(module, target)
-    definition = _MethodDef(FUNCTION.encode(), jit.address(FUNCTION), METH_VARARGS, b"a compiled model's call (native entry)")
-    return jit, definition
+    return module
 
 
-def native_entry(context: nc.NativeCallContext) -> Callable[..., Any] | None:
-    """A builtin function making the calls ``context`` describes: ``f(*arrays)`` returns
-    the model's output(s), or ``FALLBACK`` (None where this interpreter's layouts differ)."""
-    compiled = _compiled()
-    if compiled is None:
+_compiling = threading.Lock()
+
+
+def compiled_entry() -> int | None:
+    """The address of the entry compiled into this process (made once, ~40 ms, machine
+    code at -O0; threads asking at once wait for the first); None where
+    ``python_abi.layout_problem`` finds one."""
+    with _compiling:
+        compiled = _compile_once()
+    return compiled[1] if compiled is not None else None
+
+
+@lru_cache(maxsize=1)
+def _compile_once() -> tuple[JITModule, int] | None:
+    if layout_problem() is not None:
         return None
-    _, definition = compiled
-    return _new_function(ctypes.addressof(definition), context.words, None)
+    target = CPUTarget.parse("llvm -opt-level=0")
+    jit = JITModule(_optimized(target, target_machine(target)), target)
+    # function objects made from it may be called until the process ends, even while the
+    # interpreter tears down its objects: never free the code
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(jit))
+    return jit, jit.address(nc.ENTRY_SYMBOL)
 
 
-nc.register_native_entry(native_entry)
+@lru_cache(maxsize=8)
+def entry_object(target: CPUTarget) -> bytes:
+    """The entry as position-independent object code for ``target``'s CPU (linked into
+    exported shared libraries)."""
+    machine = pic_target_machine(target)
+    return machine.emit_object(_optimized(target, machine))
 
-__all__ = ["entry_module", "layout_problem", "native_entry"]
+
+nc.register_compiled_entry(compiled_entry)
+
+__all__ = ["compiled_entry", "entry_module", "entry_object"]
