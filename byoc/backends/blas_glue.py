@@ -6,6 +6,10 @@ The function takes the program's inputs then outputs in tensorkiln's calling
 convention (a pointer, then an ``i64`` per symbolic dim); weights bound at compile time
 are addresses baked into the code (the module owning the code owns the arrays).
 ``sgemm`` is called through the symbol ``tk_blas_sgemm`` (bound by the backend).
+
+With ``size_threads``, the function first sets the BLAS's thread count to tensorkiln's
+(``tk_num_threads``) through ``tk_blas_set_threads`` when that count changed since its
+last call (``blas_threads.py`` says why).
 """
 
 from __future__ import annotations
@@ -19,6 +23,26 @@ from ..gemm_program import GemmProgram
 
 SGEMM_SYMBOL = "tk_blas_sgemm"
 GLUE_FUNCTION = "tk_blas_glue"
+#: the BLAS's set-thread-count function (``void (int)``), bound by the backend
+SET_THREADS_SYMBOL = "tk_blas_set_threads"
+#: tensorkiln's thread count (``runtime/threads.py``)
+NUM_THREADS_SYMBOL = "tk_num_threads"
+
+_SIZE_THREADS_HEADER = f"""declare void @{SET_THREADS_SYMBOL}(i32)
+@{NUM_THREADS_SYMBOL} = external global i32
+@tk_blas_threads_set = internal global i32 0
+"""
+#: the prelude of a glue function sizing the BLAS's threads
+_SIZE_THREADS = f"""  %threads.want = load i32, ptr @{NUM_THREADS_SYMBOL}
+  %threads.have = load i32, ptr @tk_blas_threads_set
+  %threads.differ = icmp ne i32 %threads.want, %threads.have
+  br i1 %threads.differ, label %threads.set, label %threads.done
+threads.set:
+  call void @{SET_THREADS_SYMBOL}(i32 %threads.want)
+  store i32 %threads.want, ptr @tk_blas_threads_set
+  br label %threads.done
+threads.done:
+"""
 
 _HEADER = f"""declare void @{SGEMM_SYMBOL}(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr)
 declare ptr @malloc(i64)
@@ -92,7 +116,7 @@ class _Emitter:
         self.label(done)
 
 
-def glue_ir(program: GemmProgram, weight_addresses: Mapping[str, int]) -> str:
+def glue_ir(program: GemmProgram, weight_addresses: Mapping[str, int], size_threads: bool = False) -> str:
     """The LLVM IR module of ``program`` (see the module docstring)."""
     e = _Emitter()
     params: list[str] = []
@@ -197,7 +221,8 @@ def glue_ir(program: GemmProgram, weight_addresses: Mapping[str, int]) -> str:
         e.emit(f"call void @free(ptr {t})")
     e.emit("ret void")
     body = "\n".join(e.lines)
-    return f"{_HEADER}\ndefine void @{GLUE_FUNCTION}({', '.join(params)}) {{\nentry:\n{body}\n}}\n"
+    header, prelude = (_HEADER + _SIZE_THREADS_HEADER, _SIZE_THREADS) if size_threads else (_HEADER, "")
+    return f"{header}\ndefine void @{GLUE_FUNCTION}({', '.join(params)}) {{\nentry:\n{prelude}{body}\n}}\n"
 
 
-__all__ = ["GLUE_FUNCTION", "SGEMM_SYMBOL", "glue_ir"]
+__all__ = ["GLUE_FUNCTION", "NUM_THREADS_SYMBOL", "SET_THREADS_SYMBOL", "SGEMM_SYMBOL", "glue_ir"]

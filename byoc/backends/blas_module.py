@@ -11,9 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from ...runtime import threads
 from ..external import ExternalModule, native_arg_types, register_kind
 from ..gemm_program import GemmProgram
-from .blas_glue import GLUE_FUNCTION, SGEMM_SYMBOL, glue_ir
+from .blas_glue import GLUE_FUNCTION, NUM_THREADS_SYMBOL, SET_THREADS_SYMBOL, SGEMM_SYMBOL, glue_ir
+from .blas_threads import blas_thread_functions
 from .gemm_module import describe_program
 
 
@@ -40,10 +42,18 @@ def sgemm_address() -> int:
 
 
 @lru_cache(maxsize=1)
-def _bind_sgemm() -> None:
+def _bind_sgemm() -> bool:
+    """Bind ``sgemm`` (and the BLAS's thread setter with tensorkiln's thread count, when
+    the BLAS has one: returns whether it does)."""
     import llvmlite.binding as llvm
 
     llvm.add_symbol(SGEMM_SYMBOL, sgemm_address())
+    found = blas_thread_functions()
+    if found is None:
+        return False
+    llvm.add_symbol(SET_THREADS_SYMBOL, found[0])
+    llvm.add_symbol(NUM_THREADS_SYMBOL, threads.native_address())
+    return True
 
 
 class _Glue:
@@ -54,7 +64,6 @@ class _Glue:
 
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        _bind_sgemm()
         target = llvm.Target.from_triple(llvm.get_process_triple())
         features = llvm.get_host_cpu_features().flatten()
         self.machine = target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=features, opt=3, jit=True)
@@ -93,8 +102,10 @@ class BLASModule(ExternalModule):
         self._jit = self._entry = None
 
     def ir(self) -> str:
-        """The LLVM IR of the glue (weights' addresses baked in)."""
-        return glue_ir(self.program, {k: v.ctypes.data for k, v in self.program.weights.items()})
+        """The LLVM IR of the glue (weights' addresses baked in; the BLAS's threads sized
+        to tensorkiln's when the BLAS can be told)."""
+        size_threads = _bind_sgemm()
+        return glue_ir(self.program, {k: v.ctypes.data for k, v in self.program.weights.items()}, size_threads)
 
     def native_address(self) -> int:
         if self._jit is None:
@@ -114,7 +125,12 @@ class BLASModule(ExternalModule):
         return outputs
 
     def describe(self) -> dict[str, Any]:
-        return {**describe_program(self, self.program), "library": "scipy.linalg.cython_blas.sgemm"}
+        found = blas_thread_functions()
+        return {
+            **describe_program(self, self.program),
+            "library": "scipy.linalg.cython_blas.sgemm",
+            "threads": f"tensorkiln's count, set through {found[2]}" if found else "the BLAS's own controls",
+        }
 
     def payload(self) -> dict[str, Any]:
         return {"program": self.program.to_json()}
