@@ -46,6 +46,7 @@ from report import machine, table, write_section  # noqa: E402
 
 import tensorkiln as tk  # noqa: E402
 from tensorkiln.frontends.torch import from_exported_program  # noqa: E402
+from tensorkiln.runtime import load_module  # noqa: E402
 
 try:
     import onnxruntime as ort
@@ -170,9 +171,14 @@ def host_time(calls: int, rounds: int, clock: Callable[[], float]) -> list[list[
     lib(*arrays)  # (the second call makes the native entry)
     x, y = (torch.from_numpy(a) for a in arrays)
     add = Fn(torch.add)
+    tmp = tempfile.TemporaryDirectory()
+    lib.export_library(Path(tmp.name) / "noop.tk")
+    deployed = load_module(Path(tmp.name) / "noop.tk")
+    deployed(*arrays)
     runs = {
         "tensorkiln `lib(x, y)` (native entry)": _bound(lib, *arrays),
-        "tensorkiln general path (`TK_NATIVE_CALL=0`, deployed without the compiler)": _bound(lib._run_general, arrays),
+        "tensorkiln deployed: `load_module(...)(x, y)` (its model.so's entry)": _bound(deployed, *arrays),
+        "tensorkiln general path (`TK_NATIVE_CALL=0`, or a call the entry does not take)": _bound(lib._run_general, arrays),
         "torch eager `torch.add(x, y)`": _bound(torch.add, x, y),
         "torch eager `nn.Module` calling `torch.add`": _bound(add, x, y),
     }
@@ -181,17 +187,16 @@ def host_time(calls: int, rounds: int, clock: Callable[[], float]) -> list[list[
         runs["ONNX Runtime `session.run`"] = _bound(session, *arrays)
     with torch.no_grad():
         t = measure(runs, calls, rounds, clock)
+    tmp.cleanup()
     return [[name, f"{s * 1e6:.2f}"] for name, s in t.items()]
 
 
 COUNTER = """
 import sys, numpy as np
 from tensorkiln.runtime import load_module
-if sys.argv[2] == "native":
-    from tensorkiln.backends.llvm import native_entry  # noqa: F401  (registers the entry)
 lib = load_module(sys.argv[3])
 x, y = np.ones(1, np.float32), np.ones(1, np.float32)
-call = lib._run if sys.argv[2] == "native" else (lambda *a: lib._run_general(a))
+call = lib if sys.argv[2] == "native" else (lambda *a: lib._run_general(a))
 for _ in range(3):
     lib(x, y)
 for _ in range(int(sys.argv[1])):
@@ -200,7 +205,8 @@ for _ in range(int(sys.argv[1])):
 
 
 def instructions(extra: int = 10000, base: int = 1000) -> list[list[str]]:
-    """Instructions per call, counted by valgrind (see the module doc)."""
+    """Instructions per call of a deployed model (``load_module``: no compiler to run
+    under valgrind), counted by valgrind (see the module doc)."""
     module, _ = noop_model()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -209,7 +215,7 @@ def instructions(extra: int = 10000, base: int = 1000) -> list[list[str]]:
         script = Path(tmp) / "count.py"
         script.write_text(COUNTER)
         env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        for mode, label in (("native", "native entry (`lib._run`, what `lib()` runs)"), ("general", "general path")):
+        for mode, label in (("native", "deployed `lib(x, y)` (native entry)"), ("general", "general path")):
             counts = []
             for n in (base, base + extra):
                 done = subprocess.run(
