@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import tensorkiln as tk
+from test_call_errors import _module as call_errors_model
 from tensorkiln.dialects.functions import find_function, set_dim_ranges
 from tensorkiln.runtime import load_module
 from tensorkiln.runtime.native_call import BUSY, FALLBACK, NativeCallContext, not_eligible
@@ -45,13 +46,9 @@ def _errors(call, args):
 
 @pytest.fixture(scope="module")
 def symbolic():
-    """main(x: f32[n, 4], y: f32[n, 4], idx: i32[3], s: f32[]) -> (f32[n, 4], i32[3])."""
-    b = tk.GraphBuilder()
-    x = b.input("x", ("n", 4), F32)
-    y = b.input("y", ("n", 4), F32)
-    idx = b.input("idx", (3,), I32)
-    s = b.input("s", (), F32)
-    module = b.finish(b.mul(b.add(x, y), s), b.neg(idx))
+    """test_call_errors' model, main(x: f32[n, 4], y: f32[n, 4], idx: i32[3], s: f32[]) ->
+    (f32[n, 4], i32[3]), with n in [0, 1000]."""
+    module = call_errors_model()
     set_dim_ranges(find_function(module, "main"), {"n": (0, 1000)})
     return _warm(tk.build(module), *_good(3))
 
