@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     linalg,
     math,
     nn,
+    normalization,
     order,
     quantized,
     random,

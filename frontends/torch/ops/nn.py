@@ -224,23 +224,6 @@ def layer_norm(ctx: ImportContext, node, x, normalized_shape, weight, bias, eps)
     return (y, mean, inv)
 
 
-@converter("aten.native_group_norm.default")
-def group_norm(ctx: ImportContext, node, x, weight, bias, batch, channels, spatial, groups, eps):
-    """Normalise each (sample, group of channels) over its channels and positions, then scale and
-    shift per channel. Returns ``(y, mean, rstd)``, the statistics shaped ``(N, groups)``."""
-    b = ctx.b
-    shape = shape_of(x.type)
-    rest = 1
-    for d in shape[2:]:
-        if not isinstance(d, int):
-            raise NotImplementedError(f"group norm over a symbolic spatial dim ({d}) is not supported")
-        rest *= d
-    grouped = b.reshape(x, (shape[0], groups, (shape[1] // groups) * rest))
-    y, mean, rstd = _standardise(ctx, grouped, [2], eps)
-    y = _per_channel_affine(ctx, b.reshape(y, shape), weight, bias)
-    return (y, b.reshape(mean, (shape[0], groups)), b.reshape(rstd, (shape[0], groups)))
-
-
 def _dropout(per_channel: bool, alpha: bool):
     """The converter of one dropout flavour: identity in eval(), random keep-masks in
     training (``ops/random.py``)."""
