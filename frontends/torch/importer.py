@@ -29,6 +29,7 @@ from .context import ImportContext, UnsupportedDtypeError, numpy_dtype_of_torch,
 from .dim_names import dim_text, user_dim_names
 from .opmath import CONVERSION_ERRORS, convert_node, ops_after
 from .ops.checks import CHECKED_INFO
+from .norm_decompositions import norm_decompositions
 from .python_decompositions import python_decompositions
 from .registry import CONVERTERS, target_name
 
@@ -55,6 +56,9 @@ KEEP_WHOLE = (
     "gru.input",
     "rnn_tanh.input",
     "rnn_relu.input",
+    # group norm without reshaping the activation (ops/normalization.py): the decomposition's
+    # (N, groups, rest) view forced NCHW around every norm (instance norm: norm_decompositions.py)
+    "group_norm.default",
 )
 
 #: fx call_function targets handled by the importer itself, not by converters.
@@ -119,6 +123,7 @@ def _decompose(ep: Any) -> Any:
         if op in table:
             del table[op]
     table.update(python_decompositions())
+    table.update(norm_decompositions())
     with warnings.catch_warnings():
         # torch 2.13's run_decompositions deep-copies its own pytree specs, which warns on
         # every model (a deprecation inside torch, not in anything the user wrote)
