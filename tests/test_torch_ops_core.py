@@ -667,7 +667,8 @@ def _affine(norm: nn.Module) -> nn.Module:
 
 class InstanceNorms(nn.Module):
     """Instance norm 2-d and 1-d (batched and not), with and without affine parameters,
-    and the functional form: each views its input as one batch of N*C channels."""
+    and the functional form: each is group norm with a group per channel
+    (``frontends/torch/norm_decompositions.py``)."""
 
     def __init__(self):
         super().__init__()
@@ -695,10 +696,12 @@ NORM = [
     case("layer-norm-no-affine", nn.LayerNorm(7, elementwise_affine=False, eps=1e-3), (f32(3, 5, 7, scale=5.0),)),
     case("layer-norm-no-bias", _affine(nn.LayerNorm((5, 7), bias=False)), (f32(3, 5, 7),)),
     case("layer-norm-functional", lambda x, w: F.layer_norm(x, (7,), w), (f32(4, 7), f32(7))),
-    case("instance-norm", InstanceNorms(), (f32(2, 3, 5, 7, scale=3.0), f32(3, 4, 6, 5)), "_native_batch_norm_legit.no_stats"),
+    case("instance-norm", InstanceNorms(), (f32(2, 3, 5, 7, scale=3.0), f32(3, 4, 6, 5)), "group_norm.default"),
     case("instance-norm-f64", nn.InstanceNorm2d(3), (f64(2, 3, 5, 7),)),
     case("instance-norm-running-stats-eval", _with_random_stats(nn.InstanceNorm2d(3, track_running_stats=True)),
-         (f32(2, 3, 5, 7),), "_native_batch_norm_legit_no_training.default"),
+         (f32(2, 3, 5, 7),), "rsqrt.default"),
+    case("batch-norm-legit-no-stats-not-decomposed", lambda x, w, b: A._native_batch_norm_legit(x, w, b, True, 0.1, 1e-5)[0],
+         (f32(2, 3, 5, 7), f32(3), f32(3)), "_native_batch_norm_legit.no_stats", decompose=False),
     case("batch-norm-legit-eval-not-decomposed",
          lambda x, w, b, m, v: A._native_batch_norm_legit(x, w, b, m, v, False, 0.1, 1e-5)[0],
          (f32(2, 3, 5, 7), f32(3), f32(3), f32(3), lambda rng: torch.from_numpy(rng.random(3, np.float32) + 0.5)),
