@@ -5,6 +5,7 @@ with the table :data:`TABLES` makes for NAME when the site is built (``mkdocs bu
 
 - ``torch-ops``: every ATen overload the PyTorch frontend converts, from its converter
   registry (``tensorkiln.frontends.torch.registry.CONVERTERS``), grouped by family;
+- ``onnx-ops``: every ONNX op the ONNX frontend converts, from its registry, by family;
 - ``graph-ops``: the graph dialect's ops, each with the first line of its docstring;
 - ``passes``: every pass ``tensorkiln-opt`` knows by name, and what it does;
 - ``cli``: the ``tensorkiln`` subcommands with their one-line help;
@@ -15,6 +16,7 @@ with the table :data:`TABLES` makes for NAME when the site is built (``mkdocs bu
 from __future__ import annotations
 
 import atexit
+import json
 import re
 import shutil
 import sys
@@ -52,6 +54,41 @@ def torch_ops() -> str:
         names = sorted(families[family])
         rows.append(f"| {family.replace('_', ' ')} | {len(names)} | {', '.join(f'`{n}`' for n in names)} |")
     rows.append(f"| **all** | **{len(CONVERTERS)}** | |")
+    return "\n".join(rows)
+
+
+def onnx_ops() -> str:
+    """The ONNX ops the ONNX frontend converts, from its registry
+    (``tensorkiln.frontends.onnx.registry.CONVERTERS``), one row per family (the converter's
+    file), each op with the schema versions its converters start at."""
+    try:
+        from tensorkiln.frontends.onnx import ops  # noqa: F401  (registers every converter)
+        from tensorkiln.frontends.onnx.registry import CONVERTERS, DEFAULT_DOMAIN
+    except ImportError as e:  # (the onnx package is not installed where the site is built)
+        return f"*The table needs the `onnx` package to be generated ({e}).*"
+    families: dict[str, list[str]] = defaultdict(list)
+    for (domain, op_type), entries in CONVERTERS.items():
+        name = op_type if domain == DEFAULT_DOMAIN else f"{domain}.{op_type}"
+        since = "/".join(str(c.since) for c in entries)
+        families[entries[0].fn.__module__.rsplit(".", 1)[-1]].append(f"`{name}` {since}")
+    rows = ["| family | count | ops (and the opset versions their converters start at) |", "|---|---:|---|"]
+    for family in sorted(families):
+        ops_ = sorted(families[family], key=str.lower)
+        rows.append(f"| {family.replace('_', ' ')} | {len(ops_)} | {', '.join(ops_)} |")
+    # ONNX ops defined as functions of others, with no converter of their own: their body
+    # converts, unless it uses what is refused (Bernoulli: random draws; SequenceMap: sequences),
+    # which the node suite's results show (every case of the op refused)
+    import onnx
+
+    newest = {(s.domain or "", s.name): s for s in onnx.defs.get_all_schemas()}
+    statuses: dict[str, set[str]] = defaultdict(set)
+    for case in json.loads((ROOT / "benchmarks" / "onnx_conformance_expected.json").read_text())["cases"].values():
+        statuses[case["stratum"]].add(case["status"])
+    bodies = sorted(name for (domain, name), s in newest.items()
+                    if not domain and (s.has_function or s.has_context_dependent_function)
+                    and (DEFAULT_DOMAIN, name) not in CONVERTERS and statuses.get(name) != {"refused"})  # fmt: skip
+    rows.append(f"| *as their ONNX function body* | {len(bodies)} | {', '.join(f'`{n}`' for n in bodies)} |")
+    rows.append(f"| **all** | **{len(CONVERTERS) + len(bodies)}** | |")
     return "\n".join(rows)
 
 
@@ -131,7 +168,7 @@ def architecture() -> str:
 
 
 TABLES: dict[str, Callable[[], str]] = {
-    "torch-ops": torch_ops, "graph-ops": graph_ops, "passes": passes, "cli": cli, "benchmarks": benchmarks,
+    "torch-ops": torch_ops, "onnx-ops": onnx_ops, "graph-ops": graph_ops, "passes": passes, "cli": cli, "benchmarks": benchmarks,
     "architecture": architecture,
 }
 

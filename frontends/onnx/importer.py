@@ -507,7 +507,7 @@ def from_onnx(
 
         module = from_onnx("resnet50.onnx", shape={"batch": 1})
         lib = tk.build(module)
-        (logits,) = lib(image)
+        logits = lib(image)             # one output: an array (several: a tuple)
 
     ``bind``: values for graph inputs that the model uses as shapes, axes or sizes (a
     ``Reshape``'s target, ``ReduceSum``'s axes, ``Pad``'s pads given as inputs): they become
@@ -549,5 +549,4 @@ def from_onnx_with_values(model: Any, values: Mapping[str, Any], **kwargs: Any) 
             bound.update({n: values[n] for n in wanted})
 
 
-__all__ = [
-    "from_onnx_with_values","OnnxImportError", "OnnxInputValuesNeeded", "OnnxUnsupportedError", "from_onnx", "unsupported_nodes"]
+__all__ = ["OnnxImportError", "OnnxInputValuesNeeded", "OnnxUnsupportedError", "from_onnx", "from_onnx_with_values", "unsupported_nodes"]
