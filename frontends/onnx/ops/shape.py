@@ -339,10 +339,12 @@ def trilu(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
 @converter("Dropout")
 def dropout(ctx: OnnxContext, node: OnnxNode) -> tuple[SSAValue, SSAValue | None]:
     x = node.input(0)
-    if node.version >= 12 and node.input(2) is not None:
-        training = ctx.const(node.input(2))
-        if training is None or bool(training.reshape(())):
-            raise refuse("training_mode (random masks) is not supported: only inference, where Dropout is the identity")
+    if node.version >= 12 and node.input(2) is not None and bool(ctx.need_const(node, 2, "training_mode").reshape(())):
+        # training: identity only when nothing is dropped (ratio 0); else masks are random draws
+        ratio = 0.5 if node.input(1) is None else float(ctx.need_const(node, 1, "ratio").reshape(()))
+        if ratio != 0:
+            raise refuse(f"training_mode with ratio {ratio} (random masks) is not supported: only inference or ratio 0, "
+                         "where Dropout is the identity")  # fmt: skip
     elif node.version < 7 and not node.attr("is_test", 0):
         raise refuse("is_test=0 (training) is not supported: only inference, where Dropout is the identity")
     mask = None
