@@ -15,6 +15,7 @@ calling thread takes the pieces no worker has taken and waits only for pieces be
 The workers' wait policy follows the environment as libgomp's does: after a loop they
 spin ``TK_SPIN_US`` microseconds (default :data:`DEFAULT_SPIN_US`) for the next one, then
 sleep; ``OMP_WAIT_POLICY=passive`` makes them sleep at once, ``active`` spin ~forever.
+(An exported library's own pool spins the default time.)
 """
 
 from __future__ import annotations
@@ -27,12 +28,8 @@ from functools import lru_cache
 
 import llvmlite.binding as llvm
 
-from .thread_pool_ir import COUNTERS, POOL_FUNCTIONS, pool_ir
+from .thread_pool_ir import COUNTERS, DEFAULT_SPIN_US, POOL_FUNCTIONS, pool_ir
 
-#: how long idle workers spin for the next loop before they sleep, in microseconds:
-#: long enough to bridge the serial kernels between a model's parallel loops and the
-#: caller's Python between two calls, short enough that an idle process soon sleeps
-DEFAULT_SPIN_US = 200
 #: what ``OMP_WAIT_POLICY=active`` means here: spin for ten seconds
 ACTIVE_SPIN_US = 10_000_000
 

@@ -44,6 +44,10 @@ MAX_THREADS = 256
 SPINS_PER_CLOCK_READ = 64
 #: spins after which a caller waiting for a worker's last piece yields its core
 SPINS_BEFORE_YIELD = 4096
+#: how long idle workers spin for the next loop before they sleep, in microseconds:
+#: long enough to bridge the serial kernels between a model's parallel loops and the
+#: caller's Python between two calls, short enough that an idle process soon sleeps
+DEFAULT_SPIN_US = 200
 
 #: futex system call numbers by architecture (the triple's first component)
 _FUTEX_SYSCALL = {"x86_64": 202, "aarch64": 98, "riscv64": 98, "powerpc64le": 221, "s390x": 238}
@@ -62,7 +66,7 @@ _TEMPLATE = r"""
 @tk_pool_seq = internal global i32 0, align 64
 @tk_pool_sleepers = internal global i32 0, align 64
 @tk_pool_started = internal global i32 0, align 64
-@tk_pool_spin_ns = internal global i64 100000, align 64
+@tk_pool_spin_ns = internal global i64 DEFAULT_SPIN_NS, align 64
 ; the job: fn, data, lb, ub, step, piece size, pieces, helpers wanted
 @tk_pool_fn = internal global ptr null, align 64
 @tk_pool_data = internal global ptr null, align 8
@@ -373,6 +377,7 @@ def pool_ir(triple: str, hidden: bool = False) -> str:
         ("SPINS_BEFORE_YIELD", str(SPINS_BEFORE_YIELD)),
         ("PIECES_PER_THREAD", str(PIECES_PER_THREAD)),
         ("MAX_THREADS", str(MAX_THREADS)),
+        ("DEFAULT_SPIN_NS", str(DEFAULT_SPIN_US * 1000)),
     ):
         text = text.replace(name, value)
     if hidden:
@@ -380,4 +385,4 @@ def pool_ir(triple: str, hidden: bool = False) -> str:
     return f'target triple = "{triple}"\n' + text
 
 
-__all__ = ["COUNTERS", "MAX_THREADS", "PIECES_PER_THREAD", "POOL_FUNCTIONS", "pool_ir"]
+__all__ = ["COUNTERS", "DEFAULT_SPIN_US", "MAX_THREADS", "PIECES_PER_THREAD", "POOL_FUNCTIONS", "pool_ir"]
