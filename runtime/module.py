@@ -66,7 +66,7 @@ class CompiledModule(Seedable):
         #: the native entry's data (None: calls take the general path); the entry itself
         #: is made at the second call (``native_call.py``; once per process, ~40 ms)
         self._native_context = native_call.NativeCallContext.create(
-            signature, entry_address, self._weights, self._head, self._workspaces
+            signature, entry_address, self._weights, self._head, self._workspaces, keep_alive
         )
         self._native: Any = None
         #: the graph executor's program over the same native code (set by ``tk.build``)

@@ -38,7 +38,7 @@ Disable it with ``TK_NATIVE_CALL=0`` in the environment.
 
 Example::
 
-    context = NativeCallContext.create(signature, entry, weights, head, workspaces)
+    context = NativeCallContext.create(signature, entry, weights, head, workspaces, library)
     call = make_native_entry(context, library.address)   # None: no entry, or not eligible
     result = call(*args)
     if result is FALLBACK:
@@ -128,15 +128,23 @@ def not_eligible(signature: Signature) -> str | None:
     return None
 
 
+class _Words(np.ndarray):
+    """The context's words (an ``int64`` array: the entry reads its data), holding the
+    context, so that the entry's function object alone keeps all they point to alive."""
+
+    context: NativeCallContext
+
+
 class NativeCallContext:
     """The words the native entry reads for one compiled module (see the module doc),
     and what they point to, kept alive here."""
 
     def __init__(
-        self, words: np.ndarray, template: np.ndarray, symbols: list[str], workspaces: Workspaces | None, dtypes: list[np.dtype]
+        self, words: np.ndarray, template: np.ndarray, symbols: list[str], workspaces: Workspaces | None, keep: tuple
     ):
-        self.words = words
-        self.dtypes = dtypes  # (the dtype objects the words point to, kept alive)
+        self.words = words.view(_Words)
+        self.words.context = self
+        self._keep = keep  # what the words point to: the dtypes, the weights, the native code
         self.template = template
         self.symbols = symbols
         self._workspaces = workspaces
@@ -151,10 +159,12 @@ class NativeCallContext:
         weights: Sequence[np.ndarray],
         head: int,
         workspaces: Workspaces | None,
+        code: Any = None,
     ) -> NativeCallContext | None:
-        """The context of a module whose packed entry is at ``entry``, taking ``head``
-        slots of inputs' and outputs' pointers and dims, then ``weights``' pointers, then
-        ``workspaces``' temporaries; None if its calls are not eligible."""
+        """The context of a module whose packed entry is at ``entry`` (in native code
+        that ``code`` owns), taking ``head`` slots of inputs' and outputs' pointers and
+        dims, then ``weights``' pointers, then ``workspaces``' temporaries; None if its
+        calls are not eligible."""
         if not_eligible(signature) is not None:
             return None
         specs = signature.inputs + signature.entry_outputs
@@ -184,7 +194,7 @@ class NativeCallContext:
         header[WORKSPACE_SYMBOLS] = HEADER + 2 * len(symbols)
         header[RECORDS] = HEADER + 3 * len(symbols)
         words = header + list(process_words()) + [v for s in symbols for v in ranges.get(s, (0, INT64_MAX))] + [_NO_WORKSPACE] * len(symbols) + records
-        return NativeCallContext(np.array(words, np.int64), template, symbols, workspaces, dtypes)
+        return NativeCallContext(np.array(words, np.int64), template, symbols, workspaces, (dtypes, list(weights), code))
 
     def adopt(self, symbols: dict[str, int]) -> None:
         """Install a workspace for ``symbols``' values (those of a call the general path

@@ -136,6 +136,20 @@ def test_outputs_are_fresh_arrays():
     np.testing.assert_array_equal(second, np.maximum(x, 0))
 
 
+def test_the_entry_alone_keeps_what_it_reads_alive():
+    """The function object keeps its context (weights, template, workspace) alive."""
+    module, weights = _chain(3)
+    lib = tk.build(module)
+    x = np.random.default_rng(8).standard_normal((3, 19)).astype(F32)
+    _warm(lib, x)
+    native = lib._native
+    del lib
+    import gc
+
+    gc.collect()
+    np.testing.assert_allclose(native(x), _chain_reference(x, weights), rtol=1e-4, atol=1e-6)
+
+
 def test_no_reference_leaks(symbolic):
     args = _good(4)
     dtype = np.dtype("float32")
