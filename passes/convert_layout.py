@@ -167,10 +167,18 @@ def _conv2d(c: LayoutConverter, op: nn.Conv2dOp) -> None:
 
 
 @layout_rule(nn.MaxPool2dOp, nn.AvgPool2dOp, nn.AdaptiveAvgPool2dOp, nn.AdaptiveMaxPool2dOp)
-def _pool(c: LayoutConverter, op: nn._Pool2dOp | nn._AdaptivePool2dOp) -> None:
+def _pool(c: LayoutConverter, op: nn._Pool2dOp | nn._AdaptivePool2dOp | nn.Resize2dOp) -> None:
     if op.data_layout() != "NCHW":
         return
     c.replace(op, c.rebuilt(op, [c.twin(op.input)], layout=StringAttr(c.layout)))
+
+
+@layout_rule(nn.Resize2dOp)
+def _resize(c: LayoutConverter, op: nn.Resize2dOp) -> None:
+    """Resizing moves pixels, never channels: converted when its input already has a twin
+    (a UNet's upsampling between convolutions), left in NCHW otherwise."""
+    if c.has_twin(op.input):
+        _pool(c, op)
 
 
 # ---------------------------------------------------------------------------

@@ -112,3 +112,35 @@ def test_no_transposes_between_convs():
     optimize_graph(module, PassContext(opt_level=2), layout="NHWC")
     activations = [op for op in module.walk() if isinstance(op, TransposeOp) and np.prod(op.result.type.get_shape()) == 64 * 16 * 16]
     assert [list(op.result.type.get_shape()) for op in activations] == [[1, 16, 16, 64], [1, 64, 16, 16]]
+
+
+class UpsampleBetweenConvs(torch.nn.Module):
+    def __init__(self, mode: str, align_corners: bool | None, **size):
+        super().__init__()
+        self.a, self.b = torch.nn.Conv2d(6, 6, 3, padding=1), torch.nn.Conv2d(6, 5, 3, padding=1)
+        self.mode, self.align_corners, self.size = mode, align_corners, size
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        up = F.interpolate(self.a(x), mode=self.mode, align_corners=self.align_corners, **self.size)
+        return self.b(F.silu(up))
+
+
+@pytest.mark.parametrize(
+    "mode,align_corners,size",
+    [
+        ("nearest", None, {"scale_factor": 2.0}),
+        ("nearest-exact", None, {"size": (11, 6)}),
+        ("bilinear", False, {"scale_factor": 1.5}),
+        ("bilinear", True, {"size": (9, 13)}),
+    ],
+)
+def test_resize_between_convs_runs_in_nhwc(mode, align_corners, size):
+    """Upsampling between convolutions (a UNet's decoder) is converted to NHWC: no
+    transpose of its input or output; the result matches torch."""
+    model = UpsampleBetweenConvs(mode, align_corners, **size).eval()
+    _check(model, (2, 6, 5, 7))
+    module = from_exported_program(torch.export.export(model, (torch.randn(2, 6, 5, 7),)))
+    optimize_graph(module, PassContext(opt_level=2), layout="NHWC")
+    resizes = [op for op in module.walk() if op.name == "graph.resize2d"]
+    assert [op.layout.data for op in resizes] == ["NHWC"]
+    assert sum(isinstance(op, TransposeOp) for op in module.walk()) == 2  # into NHWC, back out

@@ -845,8 +845,8 @@ def resize_linear_weights(
 
 
 @irdl_op_definition
-class Resize2dOp(GraphOp):
-    """Resize the height and width of an NCHW tensor to ``size`` (torch's interpolate).
+class Resize2dOp(_LayoutMixin, GraphOp):
+    """Resize the height and width of an NCHW (or NHWC: ``layout``) tensor to ``size`` (torch's interpolate).
 
     ``mode``: ``"nearest"`` (torch's ``nearest``: source ``floor(dst * scale)``), ``"nearest_exact"``
     (``floor((dst + 0.5) * scale)``) or ``"bilinear"`` (half-pixel centres, or corner-aligned with
@@ -867,6 +867,7 @@ class Resize2dOp(GraphOp):
     mode = prop_def(StringAttr)
     align_corners = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
     scale_factors = opt_prop_def(DenseArrayBase)
+    layout = prop_def(StringAttr, default_value=_layout_prop())
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
@@ -879,11 +880,13 @@ class Resize2dOp(GraphOp):
         mode: str = "nearest",
         align_corners: bool = False,
         scale_factors: float | Sequence[float] | None = None,
+        layout: str = "NCHW",
     ):
         props: dict[str, Attribute] = {
             "size": ints_attr(_pair(size)),
             "mode": StringAttr(mode),
             "align_corners": BoolAttr.from_bool(align_corners),
+            "layout": StringAttr(layout),
         }
         if scale_factors is not None:
             if isinstance(scale_factors, int | float):
@@ -897,8 +900,8 @@ class Resize2dOp(GraphOp):
         return tuple(float(v) for v in self.scale_factors.get_values())
 
     def infer_result_type(self) -> TensorType:
-        x = operand_shape(self.input)
-        expect_rank("input", x, 4)
+        expect_rank("input", operand_shape(self.input), 4)
+        x = self.input_nchw()
         element = operand_element(self.input)
         mode = self.mode.data
         if mode not in RESIZE_MODES:
@@ -919,11 +922,11 @@ class Resize2dOp(GraphOp):
             if any(not f > 0 for f in factors):
                 raise VerifyException(f"scale_factors must be positive, got {list(factors)}")
         _static_spatial("resize2d", x)
-        return tensor_type((x[0], x[1], *size), element)
+        return self.result_type_from_nchw((x[0], x[1], *size), element)
 
     def axis_scale(self, axis: int) -> float:
         """torch's float32 step along ``axis`` (0: height, 1: width); see :func:`resize_scale`."""
-        in_size = self.input.type.get_shape()[2 + axis]
+        in_size = self.input_nchw()[2 + axis]
         out_size = ints(self.size)[axis]
         factors = self._scale_factors()
         return resize_scale(
@@ -932,6 +935,9 @@ class Resize2dOp(GraphOp):
         )
 
     def reference(self, x: np.ndarray) -> np.ndarray:
+        return self.nchw_reference(x, self._nchw_reference)
+
+    def _nchw_reference(self, x: np.ndarray) -> np.ndarray:
         mode = self.mode.data
         (oh, ow), (h, w) = ints(self.size), x.shape[2:]
         if mode != "bilinear":

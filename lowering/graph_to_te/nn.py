@@ -262,17 +262,22 @@ def _linear_source(s: Scalar, out: SSAValue, in_size: int, out_size: int, align_
 def resize2d(t: TEBuilder, op: nn.Resize2dOp) -> SSAValue:
     mode = op.mode.data
     align_corners = bool(op.align_corners.value.data)
-    (out_h, out_w), (height, width) = ints(op.size), op.input.type.get_shape()[2:]
+    (out_h, out_w), (height, width) = ints(op.size), op.input_nchw()[2:]
     scale_h, scale_w = op.axis_scale(0), op.axis_scale(1)
     element_type = op.input.type.element_type
+    layout = op.data_layout()
 
     def element(s: Scalar, idx, ins):
-        n, c, y, x = idx
+        n, c, y, x = to_nchw(idx, layout)
         data = ins[0]
+
+        def read(iy, ix):
+            return s.read(data, list(to_layout([n, c, iy, ix], layout)))
+
         if mode != "bilinear":
             iy = _nearest_source(s, y, height, out_h, mode, scale_h)
             ix = _nearest_source(s, x, width, out_w, mode, scale_w)
-            return s.read(data, [n, c, iy, ix])
+            return read(iy, ix)
         y0, y1, ly = _linear_source(s, y, height, out_h, align_corners, scale_h)
         x0, x1, lx = _linear_source(s, x, width, out_w, align_corners, scale_w)
 
@@ -285,7 +290,7 @@ def resize2d(t: TEBuilder, op: nn.Resize2dOp) -> SSAValue:
             return s.add(s.mul(s.sub(one, lam), a), s.mul(lam, read(b_index)))
 
         def row(iy):
-            return lerp(x0, x1, lx, lambda ix: s.read(data, [n, c, iy, ix]))
+            return lerp(x0, x1, lx, lambda ix: read(iy, ix))
 
         return lerp(y0, y1, ly, row)
 

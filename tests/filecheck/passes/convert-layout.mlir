@@ -120,3 +120,24 @@ func.func @pad_slice(%x: tensor<1x3x6x6xf32>) -> tensor<1x2x5x12xf32> {
   %s = graph.slice %p {axes = array<i64: 1, 2>, starts = array<i64: 1, 0>, ends = array<i64: 3, 5>, steps = array<i64: 1, 1>} : tensor<1x4x10x12xf32> -> tensor<1x2x5x12xf32>
   func.return %s : tensor<1x2x5x12xf32>
 }
+
+// -----
+
+// A resize between convolutions (a UNet's upsampling) runs in NHWC; one of the model's
+// input (not converted yet) stays NCHW.
+
+// CHECK-LABEL: func.func @resize
+// CHECK:         %u = graph.resize2d %x {size = array<i64: 8, 8>, mode = "nearest"} : tensor<1x3x4x4xf32> -> tensor<1x3x8x8xf32>
+// CHECK:         %c = graph.conv2d
+// CHECK-NEXT:    %r = graph.resize2d %c {size = array<i64: 16, 16>, mode = "bilinear", layout = "NHWC"} : tensor<1x8x8x4xf32> -> tensor<1x16x16x4xf32>
+// CHECK:         %d = graph.conv2d %r, %{{.*}} {layout = "NHWC"}
+// CHECK-NEXT:    graph.transpose %d {perm = array<i64: 0, 3, 1, 2>}
+func.func @resize(%x: tensor<1x3x4x4xf32>) -> tensor<1x2x16x16xf32> {
+  %u = graph.resize2d %x {size = array<i64: 8, 8>, mode = "nearest"} : tensor<1x3x4x4xf32> -> tensor<1x3x8x8xf32>
+  %w = graph.constant dense<0.5> : tensor<4x3x1x1xf32>
+  %c = graph.conv2d %u, %w : tensor<1x3x8x8xf32>, tensor<4x3x1x1xf32> -> tensor<1x4x8x8xf32>
+  %r = graph.resize2d %c {size = array<i64: 16, 16>, mode = "bilinear"} : tensor<1x4x8x8xf32> -> tensor<1x4x16x16xf32>
+  %v = graph.constant dense<0.25> : tensor<2x4x1x1xf32>
+  %d = graph.conv2d %r, %v : tensor<1x4x16x16xf32>, tensor<2x4x1x1xf32> -> tensor<1x2x16x16xf32>
+  func.return %d : tensor<1x2x16x16xf32>
+}
