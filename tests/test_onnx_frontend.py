@@ -341,3 +341,32 @@ def test_onnx_backend_test_runner_at_the_documented_path():
     result = unittest.TextTestRunner(stream=open(os.devnull, "w"), verbosity=0).run(suite)  # noqa: SIM115
     assert result.testsRun - len(result.skipped) == 4  # (the rest: skipped, "no matched include pattern")
     assert result.wasSuccessful(), [str(e) for _, e in result.failures + result.errors]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_batched_qlinear_matmul_matches_the_reference(dtype):
+    """QLinearMatMul of two batched operands (graph.qmatmul takes a matrix right operand):
+    an int32 product requantized as ONNX's reference does; per-column b scales and zero
+    points, odd sizes, fresh random inputs: exactly equal."""
+    info = np.iinfo(dtype)
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    inputs = ["a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"]
+    model = _model(
+        [helper.make_node("QLinearMatMul", inputs, ["y"], name="qmm")],
+        [_tensor("a", elem, [3, 5, 7]), _tensor("b", elem, [3, 7, 6])],
+        [_tensor("y", elem, [3, 5, 6])],
+        [
+            _init("a_scale", np.array([0.02], np.float32)), _init("a_zero_point", np.array([3 if dtype == np.int8 else 131], dtype)),
+            _init("b_scale", RNG.uniform(0.01, 0.05, 6).astype(np.float32)), _init("b_zero_point", RNG.integers(-4, 5, 6).astype(dtype) if dtype == np.int8 else RNG.integers(120, 136, 6).astype(dtype)),
+            _init("y_scale", np.array([0.2], np.float32)), _init("y_zero_point", np.array([1 if dtype == np.int8 else 127], dtype)),  # (few saturate)
+        ],
+        opset=21,
+    )  # fmt: skip
+    lib = tk.build(from_onnx(model))
+    for seed in (1, 2):
+        rng = np.random.default_rng(seed)
+        a = rng.integers(info.min, info.max, (3, 5, 7), endpoint=True).astype(dtype)
+        b = rng.integers(info.min, info.max, (3, 7, 6), endpoint=True).astype(dtype)
+        expected = _reference(model, a=a, b=b)[0]
+        assert np.isin(expected, [info.min, info.max]).mean() < 0.2  # (a product, not saturation, is compared)
+        np.testing.assert_array_equal(lib(a, b), expected)

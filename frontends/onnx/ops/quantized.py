@@ -22,7 +22,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from ....dialects.graph.types import bfloat16_dtype
-from ..context import OnnxContext, OnnxNode, refuse
+from ..context import OnnxContext, OnnxImportError, OnnxNode, refuse
 from ..registry import converter
 from .linalg import matmul
 from .windows import window
@@ -123,11 +123,36 @@ def qlinear_matmul(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     a, b = node.input(0), node.input(3)
     params = _product_params(ctx, node, (1, 2, 4, 5, 6, 7))
     if ctx.rank(b) != 2 or ctx.rank(a) < 2:
-        raise refuse(f"QLinearMatMul of ranks {ctx.rank(a)} x {ctx.rank(b)} (a matrix right operand and a left one of rank >= 2)")
+        return _batched_qlinear_matmul(ctx, node)
     for value in params[1::2]:
         if ctx.shape(value) not in ((), (1,)) and value is not params[3]:
             raise refuse("per-axis scales on an activation")
     return ctx.b.unfolded("qmatmul")(a, b, None, params)
+
+
+def _batched_qlinear_matmul(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    """QLinearMatMul of operands ``graph.qmatmul`` does not take (a batched right operand, a
+    1-d one): the product of the centered values in int32 (exact), requantized as ONNX's
+    reference does: times ``a_scale * b_scale / y_scale`` (in the scales' type) in float64,
+    plus the output zero point, rounded half to even and saturated."""
+    g = ctx.b
+    a, b, y_zero_point = node.input(0), node.input(3), node.input(7)
+    for k in (1, 2, 6, 7):
+        if ctx.shape(node.input(k)) not in ((), (1,)):
+            raise refuse(f"QLinearMatMul of ranks {ctx.rank(a)} x {ctx.rank(b)} with a per-axis input {k}")
+    if ctx.rank(a) < 1 or ctx.rank(b) < 1:
+        raise OnnxImportError(f"node '{node.name}' (QLinearMatMul): operands of ranks {ctx.rank(a)} x {ctx.rank(b)}")
+    product = matmul(ctx, _centered_int32(ctx, a, node.input(2), None), _centered_int32(ctx, b, node.input(5), ctx.rank(b) - 1))
+    a_scale, b_scale, y_scale = (node.input(k) for k in (1, 4, 6))
+    multiplier = g.div(g.mul(a_scale, ctx.cast(b_scale, ctx.dtype(a_scale))), ctx.cast(y_scale, ctx.dtype(a_scale)))
+    y = g.mul(ctx.cast(product, np.float64), ctx.cast(multiplier, np.float64))
+    out = ctx.dtype(y_zero_point) if y_zero_point is not None else ctx.dtype(a)
+    if y_zero_point is not None:
+        y = g.add(y, ctx.cast(y_zero_point, np.float64))
+    info = np.iinfo(out)
+    y = g.min(g.max(g.round(y), ctx.scalar(info.min, y)), ctx.scalar(info.max, y))
+    y = g.reshape(y, ctx.shape(product)) if ctx.shape(y) != ctx.shape(product) else y  # ((1,) scales of a 0-d product)
+    return ctx.cast(y, out)
 
 
 def _centered_int32(ctx: OnnxContext, value: SSAValue, zero_point: SSAValue | None, axis: int | None) -> SSAValue:
