@@ -370,3 +370,27 @@ def test_batched_qlinear_matmul_matches_the_reference(dtype):
         expected = _reference(model, a=a, b=b)[0]
         assert np.isin(expected, [info.min, info.max]).mean() < 0.2  # (a product, not saturation, is compared)
         np.testing.assert_array_equal(lib(a, b), expected)
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [(np.float32, np.uint32), (np.uint32, np.float32), (np.int16, np.uint16), (np.uint64, np.float64), (np.bool_, np.uint8)],
+)
+def test_bitcast_through_held_types(source, target):
+    """ONNX's BitCast (opset 26) to and from types held in wider graph types (uint16, uint32,
+    uint64): the bits of numpy's ``view``, on fresh random bits."""
+    import tensorkiln.frontends.onnx.backend as tk_backend
+
+    to = helper.np_dtype_to_tensor_dtype(np.dtype(target))
+    model = _model(
+        [helper.make_node("BitCast", ["x"], ["y"], to=to, name="bits")],
+        [_tensor("x", helper.np_dtype_to_tensor_dtype(np.dtype(source)), [4, 5])], [_tensor("y", to, [4, 5])], opset=26,
+    )  # fmt: skip
+    raw = RNG.integers(0, 256, (4, 5, np.dtype(source).itemsize), dtype=np.uint8)
+    x = (raw[..., 0] & 1).astype(np.bool_) if source is np.bool_ else np.ascontiguousarray(raw).view(source).reshape(4, 5)
+    if source is np.uint64:
+        x = x & np.uint64(2**63 - 1)  # (uint64 is held as int64: values from 2**63 on are refused at the call)
+    (y,) = tk_backend.prepare(model).run([x])
+    assert y.dtype == np.dtype(target)
+    expected = x.astype(np.uint8) if source is np.bool_ else x.view(target)
+    np.testing.assert_array_equal(y.view(np.uint8), expected.view(np.uint8))

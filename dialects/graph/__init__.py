@@ -6,6 +6,7 @@ Ops are grouped by family, one file each; this module assembles the dialect.
 from xdsl.ir import Dialect
 
 from . import (
+    bitcast,
     constant,
     dense_linalg,
     elementwise,
@@ -33,7 +34,7 @@ from .types import DimNamesAttr, WeightAttr
 
 _FAMILIES = (
     constant, elementwise, linalg, nn, shape, reduce, indexing, dense_linalg, factorizations, spectral, fourier, polynomials,
-    incomplete_gamma, random, quant, quant_bf16, recurrent,
+    incomplete_gamma, random, quant, quant_bf16, recurrent, bitcast,
 )  # fmt: skip
 
 

@@ -69,7 +69,7 @@ HELD: dict[int, HeldType] = {
 WRAPPED_OPS = frozenset({"Add", "Sub", "Mul", "Neg", "Pow", "BitShift", "BitwiseNot", "Sum", "CumSum", "CumProd",
                          "ReduceSum", "ReduceProd", "ReduceSumSquare", "MatMul", "Gemm", "Einsum"})  # fmt: skip
 #: ops whose results are not of their inputs' type
-TYPE_CHANGING_OPS = frozenset({"Cast", "CastLike", "Shape", "Size", "ArgMax", "ArgMin", "NonZero", "QuantizeLinear",
+TYPE_CHANGING_OPS = frozenset({"Cast", "CastLike", "BitCast", "Shape", "Size", "ArgMax", "ArgMin", "NonZero", "QuantizeLinear",
                                "DequantizeLinear", "TopK"})  # fmt: skip
 
 

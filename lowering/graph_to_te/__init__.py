@@ -27,7 +27,7 @@ from ...dialects.graph.fusion import fused_body
 from ...dialects.graph.types import is_float
 from ..row_stages import reduces, row_stages
 from ..te_builder import TEBuilder
-from . import bf16_products, dense_linalg, elementwise, indexing, linalg, nn, quant, quant_products, random, recurrent, reduce, shape  # noqa: F401  (register their rules)
+from . import bf16_products, bitcast, dense_linalg, elementwise, indexing, linalg, nn, quant, quant_products, random, recurrent, reduce, shape  # noqa: F401  (register their rules)
 from .registry import COMPUTE_RULES, compute_rule, tag_of
 
 __all__ = ["COMPUTE_RULES", "GraphToTEPass", "compute_rule", "unsupported_ops"]

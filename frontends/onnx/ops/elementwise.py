@@ -8,10 +8,11 @@ from functools import reduce as fold
 import numpy as np
 from xdsl.ir import SSAValue
 
-from ....dialects.graph.types import broadcast_shapes
+from ....dialects.graph.bitcast import bitcastable
+from ....dialects.graph.types import broadcast_shapes, element_type_of
 
 from ..context import OnnxContext, OnnxNode, refuse
-from ..held import cast_to_held, held_type
+from ..held import HeldType, cast_to_held, held_type
 from ..registry import converter
 
 # ---------------------------------------------------------------------------
@@ -253,6 +254,31 @@ def cast(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     if held is not None:  # (uint32, float8, int4, ...: held in a graph type, held.py)
         return cast_to_held(ctx, node, node.input(0), held)
     return ctx.cast(node.input(0), ctx.onnx_dtype(node.attr("to"), node, "to"))
+
+
+@converter("BitCast", since=26)
+def bitcast(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    """The bits of each element as another type of the same width. Between integer types
+    (and bool) that is a wrapping Cast; a float's bits go through ``graph.bitcast`` to or from
+    the signed integer of its width."""
+    x = node.input(0)
+    source_held, target_held = ctx.held.get(x), held_type(node.attr("to"))
+    if any(h is not None and h.float_format for h in (source_held, target_held)):
+        raise refuse("BitCast of float8/float4 values (held as float32 values of the format, not as their bits)")
+    source = source_held.numpy if source_held else ctx.dtype(x)
+    target = target_held.numpy if target_held else ctx.onnx_dtype(node.attr("to"), node, "to")
+
+    def to_target(value: SSAValue) -> SSAValue:
+        return cast_to_held(ctx, node, value, target_held) if isinstance(target_held, HeldType) else ctx.cast(value, target)
+
+    if source.kind in "iub" and target.kind in "iub":
+        return to_target(x)
+    if not (bitcastable(source) and bitcastable(target)):
+        raise refuse(f"BitCast {source} -> {target} (floats of 32 or 64 bits only)")
+    signed = np.dtype(f"i{source.itemsize}")
+    value = x if source.kind == "f" else ctx.cast(x, signed)  # (a held uint32's int64 wraps to its bits)
+    bits = ctx.b.bitcast(value, element_type_of(target if target.kind == "f" else signed))
+    return bits if target.kind == "f" else to_target(bits)
 
 
 @converter("CastLike", since=15)
