@@ -48,6 +48,7 @@ Example::
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -149,6 +150,9 @@ class NativeCallContext:
         self.symbols = symbols
         self._workspaces = workspaces
         self._workspace: _Workspace | None = None
+        #: workspaces replaced while a call may have been using them (given back later)
+        self._retired: list[_Workspace] = []
+        self._adopting = threading.Lock()  # one thread installs at a time
         #: where the workspace's arguments go in the template
         self._tail = template.size - (len(workspaces.argument_types()) if workspaces is not None else 0)
 
@@ -200,19 +204,43 @@ class NativeCallContext:
         """Install a workspace for ``symbols``' values (those of a call the general path
         made), unless a call is using the installed one or it is already theirs. It is
         taken from the general path's pool (an idle one if there is: no second copy of
-        the temporaries), and the one it replaces goes back there."""
-        if self._workspaces is None or self.words[BUSY]:
-            return
+        the temporaries), and the one it replaces goes back there once no call uses it.
+
+        Other threads run Python between any two of these steps, and the entry's
+        prologue (which reads the template and the symbol values, then sets BUSY) runs
+        whole while it holds the GIL. So the values are first set to ones no call has,
+        then the template, then the values: a prologue sees the old workspace or the new
+        one, never a mix. A call already running on the old one holds BUSY until it
+        returns; BUSY seen clear after the swap means none does. One thread installs at
+        a time (two interleaved would mix their steps)."""
+        if self._workspaces is None or self.words[BUSY] or not self._adopting.acquire(blocking=False):
+            return  # (another thread installing one: it will do)
+        try:
+            self._install(symbols)
+        finally:
+            self._adopting.release()
+
+    def _install(self, symbols: dict[str, int]) -> None:
+        self._give_back_retired()
         values = [symbols.get(s, _NO_WORKSPACE) for s in self.symbols]
         start = int(self.words[WORKSPACE_SYMBOLS])
-        if self._workspace is not None and list(self.words[start : start + len(values)]) == values:
+        made_for = self.words[start : start + len(values)]  # (a view)
+        if self._workspace is not None and list(made_for) == values:
             return
         workspace = self._workspaces.take(symbols)
+        made_for[:] = _NO_WORKSPACE
         self.template[self._tail :] = workspace.arguments
-        self.words[start : start + len(values)] = values
+        made_for[:] = values
         if self._workspace is not None:
-            self._workspaces.give_back(self._workspace)
+            self._retired.append(self._workspace)
         self._workspace = workspace
+        self._give_back_retired()
+
+    def _give_back_retired(self) -> None:
+        if self._retired and not self.words[BUSY]:  # no call runs: none on a retired one
+            for old in self._retired:
+                self._workspaces.give_back(old)
+            self._retired.clear()
 
 
 def _canonical(dtype: np.dtype) -> np.dtype:

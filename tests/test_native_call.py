@@ -243,6 +243,30 @@ def test_static_model_with_temporaries_and_threads():
     assert lib._native_context.words[BUSY] == 0  # the workspace is idle again
 
 
+def test_threads_at_changing_sizes():
+    """4 threads, each call at its own size: the general path installs workspaces for new
+    sizes while other threads' calls run on the installed one (native_call.adopt)."""
+    module, weights = _chain("n")
+    lib = tk.build(module)
+    rng = np.random.default_rng(9)
+    inputs = [[rng.standard_normal((1 + (t * 7 + c) % 6 + (c // 50), 19)).astype(F32) for c in range(300)] for t in range(4)]
+    wrong, start = [], threading.Barrier(4)
+
+    def worker(t):
+        start.wait()
+        for x in inputs[t]:
+            if not np.allclose(lib(x), _chain_reference(x, weights), rtol=1e-4, atol=1e-6):
+                wrong.append((t, x.shape))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong, wrong[:5]
+    assert lib._native is not None
+
+
 def test_one_copy_of_the_temporaries_for_calls_from_one_thread():
     """The native entry takes the general path's idle workspace: 3 calls, 1 made."""
     module, weights = _chain(4)
