@@ -394,3 +394,15 @@ def test_bitcast_through_held_types(source, target):
     assert y.dtype == np.dtype(target)
     expected = x.astype(np.uint8) if source is np.bool_ else x.view(target)
     np.testing.assert_array_equal(y.view(np.uint8), expected.view(np.uint8))
+
+
+def test_mel_weight_matrix_matches_the_reference_and_names_bad_edges():
+    def model(high):
+        names = ["bins", "length", "rate", "low", "high"]
+        values = [np.int64(7), np.int64(33), np.int64(8000), np.float32(50.0), np.float32(high)]
+        return _model([helper.make_node("MelWeightMatrix", names, ["w"], name="mel")], [], [_tensor("w", TensorProto.FLOAT, [17, 7])],
+                      [_init(n, v) for n, v in zip(names, values)], opset=17)  # fmt: skip
+
+    np.testing.assert_allclose(tk.build(from_onnx(model(3900.0)))(), _reference(model(3900.0))[0], rtol=1e-6)
+    with pytest.raises(OnnxImportError, match="mel.*MelWeightMatrix.*Nyquist"):
+        from_onnx(model(6000.0))

@@ -120,3 +120,38 @@ def stft(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
         framed = g.mul(framed, g.reshape(ctx.cast(window, ctx.dtype(signal)), (1, 1, length, 1)))
     onesided = bool(node.attr("onesided", 1)) and ctx.shape(signal)[-1] == 1
     return dft(ctx, framed, 2, length, False, onesided)
+
+
+def mel_weight_matrix(bins: int, dft_length: int, sample_rate: int, low_hz: float, high_hz: float) -> np.ndarray:
+    """(dft_length // 2 + 1, bins) triangular filters, as ONNX's reference computes them (the
+    mel range split into ``bins + 2`` steps; edges as integer spectrogram bins)."""
+    edges_mel = np.arange(bins + 2) * ((_mel(high_hz) - _mel(low_hz)) / (bins + 2)) + _mel(low_hz)
+    edges = (((dft_length + 1) * (700 * np.expm1(edges_mel / 2595 * np.log(10)))) // sample_rate).astype(int)
+    weights = np.zeros((dft_length // 2 + 1, bins))
+    for i, (left, center, right) in enumerate(zip(edges, edges[1:], edges[2:])):
+        if center == left:
+            weights[center, i] = 1
+        else:
+            weights[left : center + 1, i] = (np.arange(left, center + 1) - left) / (center - left)
+        if right > center:
+            weights[center:right, i] = (right - np.arange(center, right)) / (right - center)
+    return weights
+
+
+def _mel(hertz: float) -> float:
+    return 2595 * np.log1p(hertz / 700) / np.log(10)
+
+
+@converter("MelWeightMatrix", since=17)
+def mel_weight_matrix_17(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
+    """A constant: every input must be known at import (constants, or bound graph inputs)."""
+    names = ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")
+    bins, length, rate, low, high = (ctx.need_const(node, k, name).reshape(()).item() for k, name in enumerate(names))
+    if bins < 1 or length < 1 or rate <= 0 or not 0 <= low < high:
+        raise OnnxImportError(f"node '{node.name}' (MelWeightMatrix): num_mel_bins {bins}, dft_length {length}, "
+                              f"sample_rate {rate}, edges {low}..{high} Hz")  # fmt: skip
+    if (int(length) + 1) * float(high) // int(rate) > int(length) // 2:
+        raise OnnxImportError(f"node '{node.name}' (MelWeightMatrix): upper_edge_hertz {high} is above the Nyquist "
+                              f"frequency of sample_rate {rate} (the filters would leave the {length // 2 + 1} bins)")  # fmt: skip
+    weights = mel_weight_matrix(int(bins), int(length), int(rate), float(low), float(high))
+    return ctx.constant(weights.astype(ctx.onnx_dtype(node.attr("output_datatype", 1), node, "output_datatype")))
