@@ -406,3 +406,33 @@ def test_mel_weight_matrix_matches_the_reference_and_names_bad_edges():
     np.testing.assert_allclose(tk.build(from_onnx(model(3900.0)))(), _reference(model(3900.0))[0], rtol=1e-6)
     with pytest.raises(OnnxImportError, match="mel.*MelWeightMatrix.*Nyquist"):
         from_onnx(model(6000.0))
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1], "output_padding": [1, 0, 1]},
+        {"strides": [1, 2, 1], "dilations": [2, 1, 1], "group": 2},
+        {"strides": [3, 2, 2], "auto_pad": "SAME_UPPER"},
+    ],
+)
+def test_conv_transpose_3d_matches_the_reference(attrs):
+    """3-d ConvTranspose (depth taps of 2-d ones, spread over the output depth): strides,
+    dilations, pads, output_padding, groups, auto_pad; odd sizes, fresh random inputs."""
+    groups = attrs.get("group", 1)
+    w = RNG.standard_normal((4, 3, 3, 2, 3)).astype("f4")
+    b = RNG.standard_normal(3 * groups).astype("f4")
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="deconv3d", **attrs)
+    x = RNG.standard_normal((2, 4, 3, 5, 4)).astype("f4")
+
+    def reference(x, w, b):  # (the reference evaluator takes one group: groups run one by one)
+        ungrouped = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **{k: v for k, v in attrs.items() if k != "group"})
+        probe = _model([ungrouped], [_tensor("x", TensorProto.FLOAT, list(x.shape))], [_tensor("y", TensorProto.FLOAT, None)], [_init("w", w), _init("b", b)])
+        return _reference(probe, x=x)[0]
+
+    c, m = 4 // groups, 3
+    expected = np.concatenate([reference(x[:, k * c : (k + 1) * c], w[k * c : (k + 1) * c], b[k * m : (k + 1) * m]) for k in range(groups)], axis=1)
+    model = _model([node], [_tensor("x", TensorProto.FLOAT, [2, 4, 3, 5, 4])], [_tensor("y", TensorProto.FLOAT, expected.shape)], [_init("w", w), _init("b", b)])
+    got = tk.build(from_onnx(model))(x)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)

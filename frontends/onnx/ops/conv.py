@@ -1,4 +1,4 @@
-"""Convolutions: Conv (1-d, 2-d, 3-d), ConvTranspose (1-d, 2-d) and DeformConv on the graph's 2-d ops.
+"""Convolutions: Conv and ConvTranspose (1-d, 2-d, 3-d) and DeformConv on the graph's 2-d ops.
 
 A 1-d convolution is the 2-d one over a height of 1. A 3-d one is the sum, over the
 kernel's depth taps, of 2-d convolutions of the depth slices each tap reads (output
@@ -90,6 +90,41 @@ def _transposed_pads(ctx: OnnxContext, node: OnnxNode, spatial: list[int], kerne
     return begin, end, [f - b - e for f, b, e in zip(full, begin, end)]
 
 
+def _depth_taps_transposed(
+    ctx: OnnxContext, x: SSAValue, weight: SSAValue, bias: SSAValue | None, strides: list[int], dilations: list[int],
+    begin: list[int], out: list[int], groups: int,
+) -> SSAValue:  # fmt: skip
+    """A 3-d transposed convolution as 2-d ones: every input depth slice scattered over height
+    and width by depth tap ``k``'s weights lands at output depth ``i*stride + k*dilation``; the
+    taps' depth-spread results summed, then the ``[begin, begin + out)`` window (zeros past
+    the scattered image's end)."""
+    g = ctx.b
+    n, c, depth, h, w = ctx.shape(x)
+    _, per_group, taps, kh, kw = ctx.shape(weight)
+    channels = per_group * groups
+    planes = g.reshape(g.transpose(x, [0, 2, 1, 3, 4]), (n * depth, c, h, w))
+    spread = (depth - 1) * strides[0] + 1
+    full_depth = spread + dilations[0] * (taps - 1)
+    total = None
+    for k in range(taps):
+        tap = g.reshape(g.slice(weight, [k], [k + 1], [2]), (c, per_group, kh, kw))
+        y = g.conv2d_transpose(planes, tap, None, strides[1:], (0, 0, 0, 0), (0, 0), dilations[1:], groups)
+        fh, fw = ctx.shape(y)[2:]
+        y = g.reshape(y, (n, depth, 1, channels, fh, fw))
+        if strides[0] > 1:  # depth i at i*stride: zeros between the slices
+            y = g.pad(y, [0, 0, 0, 0, 0, 0], [0, 0, strides[0] - 1, 0, 0, 0], 0)
+        y = g.slice(g.reshape(y, (n, depth * strides[0], channels, fh, fw)), [0], [spread], [1])
+        y = g.pad(y, [0, k * dilations[0], 0, 0, 0], [0, full_depth - spread - k * dilations[0], 0, 0, 0], 0)
+        total = y if total is None else g.add(total, y)
+    full = [full_depth, *ctx.shape(total)[3:]]
+    low = [0, -begin[0], 0, -begin[1], -begin[2]]
+    high = [0, begin[0] + out[0] - full[0], 0, begin[1] + out[1] - full[1], begin[2] + out[2] - full[2]]
+    y = g.transpose(g.pad(total, low, high, 0), [0, 2, 1, 3, 4])
+    if bias is not None:
+        y = g.add(y, g.reshape(bias, (1, channels, 1, 1, 1)))
+    return y
+
+
 @converter("ConvTranspose")
 def conv_transpose(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     g = ctx.b
@@ -97,8 +132,8 @@ def conv_transpose(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     kernel = list(ctx.shape(weight)[2:])
     spatial = list(ctx.shape(x)[2:])
     rank = len(kernel)
-    if rank not in (1, 2):
-        raise refuse(f"{rank}-d transposed convolution (1-d and 2-d are supported)")
+    if rank not in (1, 2, 3):
+        raise refuse(f"{rank}-d transposed convolution (1-d, 2-d and 3-d are supported)")
     if not all(isinstance(d, int) for d in [*kernel, *spatial]):
         raise refuse("symbolic spatial dims")
     groups = node.attr("group", 1)
@@ -107,6 +142,8 @@ def conv_transpose(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     begin, end, out = _transposed_pads(ctx, node, spatial, kernel)
     if any(o < 1 for o in out):
         raise OnnxImportError(f"node '{node.name}' (ConvTranspose): output size {out} is not positive")
+    if rank == 3:
+        return _depth_taps_transposed(ctx, x, weight, bias, strides, dilations, begin, out, groups)
     n, c = ctx.shape(x)[:2]
     if rank == 1:
         x = g.reshape(x, (n, c, 1, spatial[0]))
