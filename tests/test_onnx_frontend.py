@@ -436,3 +436,26 @@ def test_conv_transpose_3d_matches_the_reference(attrs):
     got = tk.build(from_onnx(model))(x)
     assert got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_scan_8_runs_per_batch_element():
+    """Scan of opset 8 (a leading batch axis, scanned along axis 1, ``directions``): a running
+    sum forward and a reversed scan input; odd sizes, fresh random inputs, numpy expected."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]), helper.make_node("Mul", ["s_out", "r_t"], ["y_t"])],
+        "body",
+        [_tensor("s_in", TensorProto.FLOAT, [3]), _tensor("x_t", TensorProto.FLOAT, [3]), _tensor("r_t", TensorProto.FLOAT, [3])],
+        [_tensor("s_out", TensorProto.FLOAT, [3]), _tensor("y_t", TensorProto.FLOAT, [3])],
+    )
+    node = helper.make_node("Scan", ["", "s0", "x", "r"], ["s", "y"], num_scan_inputs=2, directions=[0, 1], body=body, name="scan8")
+    model = _model(
+        [node],
+        [_tensor("s0", TensorProto.FLOAT, [2, 3]), _tensor("x", TensorProto.FLOAT, [2, 5, 3]), _tensor("r", TensorProto.FLOAT, [2, 5, 3])],
+        [_tensor("s", TensorProto.FLOAT, [2, 3]), _tensor("y", TensorProto.FLOAT, [2, 5, 3])],
+        opset=8,
+    )
+    s0, x, r = (RNG.standard_normal(shape).astype("f4") for shape in ((2, 3), (2, 5, 3), (2, 5, 3)))
+    sums = s0[:, None, :] + np.cumsum(x, axis=1)
+    s, y = tk.build(from_onnx(model))(s0, x, r)
+    np.testing.assert_allclose(s, sums[:, -1], rtol=1e-5)
+    np.testing.assert_allclose(y, sums * r[:, ::-1], rtol=1e-5)

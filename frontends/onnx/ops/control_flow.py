@@ -6,7 +6,7 @@
   true) is unrolled, its scan outputs stacked; otherwise it is a ``graph.while`` over the
   iteration number, the condition and the loop-carried values (scan outputs, whose
   length would be read from data, are not supported there).
-- ``Scan`` is unrolled over its static sequence length.
+- ``Scan`` is unrolled over its static sequence length (Scan-8: once per element of its static batch).
 
 Sequence-typed values (``SequenceEmpty``, a loop accumulating a sequence) are refused by
 name when a node reads them: there are no sequences in the graph dialect.
@@ -154,23 +154,64 @@ def _while_loop(ctx: OnnxContext, body: onnx.GraphProto, trip: SSAValue | None, 
 
 @converter("Scan", since=9)
 def scan(ctx: OnnxContext, node: OnnxNode) -> tuple[SSAValue, ...]:
-    g = ctx.b
     body = node.attr("body")
     _refuse_sequences(body)
     n_scan_in = node.attr("num_scan_inputs")
     values = node.inputs()
     states, scanned = values[: len(values) - n_scan_in], values[len(values) - n_scan_in :]
-    in_axes = node.attr("scan_input_axes", [0] * n_scan_in)
-    in_directions = node.attr("scan_input_directions", [0] * n_scan_in)
     n_scan_out = len(body.output) - len(states)
+    in_axes = node.attr("scan_input_axes", [0] * n_scan_in)
+    in_axes = [ctx.axis(a, ctx.rank(v), node, "scan_input_axes") for a, v in zip(in_axes, scanned)]
+    in_directions = node.attr("scan_input_directions", [0] * n_scan_in)
     out_axes = node.attr("scan_output_axes", [0] * n_scan_out)
     out_directions = node.attr("scan_output_directions", [0] * n_scan_out)
-    in_axes = [ctx.axis(a, ctx.rank(v), node, "scan_input_axes") for a, v in zip(in_axes, scanned)]
+    return _unrolled_scan(ctx, node, body, states, scanned, in_axes, in_directions, out_axes, out_directions)
+
+
+@converter("Scan", since=8)
+def scan_8(ctx: OnnxContext, node: OnnxNode) -> tuple[SSAValue, ...]:
+    """Scan-8: every input has a leading batch axis, scanned along axis 1; one Scan-9 per
+    batch element (a static batch), stacked. ``sequence_lens`` must be the full length."""
+    g = ctx.b
+    body = node.attr("body")
+    _refuse_sequences(body)
+    n_scan_in = node.attr("num_scan_inputs")
+    values = node.inputs()
+    lens, values = values[0], values[1:]
+    states, scanned = values[: len(values) - n_scan_in], values[len(values) - n_scan_in :]
+    batch = ctx.shape(scanned[0])[0] if scanned else None
+    if not isinstance(batch, int):
+        raise refuse(f"a batch axis of size {batch} (Scan-8 is unrolled over a static batch)")
+    length = ctx.shape(scanned[0])[1]
+    if lens is not None:
+        given = ctx.need_const(node, 0, "sequence_lens")
+        if np.any(given != length):
+            raise refuse(f"sequence_lens {given.tolist()} shorter than the scanned length {length}")
+    n_scan_out = len(body.output) - len(states)
+    directions = node.attr("directions", [0] * n_scan_in)
+
+    def element(v: SSAValue, b: int) -> SSAValue:
+        return g.reshape(g.slice(v, [b], [b + 1], [0]), ctx.shape(v)[1:])
+
+    per_batch = [
+        _unrolled_scan(ctx, node, body, [element(v, b) for v in states], [element(v, b) for v in scanned],
+                       [0] * n_scan_in, directions, [0] * n_scan_out, [0] * n_scan_out)
+        for b in range(batch)
+    ]  # fmt: skip
+    return tuple(_stacked(ctx, list(results), 0) for results in zip(*per_batch))
+
+
+def _unrolled_scan(
+    ctx: OnnxContext, node: OnnxNode, body: onnx.GraphProto, states: list[SSAValue], scanned: list[SSAValue],
+    in_axes: list[int], in_directions: list[int], out_axes: list[int], out_directions: list[int],
+) -> tuple[SSAValue, ...]:  # fmt: skip
+    """Scan-9 unrolled over its static length: the final states, then the scan outputs."""
+    g = ctx.b
     lengths = {ctx.shape(v)[a] for v, a in zip(scanned, in_axes)}
     if len(lengths) != 1 or not isinstance(next(iter(lengths)), int):
         raise refuse(f"scan inputs of lengths {sorted(map(str, lengths))} (one static length is supported)")
     length = lengths.pop()
-    outputs: list[list[SSAValue]] = [[] for _ in range(n_scan_out)]
+    outputs: list[list[SSAValue]] = [[] for _ in out_axes]
     for t in range(length):
         slices = []
         for v, axis, direction in zip(scanned, in_axes, in_directions):
