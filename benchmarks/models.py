@@ -1,8 +1,11 @@
 """The torch model zoo end to end: import, build, first run and steady-state latency of
 tensorkiln against torch eager at 1 and 2 threads; then the headline models (MLP
-784-512-256-10, ResNet basic block, transformer encoder layer, zoo CNNs at batch 1)
-against torch eager, torch.compile and ONNX Runtime at 1 and 2 threads. Writes two
-tables to BENCHMARKS.md.
+784-512-256-10, ResNet basic block, transformer encoder layer, zoo CNNs at batch 1, BERT-base,
+ResNet-50, recurrent layers and a group-norm UNet) against torch eager, torch.compile and
+ONNX Runtime at 1 and 2 threads, tensorkiln/ORT per row. Writes two tables to BENCHMARKS.md;
+the peers table alone (section ``model-peers``) is one command::
+
+    .venv/bin/python benchmarks/models.py --no-zoo
 
     .venv/bin/python benchmarks/models.py [--repeat 30] [--models resnet18,mlp] [--no-full]
                                           [--no-compile] [--no-zoo] [--no-peers]
@@ -40,7 +43,6 @@ from peers import (  # noqa: E402  (first: sets the thread-pool environment befo
     ms,
     onnxruntime_fns,
     ratio,
-    tensorkiln_fn,
 )
 from report import machine, median_time, table, write_section  # noqa: E402
 
@@ -168,7 +170,9 @@ def render(rows: list[dict], repeat: int) -> str:
 
 def headline_models() -> list[tuple[str, torch.nn.Module, tuple[torch.Tensor, ...]]]:
     """The models the issue names, at batch 1: fusion.py's MLP / ResNet basic block /
-    encoder layer, the zoo's CNNs, a BERT-base-size encoder and a full ResNet-50 at 224x224."""
+    encoder layer, the zoo's CNNs, a BERT-base-size encoder, a full ResNet-50 at 224x224,
+    then families.py's recurrent layers (LSTM, GRU) and group-norm UNet (issue #36)."""
+    from families import FAMILIES
     from fusion import MODELS
 
     found = []
@@ -182,6 +186,7 @@ def headline_models() -> list[tuple[str, torch.nn.Module, tuple[torch.Tensor, ..
     found.append(("BERT-base-size encoder (12 layers, d=768, 12 heads, seq 128)", *bert_base_encoder()))
     full = resnet50_full()
     found.append(("ResNet-50 (full size, random weights) 1x3x224x224", full.build(), (torch.randn(1, 3, 224, 224),)))
+    found += [make() for make in FAMILIES]
     return found
 
 
@@ -196,15 +201,21 @@ def bert_base_encoder() -> tuple[torch.nn.Module, tuple[torch.Tensor]]:
 def bench_peers(repeat: int, compile_: bool, only: str = "") -> str:
     """The headline models vs torch eager, torch.compile and ONNX Runtime."""
     peers = ["tensorkiln", "torch eager", "torch.compile", "ONNX Runtime"]
-    rows = []
+    rows, slower = [], []
     for name, model, inputs in headline_models():
         if only and only not in name:
             continue
         try:
-            ours = tensorkiln_fn(model, inputs)
+            module = from_exported_program(torch.export.export(model, inputs))
+            lib, build = _timed(lambda: tk.build(module))
         except Exception as error:  # a model we do not compile is a result, not a crash
             print(f"{name}: tensorkiln: {type(error).__name__}: {error}")
             continue
+        arrays = [a.numpy() for a in inputs]
+
+        def ours(lib=lib, arrays=arrays):
+            return lib(*arrays)
+
         compiled = compiled_fn(model, inputs) if compile_ else None
         ort = onnxruntime_fns(model, inputs, THREADS)
         for what in (compiled, ort):
@@ -217,8 +228,10 @@ def bench_peers(repeat: int, compile_: bool, only: str = "") -> str:
         times = interleaved_at_threads(fns, repeat)
         for n in THREADS:
             t = times[n]
-            rows.append([name, str(n), *map(ms, t), ratio(t[0], t[1]), ratio(t[0], t[2]), ratio(t[0], t[3])])
+            rows.append([name, str(n), f"{build:.1f}", *map(ms, t), ratio(t[0], t[1]), ratio(t[0], t[2]), ratio(t[0], t[3])])
             print(" | ".join(rows[-1]), flush=True)
+            if t[0] is not None and t[3] is not None and t[0] > t[3]:
+                slower.append(f"{name} at {n} thread{'s' * (n > 1)} ({ratio(t[0], t[3])})")
     return "\n".join(
         [
             "## Models at batch 1: tensorkiln vs torch eager, torch.compile, ONNX Runtime (1 and 2 threads)",
@@ -228,9 +241,13 @@ def bench_peers(repeat: int, compile_: bool, only: str = "") -> str:
             "`set_num_threads` and `torch.set_num_threads` (torch.compile's code too); ONNX Runtime one session per",
             "count (`intra_op_num_threads`, exported with `torch.onnx.export(dynamo=True)`). Idle pool threads sleep",
             "(`OMP_WAIT_POLICY=passive`, ORT without spinning, tensorkiln's after a spin of microseconds). tk/x < 1: tensorkiln is faster.",
-            f"Load average at the end of the run: {load_average()} (a shared machine: read the ratios).",
+            f"Load average at the end of the run: {load_average()} (a shared machine: read the ratios). build: one cold",
+            "`tk.build` (import excluded). Recurrent layers and the UNet: `benchmarks/families.py`.",
             "",
-            table(["model", "threads", *[f"{p} (ms)" for p in peers], "tk/eager", "tk/compile", "tk/ORT"], rows),
+            table(["model", "threads", "build (s)", *[f"{p} (ms)" for p in peers], "tk/eager", "tk/compile", "tk/ORT"], rows),
+            "",
+            "Goal tk/ORT <= 1.0 on every row: "
+            + (f"{len(slower)} rows above it: {'; '.join(slower)}." if slower else "met on every row."),
         ]
     )
 
