@@ -17,7 +17,7 @@ def unreadable_input(error: BaseException) -> str | None:
     words (``"not UTF-8 text (byte 24: ...); is it a binary file?"``), or None when
     ``error`` is not one of those failures (a parse error says what it is itself)."""
     if isinstance(error, RecursionError):
-        return "nested too deeply to be parsed (a constant or region nested thousands of levels?)"
+        return "nested too deeply to be parsed (a constant or region nested hundreds of levels or more?)"
     if isinstance(error, UnicodeDecodeError):
         return f"not UTF-8 text (byte {error.start}: {error.reason}); is it a binary file?"
     return None
