@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -459,3 +460,42 @@ def test_scan_8_runs_per_batch_element():
     s, y = tk.build(from_onnx(model))(s0, x, r)
     np.testing.assert_allclose(s, sums[:, -1], rtol=1e-5)
     np.testing.assert_allclose(y, sums * r[:, ::-1], rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("zero_point", "attrs"),
+    [
+        (np.array([3, -2, 0, 5], ml_dtypes.int4), {"axis": 1}),
+        (np.array(40000, np.uint16), {}),
+        (np.array(-7, np.int16), {}),
+        (np.tile(np.array([[1], [3]], np.uint8), (3, 1, 4)).astype(ml_dtypes.uint2), {"axis": 1, "block_size": 3}),
+        (np.array(0, ml_dtypes.float8_e4m3fn), {}),
+        (np.array(0, ml_dtypes.float8_e5m2), {"saturate": 0}),
+    ],
+    ids=["int4-per-axis", "uint16", "int16", "uint2-blocked", "float8e4m3fn", "float8e5m2-unsaturated"],
+)
+def test_quantize_dequantize_of_wide_and_narrow_types(zero_point, attrs):
+    """QuantizeLinear then DequantizeLinear (opset 21) to types graph.quantize lacks (16-, 4-,
+    2-bit, float8: held in wider graph types) and blocked scales, against ONNX's reference on
+    fresh random inputs spanning the range (saturation included)."""
+    import tensorkiln.frontends.onnx.backend as tk_backend
+
+    shape = (3, 4, 5) if "block_size" not in attrs else (3, 5, 4)
+    # (blocked: a scale and zero point per 3 elements of axis 1: 5 -> 2 blocks, the last one cut)
+    scale = (RNG.uniform(0.01, 0.2, zero_point.shape) if zero_point.ndim else np.array(0.05)).astype(np.float32)
+    elem = onnx.helper.np_dtype_to_tensor_dtype(zero_point.dtype)
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "scale", "zp"], ["q"], name="quant", **attrs),
+        helper.make_node("DequantizeLinear", ["q", "scale", "zp"], ["y"], name="dequant", **{k: v for k, v in attrs.items() if k != "saturate"}),
+    ]
+    model = _model(nodes, [_tensor("x", TensorProto.FLOAT, list(shape))], [_tensor("q", elem, list(shape)), _tensor("y", TensorProto.FLOAT, list(shape))],
+                   [_init("scale", scale), numpy_helper.from_array(zero_point, "zp")], opset=21)  # fmt: skip
+    info = ml_dtypes.finfo(zero_point.dtype) if "float" in zero_point.dtype.name else ml_dtypes.iinfo(zero_point.dtype)
+    spread = (float(info.max) - float(info.min)) / 4  # (most values inside the range, some saturating)
+    x = (RNG.standard_normal(shape) * float(scale.mean()) * spread).astype("f4")
+    q, y = tk_backend.prepare(model).run([x])
+    q_ref, y_ref = _reference(model, x=x)
+    assert q.dtype == q_ref.dtype
+    assert len(np.unique(q_ref.astype(np.float64))) > 3  # (not all saturated)
+    np.testing.assert_array_equal(q.astype(np.float64), q_ref.astype(np.float64))
+    np.testing.assert_allclose(y, y_ref, rtol=1e-6)

@@ -75,7 +75,7 @@ TYPE_CHANGING_OPS = frozenset({"Cast", "CastLike", "BitCast", "Shape", "Size", "
 
 #: converters that read their inputs' element types to decide what to compute (a zero point's
 #: type is the quantized type): held inputs would be taken for their holding type
-UNAWARE_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearMatMul", "QLinearConv",
+UNAWARE_OPS = frozenset({"DynamicQuantizeLinear", "QLinearMatMul", "QLinearConv",
                          "MatMulInteger", "ConvInteger"})  # fmt: skip
 
 

@@ -11,9 +11,9 @@ computations: that would lose the int8 weight. QLinearConv / QLinearMatMul map t
 ``graph.qmatmul`` directly. MatMulInteger and ConvInteger (int32 results) are computed in
 int32 arithmetic, exactly.
 
-Unsupported schemes are refused naming the node and the scheme: blocked quantization
-(``block_size``), 16-bit, 4-bit and float8 quantized types, per-axis scales of the wrong
-length, non-float32 scales that are not float16/bfloat16.
+16-, 4- and 2-bit, float8 and float4 quantized types and blocked quantization (``block_size``)
+are computed by plain arithmetic (``quantized_wide.py``). Refused, naming the node: per-axis
+scales of the wrong length, scales that are not float32/float16/bfloat16.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from xdsl.ir import SSAValue
 
 from ....dialects.graph.types import bfloat16_dtype
 from ..context import OnnxContext, OnnxImportError, OnnxNode, refuse
+from ..held import HeldType, held_type
 from ..registry import converter
+from . import quantized_wide
+from .quantized_wide import QuantizedType
 from .linalg import matmul
 from .windows import window
 
@@ -67,9 +70,22 @@ def _check_scheme(ctx: OnnxContext, node: OnnxNode, quantized: np.dtype, scale: 
     return axis
 
 
+def _graph_scheme(node: OnnxNode, kind: QuantizedType, allowed: tuple[np.dtype, ...] = QUANTIZED) -> bool:
+    """Whether graph.quantize / graph.dequantize take ``kind`` (else: quantized_wide.py)."""
+    return not isinstance(kind, HeldType) and kind in allowed and not node.attr("block_size", 0)
+
+
 @converter("QuantizeLinear", since=10)
 def quantize_linear(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     x = node.input(0)
+    if node.input(2) is not None:
+        kind = ctx.held.get(node.input(2)) or ctx.dtype(node.input(2))
+    elif node.attr("output_dtype", 0):
+        kind = held_type(node.attr("output_dtype")) or ctx.onnx_dtype(node.attr("output_dtype"), node, "output_dtype")
+    else:
+        kind = np.dtype(np.uint8)
+    if not _graph_scheme(node, kind):
+        return quantized_wide.quantize(ctx, node, kind)
     scale = _scale(ctx, node, 1)
     output_dtype = node.attr("output_dtype", 0)
     default = ctx.onnx_dtype(output_dtype, node, "output_dtype") if output_dtype else np.dtype(np.uint8)
@@ -83,6 +99,9 @@ def quantize_linear(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
 @converter("DequantizeLinear", since=10)
 def dequantize_linear(ctx: OnnxContext, node: OnnxNode) -> SSAValue:
     x = node.input(0)
+    kind = ctx.held.get(x) or ctx.dtype(x)
+    if not _graph_scheme(node, kind, (*QUANTIZED, np.dtype(np.int32))):
+        return quantized_wide.dequantize(ctx, node, kind)
     scale = _scale(ctx, node, 1)
     zero_point = _zero_point(ctx, node, 2, scale, ctx.dtype(x))
     axis = _check_scheme(ctx, node, ctx.dtype(x), scale, x, (*QUANTIZED, np.dtype(np.int32)))
