@@ -261,7 +261,8 @@ def main() -> None:
     if counted:
         parts += ["", "Instructions per call (valgrind, a loaded artifact; the difference of two runs):", "",
                   table(["path", "instructions per call"], counted)]  # fmt: skip
-    parts += ["", "Single small ops (ratios above 1: tensorkiln faster):", "", table(header, rows), "", summary]
+    parts += ["", "Single small ops at batch 1 (torch eager: the `nn.Module` called under `torch.no_grad()`; ONNX Runtime: "
+              "`session.run` of its `torch.onnx.export`; ratios above 1: tensorkiln faster):", "", table(header, rows), "", summary]  # fmt: skip
     markdown = "\n".join(parts)
     print(markdown)
     if not args.no_report:
