@@ -217,6 +217,24 @@ def _chain_reference(x, weights):
     return np.tanh((h / h.sum(-1, keepdims=True)) @ weights[1].T)
 
 
+def _wrong_from_threads(lib, inputs, weights):
+    """Call ``lib`` on ``inputs[t]`` from thread t, all starting at once; the wrong calls."""
+    wrong, start = [], threading.Barrier(len(inputs))
+
+    def worker(t):
+        start.wait()
+        for x in inputs[t]:
+            if not np.allclose(lib(x), _chain_reference(x, weights), rtol=1e-4, atol=1e-6):
+                wrong.append((t, x.shape))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return wrong
+
+
 def test_static_model_with_temporaries_and_threads():
     module, weights = _chain(3)
     lib = tk.build(module)
@@ -227,19 +245,7 @@ def test_static_model_with_temporaries_and_threads():
     assert lib._native(x) is not FALLBACK
     np.testing.assert_allclose(lib(x), _chain_reference(x, weights), rtol=1e-4, atol=1e-6)
     inputs = [[rng.standard_normal((3, 19)).astype(F32) for _ in range(200)] for _ in range(4)]
-    wrong = []
-
-    def worker(t):
-        for x in inputs[t]:
-            if not np.allclose(lib(x), _chain_reference(x, weights), rtol=1e-4, atol=1e-6):
-                wrong.append(t)
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not wrong
+    assert not _wrong_from_threads(lib, inputs, weights)
     assert lib._native_context.words[BUSY] == 0  # the workspace is idle again
 
 
@@ -250,19 +256,7 @@ def test_threads_at_changing_sizes():
     lib = tk.build(module)
     rng = np.random.default_rng(9)
     inputs = [[rng.standard_normal((1 + (t * 7 + c) % 6 + (c // 50), 19)).astype(F32) for c in range(300)] for t in range(4)]
-    wrong, start = [], threading.Barrier(4)
-
-    def worker(t):
-        start.wait()
-        for x in inputs[t]:
-            if not np.allclose(lib(x), _chain_reference(x, weights), rtol=1e-4, atol=1e-6):
-                wrong.append((t, x.shape))
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    wrong = _wrong_from_threads(lib, inputs, weights)
     assert not wrong, wrong[:5]
     assert lib._native is not None
 
