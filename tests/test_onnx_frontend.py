@@ -499,3 +499,23 @@ def test_quantize_dequantize_of_wide_and_narrow_types(zero_point, attrs):
     assert len(np.unique(q_ref.astype(np.float64))) > 3  # (not all saturated)
     np.testing.assert_array_equal(q.astype(np.float64), q_ref.astype(np.float64))
     np.testing.assert_allclose(y, y_ref, rtol=1e-6)
+
+
+def test_optionals_of_tensors():
+    """OptionalHasElement of a tensor is true, of a left-out input false; OptionalGetElement
+    of a tensor is the tensor; an optional-typed graph input is refused by name."""
+    x = RNG.standard_normal((2, 3)).astype("f4")
+    nodes = [
+        helper.make_node("OptionalHasElement", ["x"], ["has"]),
+        helper.make_node("OptionalHasElement", [""], ["empty"]),
+        helper.make_node("OptionalGetElement", ["x"], ["same"]),
+    ]
+    model = _model(nodes, [_tensor("x", TensorProto.FLOAT, [2, 3])],
+                   [_tensor("has", TensorProto.BOOL, []), _tensor("empty", TensorProto.BOOL, []), _tensor("same", TensorProto.FLOAT, [2, 3])], opset=18)  # fmt: skip
+    has, empty, same = tk.build(from_onnx(model))(x)
+    assert has.dtype == np.bool_ and bool(has) and not bool(empty)
+    np.testing.assert_array_equal(same, x)
+    optional_input = helper.make_value_info("opt", helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2])))
+    refused = _model([helper.make_node("OptionalHasElement", ["opt"], ["h"])], [optional_input], [_tensor("h", TensorProto.BOOL, [])], opset=18)
+    with pytest.raises(OnnxUnsupportedError, match="'opt' is of optional type"):
+        from_onnx(refused)

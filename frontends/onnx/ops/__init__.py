@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     indexing,
     linalg,
     normalization,
+    optional,
     pool,
     quantized,
     reduce,
