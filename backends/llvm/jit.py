@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import time
 from functools import lru_cache
 
@@ -22,13 +23,24 @@ from xdsl.dialects.builtin import ModuleOp
 
 from ...runtime import threads
 from .codegen import optimize
+from .ir_text import Unsupported, module_text
 from .target import CPUTarget, new_target_machine, target_machine  # (CPUTarget: also imported from here)
 from .thread_pool import calls_pool, pool_addresses
 
 
+#: ``TK_LLVM_IR_PRINTER=xdsl``: print LLVM IR with xDSL's translation only (``ir_text.py``)
+PRINTER_VARIABLE = "TK_LLVM_IR_PRINTER"
+
+
 def llvm_ir(module: ModuleOp, target: CPUTarget) -> str:
-    """LLVM IR text of an llvm-dialect module, for ``target``."""
+    """LLVM IR text of an llvm-dialect module, for ``target`` (``ir_text.py``'s printer,
+    xDSL's translation for what it does not print)."""
     tm = target_machine(target)
+    if os.environ.get(PRINTER_VARIABLE, "") != "xdsl":
+        try:
+            return module_text(module, tm.triple, str(tm.target_data))
+        except Unsupported:
+            pass
     return str(convert_module(module, fallback_target_triple=tm.triple, data_layout=str(tm.target_data)))
 
 
