@@ -102,9 +102,26 @@ def tile_accumulators(info: KernelInfo, vectors: int) -> int:
     return max(vectors, info.vector_registers - vectors - 1)
 
 
-def tile_rows(info: KernelInfo, vectors: int) -> int:
-    """Rows of the default GEMM register tile for ``vectors`` column vectors."""
-    return max(1, min(MAX_ROWS, tile_accumulators(info, vectors) // vectors))
+def tile_rows(info: KernelInfo, vectors: int, rows: int | None = None) -> int:
+    """Rows of the default GEMM register tile for ``vectors`` column vectors. For a
+    product of fewer ``rows`` than two such tiles (known at compile time), the tile
+    down to half that height computing the fewest rows: 8 rows in two tiles of 4, not
+    of 6 (12 rows computed; an MLP at batch 8, 784->512, one thread: 84 us)."""
+    most = max(1, min(MAX_ROWS, tile_accumulators(info, vectors) // vectors))
+    if rows is None or rows >= 2 * most:
+        return most
+    return min(range(most, (most - 1) // 2, -1), key=lambda r: -(-rows // r) * r)
+
+
+def static_rows(s: Schedule, info: KernelInfo) -> int | None:
+    """Rows of a dense layer (every output loop but the columns), if known."""
+    rows = 1
+    for name in info.output_loops[:-1]:
+        extent = s.extent(name)
+        if extent is None:
+            return None
+        rows *= extent
+    return rows
 
 
 @register_strategy(
@@ -141,7 +158,7 @@ def gemm(
     batch = [name for name in outer if name != r]
     m, n = s.extent(r), s.extent(c)
     vectors = vectors or column_vectors(n, info)
-    rows = rows or tile_rows(info, vectors)
+    rows = rows or tile_rows(info, vectors, m)
     row_factor, row_tail = tile_factor(m, rows)
     col_factor, col_tail = tile_factor(n, vectors * info.lanes)
     ro, ri = s.split(r, row_factor, tail=row_tail)
@@ -370,7 +387,7 @@ def dense_packed(
     GFLOP/s)."""
     n = s.extent(info.output_loops[-1])
     vectors = vectors or column_vectors(n, info)
-    rows = rows or tile_rows(info, vectors)
+    rows = rows or tile_rows(info, vectors, static_rows(s, info))
     weight, width = packable_weight(info), vectors * info.lanes
     if pack_panel is None and n is not None and n % width == 0:
         # the panels packed once, at compile time: P[n / width, k, width]
