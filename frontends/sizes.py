@@ -48,7 +48,9 @@ def dim_sources(builder: GraphBuilder, shape: Sequence[Dim], candidates: Sequenc
     if not needed:
         return found
     for value in [*candidates, *builder._block.args]:  # noqa: SLF001  (the function's inputs)
-        dims = needed_symbols(shape_of(value.type))
+        # a dim that IS the symbol: an op reads a symbol's size from such a dim, not from
+        # an expression of it ("4*n")
+        dims = {d for d in shape_of(value.type) if isinstance(d, str)}
         if dims & needed:
             found.append(value)
             needed -= dims

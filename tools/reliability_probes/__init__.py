@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 RIGHT, REFUSED, WRONG, UNCLEAR, CRASH, HANG = "right", "refused", "wrong", "unclear", "crash", "hang"
 #: verdicts that are failures of tensorkiln (the goal is none of them)
 FAILURES = (WRONG, UNCLEAR, CRASH, HANG)
@@ -61,8 +63,6 @@ def _one_line(error: BaseException) -> str:
 
 def same(got, expected, rtol: float = 1e-4, atol: float = 1e-5) -> tuple[str, str]:
     """RIGHT when ``got`` matches ``expected`` (arrays, or tuples of them), else WRONG."""
-    import numpy as np
-
     got_all = got if isinstance(got, tuple | list) else (got,)
     want_all = expected if isinstance(expected, tuple | list) else (expected,)
     if len(got_all) != len(want_all):
