@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import threads
+from . import native_call, threads
 from .elf_check import elf_problem
 from .graph_program import GraphProgram, ProgramFormatError
 from .manifest import MANIFEST, ArtifactError, Manifest, inside, seal
@@ -40,6 +40,7 @@ from .npz import load_arrays, save_arrays
 from .program_check import check_program
 from .packed_call import packed_entry_name
 from .signature import Signature
+from .sizes import TensorTooLargeError
 from .vm import VirtualMachine, VMProgram
 
 ARTIFACT_FORMAT = "tensorkiln.artifact/1"
@@ -130,10 +131,16 @@ class DeployedModule(CompiledModule):
         self._thread_count = library.thread_count
         self._threads_requested = ctypes.c_int32.from_address(threads.native_address())
         self._default = self._run if executor == "aot" else self.graph_executor()
+        self._plain_aot = executor == "aot" and not self.external_modules  # (errors of external modules are raised after a call)
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
         if self._thread_count is not None and self._thread_count.value != self._threads_requested.value:
             self._thread_count.value = self._threads_requested.value
+        native = self._native  # AOT, made at the second call: straight to native code
+        if native is not None and self._plain_aot:
+            result = native(*args)
+            if result is not native_call.FALLBACK:
+                return result
         if self.first_run_seconds is None:
             start = time.perf_counter()
             result = self._default(*args)
@@ -312,8 +319,8 @@ def _read_program(files: Manifest, meta: dict[str, Any]) -> GraphProgram:
         if program.signature != signature:
             raise ProgramFormatError(f"its signature differs from {META}'s")
         check_program(program, meta["weight_specs"])
-    except (ProgramFormatError, KeyError, TypeError, ValueError, IndexError) as e:
-        raise ArtifactError(f"{path}: {e}") from e
+    except (ProgramFormatError, TensorTooLargeError, KeyError, TypeError, ValueError, IndexError) as e:
+        raise ArtifactError(f"{path}: {e}") from e  # (a dim past 64 bits is an edited plan, not the caller's sizes)
     n_weights = sum(1 for t in program.tensors if t.kind == "weight")
     if n_weights != len(meta["weight_specs"]):
         raise ArtifactError(f"{path}: uses {n_weights} weights, {META} lists {len(meta['weight_specs'])}")

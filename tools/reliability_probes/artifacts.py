@@ -2,7 +2,7 @@
 
 - a byte flipped anywhere in any file, the manifest left as it was: must be refused;
 - with the manifest rewritten to match (what someone editing on purpose does): each byte
-  of the library's ELF header flipped, a number of graph.json or meta.json changed,
+  of the library's ELF header flipped, bits of its program headers flipped, a number of graph.json or meta.json changed,
   nodes/tensors/storages reordered, paths and the external-module loader pointed out of
   the artifact: must be refused or still give the right answer.
 
@@ -99,6 +99,11 @@ def probes(rng: np.random.Generator, workdir: Path, quick: bool) -> list[Probe]:
     for offset in range(0, ELF_HEADER, 4 if quick else 1):
         found.append(art.probe(f"model.so: ELF header byte {offset} flipped, resealed",
                                lambda a, o=offset: _flip(a / "model.so", o, 7), True))
+    headers_end = ELF_HEADER + 56 * int.from_bytes((art.root / "model.so").read_bytes()[56:58], "little")
+    for offset in rng.integers(ELF_HEADER, headers_end, 8 if quick else 80):
+        bit = int(rng.choice([0, 3, 7]))
+        found.append(art.probe(f"model.so: program header byte {offset} bit {bit} flipped, resealed",
+                               lambda a, o=int(offset), b=bit: _flip(a / "model.so", o, b), True))
     for name in ("graph.json", "meta.json"):
         paths = _numbers(json.loads((art.root / name).read_text()))
         picks = rng.choice(len(paths), min(len(paths), 6 if quick else 40), replace=False)
