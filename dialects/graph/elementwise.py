@@ -684,14 +684,10 @@ class WhereOp(GraphOp):
         return np.where(c, a, b)
 
 
-@irdl_op_definition
-class CastOp(GraphOp):
-    """Convert elements to another type (float to int rounds toward zero, saturating).
+class RetypeOp(GraphOp):
+    """An elementwise op giving each element as another element type, built with that type
+    (``graph.cast``, ``graph.bitcast``); ``check_types`` says which pairs it takes."""
 
-    Example: ``%y = graph.cast %x : tensor<4xf32> -> tensor<4xi32>``
-    """
-
-    name = "graph.cast"
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
@@ -705,8 +701,21 @@ class CastOp(GraphOp):
     def infer_result_type(self) -> TensorType:
         # When built, the target comes from the constructor; when parsed, from the result.
         to = getattr(self, "_to", None) or self.result.type.element_type
-        numpy_dtype(to)
+        self.check_types(numpy_dtype(operand_element(self.input)), numpy_dtype(to))
         return tensor_type(operand_shape(self.input), to)
+
+    def check_types(self, source: np.dtype, target: np.dtype) -> None:
+        """Raise a VerifyException when the op does not take ``source`` -> ``target``."""
+
+
+@irdl_op_definition
+class CastOp(RetypeOp):
+    """Convert elements to another type (float to int rounds toward zero, saturating).
+
+    Example: ``%y = graph.cast %x : tensor<4xf32> -> tensor<4xi32>``
+    """
+
+    name = "graph.cast"
 
     def reference(self, x: np.ndarray) -> np.ndarray:
         to = numpy_dtype(self.result.type.element_type)
