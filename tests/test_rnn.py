@@ -22,6 +22,7 @@ from tensorkiln.driver.cpu import lower_to_loops  # noqa: E402
 from tensorkiln.frontends.torch import TorchImportError, from_exported_program  # noqa: E402
 from tensorkiln.interpreter import interpret  # noqa: E402
 from tensorkiln.lowering import rnn_kernel  # noqa: E402
+from tensorkiln.schedule.strategies import apply_default_schedule  # noqa: E402
 from tensorkiln.schedule.strategies import recurrent as rnn_strategy  # noqa: E402
 
 
@@ -173,7 +174,7 @@ def test_kernels_do_not_grow_with_the_number_of_steps():
 
 
 def test_the_strategy_knows_the_kernels_tiles():
-    assert rnn_strategy.PANEL == rnn_kernel.COLUMNS
+    assert rnn_strategy.PANEL == rnn_kernel.PANEL
     assert rnn_strategy.ROWS == rnn_kernel.ROWS
 
 
@@ -196,3 +197,26 @@ def test_graph_op_checks_its_operands():
         b.rnn(gates, w, bias, np.zeros((2, 7), np.float32), cell="elman")
     with pytest.raises(VerifyException, match=r"weight's 5 rows must be the hidden size 7 \(without a projection\)"):
         b.rnn(gates, np.zeros((5, 28), np.float32), bias, np.zeros((2, 12), np.float32), cell="lstm")
+
+
+def _parallel_loops(cell: str, hidden: int, batch: int, steps: int = 50) -> list[str]:
+    """The names of the parallel loops of a graph.rnn kernel after the default schedule."""
+    gates = {"lstm": 4, "gru": 3}.get(cell, 1)
+    b = tk.GraphBuilder()
+    x = b.input("x", (steps, batch, gates * hidden))
+    state = np.zeros((batch, hidden * (2 if cell == "lstm" else 1)), np.float32)
+    module = b.finish(b.rnn(x, np.zeros((hidden, gates * hidden), np.float32), np.zeros(gates * hidden, np.float32), state, cell=cell))
+    loops = lower_to_loops(module)
+    (kernel,) = [k for k in loop.kernels(loops) if loop.kernel_tag(k) == "rnn"]
+    apply_default_schedule(kernel, 16)
+    (kernel,) = [k for k in loop.kernels(loops) if loop.kernel_tag(k) == "rnn"]
+    return [f.loop_name.data for f in kernel.walk() if isinstance(f, loop.ForOp) and f.kind.data == "parallel"]
+
+
+def test_threads_go_to_row_blocks_or_to_each_steps_units():
+    """Many batch rows: their blocks in parallel; one row with a large hidden size: each
+    step's tiles of units in parallel; small layers: serial (a launch would cost more)."""
+    assert _parallel_loops("lstm", 64, 64) == ["i0"]
+    assert _parallel_loops("lstm", 256, 1) == ["u0"]
+    assert _parallel_loops("lstm", 32, 1) == []
+    assert _parallel_loops("gru", 16, 3) == []

@@ -2,57 +2,77 @@
 inner loops vectorized and its products in register tiles; the strategy decides
 
 * the weights' layout: a constant recurrent weight (and projection) ``W[k, j]`` is packed
-  at compile time into column panels ``Wp[j / PANEL, k, j % PANEL]``, each the
-  contiguous ``k x PANEL`` block one register tile reads as ``k`` advances (read in
-  place, a tile would take :data:`PANEL` floats from each row: one new page per ``k``
-  when a row is 4 KiB, which the prefetchers do not follow);
-* whether the blocks of batch rows (independent recurrences, each running every time
-  step) run in parallel: when there are several and the kernel's whole product has at
-  least ``PARALLEL_MIN_PRODUCT_WORK`` multiply-adds (unknown sizes: assumed so).
+  at compile time into column panels ``Wp[j / PANEL, k, j % PANEL]``, each the contiguous
+  ``k x PANEL`` block a register tile reads as ``k`` advances (read in place, a tile would
+  take a few floats from each row: one new page per ``k`` when a row is 4 KiB, which the
+  prefetchers do not follow);
+* which loop runs on several threads (the cost model of ``parallel.py``): the blocks of
+  batch rows (independent recurrences, each running every step) when there are several;
+  else, for a small batch, each step's tiles of hidden units (a parallel loop per step:
+  worth it when a step's product outweighs a launch, e.g. LSTM(.., 256) at batch 1).
 """
 
 from __future__ import annotations
 
+from ...dialects import loop
 from ..schedule import Schedule
 from .analysis import KernelInfo
-from .parallel import PARALLEL_MIN_PRODUCT_WORK
+from .parallel import PRODUCT_NS, best_thread_count
 from .registry import register_strategy
 
-#: the column panels of a packed weight: the kernel's register tile width
-#: (``lowering/rnn_kernel.py``'s ``COLUMNS``; a test checks they agree)
-PANEL = 64
-#: the kernel's arguments that are weights ``(rows, columns)``: the recurrent weight, the projection
-WEIGHT_ARGUMENTS = (1, 4)
+#: the column panels of a packed weight: the kernel's tile alignment
+#: (``lowering/rnn_kernel.py``'s ``PANEL``; a test checks they agree)
+PANEL = 16
 #: batch rows per block of the kernel (``lowering/rnn_kernel.py``'s ``ROWS``)
 ROWS = 8
 
 
-def product_work(info: KernelInfo) -> int | None:
-    """Multiply-adds of the kernel's recurrent products over all rows and steps, None
-    when a size is not known at compile time: steps x batch x the weight's elements."""
-    gates, weight = (info.kernel.args[k].type.get_shape() for k in (0, 1))
-    sizes = [gates[0], gates[1], weight[0], weight[1]]
-    if any(d < 0 for d in sizes):
-        return None
-    steps, batch, rows, columns = sizes
-    return steps * batch * rows * columns
+class _Shapes:
+    """Sizes read off the kernel's arguments: gates ``(T, B, G*H)``, weight ``(P, G*H)``,
+    then the output, the workspaces ``h (2, B, P)``, ``acc (B, G, H)``..."""
+
+    def __init__(self, info: KernelInfo):
+        args = info.kernel.args
+        self.steps, self.batch, self.width = args[0].type.get_shape()
+        self.output = args[1].type.get_shape()[0]
+        # (gates, weight, bias, initial, projection), out, h, acc, c, m: only an LSTM projects
+        self.projected = len(args) == 10
+        acc = args[(5 if self.projected else 4) + 2].type.get_shape()
+        self.gates, self.hidden = acc[1], acc[2]
+
+    def step_work(self, rows: int) -> int:
+        """Multiply-adds of one step's products for ``rows`` batch rows."""
+        return rows * self.output * self.width + (rows * self.hidden * self.output if self.projected else 0)
+
+
+def _pack(s: Schedule, info: KernelInfo, shapes: _Shapes) -> None:
+    weights = [(1, shapes.width, shapes.hidden)] + [(4, shapes.output, shapes.output)] * shapes.projected
+    for arg, columns, block in weights:
+        if arg in info.constant_args and columns % PANEL == 0 and block % PANEL == 0:
+            s.transform_layout(arg, [1, 0, 2], block=[1, PANEL])
 
 
 @register_strategy("rnn_row_blocks", ops=("rnn",), plevel=20)
 def rnn_row_blocks(s: Schedule, info: KernelInfo) -> None:
     """Pack the constant weights into column panels; run the blocks of batch rows in
-    parallel when there are several and enough work."""
-    has_projection = len(info.kernel.args) == 5 + 1 + 4  # (inputs, out, workspaces h, acc, c, m)
-    for arg in WEIGHT_ARGUMENTS[: 1 + has_projection]:
-        columns = info.kernel.args[arg].type.get_shape()[1]
-        if arg in info.constant_args and columns % PANEL == 0:
-            s.transform_layout(arg, [1, 0, 2], block=[1, PANEL])
-    batch = info.kernel.args[0].type.get_shape()[1]
-    work = product_work(info)
-    if 0 <= batch <= ROWS or (work is not None and work < PARALLEL_MIN_PRODUCT_WORK):
-        return
+    parallel, or else each step's tiles of hidden units, where the cost model says so."""
+    shapes = _Shapes(info)
+    _pack(s, info, shapes)
     (blocks,) = info.output_loops
-    s.parallel(blocks)
+    block_count = None if shapes.batch < 0 else -(-shapes.batch // ROWS)
+    if block_count != 1:
+        steps = None if shapes.steps < 0 or shapes.batch < 0 else shapes.steps * shapes.batch
+        work = None if steps is None else steps * shapes.step_work(1) * PRODUCT_NS
+        threads = best_thread_count(work, block_count)
+        if threads > 1:
+            s.parallel(blocks, max_threads=threads)
+        return
+    (scan,) = loop.loops_with_role(info.kernel, "scan")
+    for tiles in [op for op in scan.body.block.ops if isinstance(op, loop.ForOp)]:
+        extent = s.extent(tiles.loop_name.data)
+        threads = best_thread_count(shapes.step_work(shapes.batch) * PRODUCT_NS, extent)
+        if threads > 1:
+            s.parallel(tiles.loop_name.data, max_threads=threads)
 
 
-__all__ = ["PANEL", "product_work", "rnn_row_blocks"]
+__all__ = ["PANEL", "ROWS", "rnn_row_blocks"]
