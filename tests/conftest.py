@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from xdsl.context import Context
 
+from tensorkiln.driver import compile_cache
 from tensorkiln.universe import make_context
 
 # The disk compile cache of every build the tests make goes to a fresh directory of this
@@ -35,3 +36,12 @@ def ctx() -> Context:
 def rng(request: pytest.FixtureRequest) -> np.random.Generator:
     """A numpy Generator seeded from the test's id: repeatable, and different per test."""
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+@pytest.fixture
+def cache_dir(tmp_path):
+    """A fresh, empty disk compile cache for this test (its counters cleared), the run's after."""
+    compile_cache.set_cache_dir(tmp_path / "cache")
+    compile_cache.clear_cache_info()
+    yield tmp_path / "cache"
+    compile_cache.reset_cache_dir()

@@ -11,14 +11,6 @@ from tensorkiln.driver import build_cache, compile_cache
 from tensorkiln.runtime import load_module
 
 
-@pytest.fixture
-def cache(tmp_path):
-    compile_cache.set_cache_dir(tmp_path / "cache")
-    compile_cache.clear_cache_info()
-    yield tmp_path / "cache"
-    compile_cache.reset_cache_dir()
-
-
 def _conv_model(weights: dict[str, np.ndarray]):
     """Conv (its weights packed into the kernels' layout by the build), mean, dense; a
     symbolic batch."""
@@ -53,7 +45,7 @@ def _uncached(module, **options):
         compile_cache.set_cache_dir(directory)
 
 
-def test_a_rebuild_runs_no_pass_and_is_the_same_module(cache, rng):
+def test_a_rebuild_runs_no_pass_and_is_the_same_module(cache_dir, rng):
     weights = _weights(rng)
     cold = tk.build(_conv_model(weights))
     assert not cold.cache_hit and tk.cache_info().build_writes == 1
@@ -70,7 +62,7 @@ def test_a_rebuild_runs_no_pass_and_is_the_same_module(cache, rng):
     assert [n.kernel for n in warm.graph_program.nodes] == [n.kernel for n in cold.graph_program.nodes]
 
 
-def test_a_cached_build_exports_and_loads(cache, rng, tmp_path):
+def test_a_cached_build_exports_and_loads(cache_dir, rng, tmp_path):
     weights = _weights(rng)
     tk.build(_conv_model(weights))
     warm = tk.build(_conv_model(weights))
@@ -81,7 +73,7 @@ def test_a_cached_build_exports_and_loads(cache, rng, tmp_path):
     np.testing.assert_array_equal(loaded(x), warm(x))
 
 
-def test_a_changed_weight_misses(cache, rng):
+def test_a_changed_weight_misses(cache_dir, rng):
     weights = _weights(rng)
     module = _conv_model(weights)
     tk.build(module)
@@ -106,7 +98,7 @@ def test_a_changed_weight_misses(cache, rng):
     ],
     ids=["opt-level", "target-features", "target-layout", "precision"],
 )
-def test_a_changed_option_or_target_misses(cache, rng, options):
+def test_a_changed_option_or_target_misses(cache_dir, rng, options):
     weights = _weights(rng)
     tk.build(_conv_model(weights))
     hit, lib = _build_hit(_conv_model(weights), **options)
@@ -116,7 +108,7 @@ def test_a_changed_option_or_target_misses(cache, rng, options):
     assert _build_hit(_conv_model(weights), **options)[0]  # its own entry now
 
 
-def test_disabled_passes_and_pass_config_are_in_the_key(cache, rng):
+def test_disabled_passes_and_pass_config_are_in_the_key(cache_dir, rng):
     weights = _weights(rng)
     tk.build(_conv_model(weights))
     with tk.PassContext(disabled_passes=("fuse-ops",)):
@@ -126,7 +118,7 @@ def test_disabled_passes_and_pass_config_are_in_the_key(cache, rng):
     assert _build_hit(_conv_model(weights))[0]
 
 
-def test_another_compiler_version_misses(cache, rng, monkeypatch):
+def test_another_compiler_version_misses(cache_dir, rng, monkeypatch):
     weights = _weights(rng)
     tk.build(_conv_model(weights))
     monkeypatch.setattr(compile_cache, "compiler_fingerprint", lambda: "another tensorkiln")
@@ -134,10 +126,10 @@ def test_another_compiler_version_misses(cache, rng, monkeypatch):
     assert not hit and not lib.cache_hit
 
 
-def test_a_damaged_build_entry_is_a_miss_and_rewritten(cache, rng):
+def test_a_damaged_build_entry_is_a_miss_and_rewritten(cache_dir, rng):
     weights = _weights(rng)
     tk.build(_conv_model(weights))
-    (entry,) = cache.rglob(f"*{build_cache.SUFFIX}")
+    (entry,) = cache_dir.rglob(f"*{build_cache.SUFFIX}")
     data = bytearray(entry.read_bytes())
     data[-3] ^= 1  # in the last weight
     entry.write_bytes(bytes(data))
@@ -148,10 +140,10 @@ def test_a_damaged_build_entry_is_a_miss_and_rewritten(cache, rng):
     assert _build_hit(_conv_model(weights))[0]
 
 
-def test_a_damaged_object_entry_under_a_build_entry_rebuilds(cache, rng):
+def test_a_damaged_object_entry_under_a_build_entry_rebuilds(cache_dir, rng):
     weights = _weights(rng)
     tk.build(_conv_model(weights))
-    (objects,) = cache.rglob("*.tkc")
+    (objects,) = cache_dir.rglob("*.tkc")
     objects.write_bytes(objects.read_bytes()[:-5])
     hit, lib = _build_hit(_conv_model(weights))
     assert not hit and not lib.cache_hit
@@ -159,14 +151,14 @@ def test_a_damaged_object_entry_under_a_build_entry_rebuilds(cache, rng):
     np.testing.assert_array_equal(lib(x), _uncached(_conv_model(weights))(x))
 
 
-def test_dumps_bypass_the_build_cache(cache, rng, tmp_path):
+def test_dumps_bypass_the_build_cache(cache_dir, rng, tmp_path):
     weights = _weights(rng)
     tk.build(_conv_model(weights))
     hit, lib = _build_hit(_conv_model(weights), dump_ir=str(tmp_path / "dumps"))
     assert not hit and not lib.cache_hit and any((tmp_path / "dumps").iterdir())
 
 
-def test_a_cached_model_with_random_ops_keeps_one_state(cache, rng):
+def test_a_cached_model_with_random_ops_keeps_one_state(cache_dir, rng):
     """The module and its graph executor draw from one state (the signature's), as after a
     cold build."""
 

@@ -16,14 +16,6 @@ import tensorkiln as tk
 from tensorkiln.driver import compile_cache
 
 
-@pytest.fixture
-def cache(tmp_path):
-    compile_cache.set_cache_dir(tmp_path / "cache")
-    compile_cache.clear_cache_info()
-    yield tmp_path / "cache"
-    compile_cache.reset_cache_dir()
-
-
 def _repeated_blocks(rng, blocks=4, width=21):
     """Blocks of the same shapes (different weights): their kernels are identical."""
     b = tk.GraphBuilder()
@@ -34,7 +26,7 @@ def _repeated_blocks(rng, blocks=4, width=21):
     return b.finish(h)
 
 
-def test_identical_kernels_compile_once_per_build(cache, rng):
+def test_identical_kernels_compile_once_per_build(cache_dir, rng):
     module = _repeated_blocks(rng)
     lib = tk.build(module)
     info = tk.cache_info()
@@ -46,12 +38,12 @@ def test_identical_kernels_compile_once_per_build(cache, rng):
     np.testing.assert_allclose(lib.graph_executor()(x), reference, rtol=1e-5, atol=1e-6)
 
 
-def test_second_build_is_a_disk_cache_hit(cache, rng):
+def test_second_build_is_a_disk_cache_hit(cache_dir, rng):
     module = _repeated_blocks(rng, blocks=2)
     cold = tk.build(module)
     assert not cold.cache_hit
     assert tk.cache_info().disk_misses == 1 and tk.cache_info().disk_writes == 1
-    assert tk.cache_info().directory == str(cache)
+    assert tk.cache_info().directory == str(cache_dir)
     warm = tk.build(module)
     assert warm.cache_hit and tk.cache_info().disk_hits == 1
     names = [name for name, _ in warm.pass_timings]
@@ -59,10 +51,10 @@ def test_second_build_is_a_disk_cache_hit(cache, rng):
     x = rng.standard_normal((3, 21)).astype("f4")
     np.testing.assert_array_equal(warm(x), cold(x))
     assert "vfmadd" in warm.assembly() or "mul" in warm.assembly()  # the IR is kept too
-    assert len(list(cache.rglob("*.tkc"))) == 1
+    assert len(list(cache_dir.rglob("*.tkc"))) == 1
 
 
-def test_the_key_covers_target_and_code(cache, rng):
+def test_the_key_covers_target_and_code(cache_dir, rng):
     module = _repeated_blocks(rng, blocks=1)
     tk.build(module)
     tk.build(module, target="llvm -mattr=-avx512f")  # another target: another entry
@@ -70,10 +62,10 @@ def test_the_key_covers_target_and_code(cache, rng):
     assert tk.cache_info().disk_hits == 0 and tk.cache_info().disk_misses == 3
 
 
-def test_a_damaged_entry_is_a_miss_and_rewritten(cache, rng):
+def test_a_damaged_entry_is_a_miss_and_rewritten(cache_dir, rng):
     module = _repeated_blocks(rng, blocks=1)
     tk.build(module)
-    (entry,) = cache.rglob("*.tkc")
+    (entry,) = cache_dir.rglob("*.tkc")
     entry.write_bytes(entry.read_bytes()[:100])
     lib = tk.build(module)
     assert not lib.cache_hit and tk.cache_info().disk_misses == 2
