@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from xdsl.backend.llvm.convert import convert_module
+from xdsl.ir import BlockArgument
 
 import tensorkiln as tk
 from tensorkiln.dialects.graph import quant
@@ -190,3 +191,21 @@ def test_qdense_with_weight_zero_points(rng, target):
         module = b.finish(b.qdense(x, b.constant(w), b.constant(rng.integers(-2000, 2000, 40).astype(np.int32)), params))
         check_exact(module, qrandom(rng, (2, 9, 70), x_dtype), target)
         assert any(isinstance(op, Dot4U8S8Op) for op in lowered(module, "+avx512vnni").walk())
+
+
+@pytest.mark.parametrize("n", [83, 1000])
+def test_column_tiles_start_on_packed_blocks(rng, n):
+    """Output channels that are no multiple of 16 (a 1000-class head): the column tiles
+    start at multiples of the tile, the last one guarded, never shifted back over the
+    channel count (``arith.minsi`` on the column start): a shifted tile straddles the
+    packed weight's blocks of 16 and reads them lane by lane (1x2048 -> 1000: 430 us)."""
+    b = tk.GraphBuilder()
+    x = b.input("x", (1, 260), np.uint8)
+    params = product_params(rng, b, np.uint8, np.uint8, n, extreme=False)
+    module = b.finish(b.qdense(x, b.constant(qrandom(rng, (n, 260), np.int8)), None, params))
+    (kernel,) = [f for f in lowered(module, "+avx512f,+avx512vnni").ops if "tk.strategy" in f.attributes]
+    assert kernel.attributes["tk.strategy"].data == "qdense_register_tile"
+    # a shifted tile starts at min(iv, n - tile); a guarded one runs min(tile, n - iv) columns
+    shifted = [op for op in kernel.walk() if op.name == "arith.minsi" and any(isinstance(v, BlockArgument) for v in op.operands)]
+    assert not shifted
+    check_exact(module, qrandom(rng, (1, 260), np.uint8), "llvm")

@@ -126,6 +126,7 @@ def conv2d_register_tile(
     fuse_pixels: bool | None = None,
     pad: bool = True,
     pack_panel: bool = True,
+    aligned_columns: bool = False,
 ) -> None:
     """Register-tile (output pixels x output channels) of a conv2d kernel. A weight too
     big for the L2 cache runs channel panels outside the pixel tiles, each panel
@@ -149,7 +150,7 @@ def conv2d_register_tile(
         # the panels packed once, at compile time: P[o / width, kh, kw, i, width]
         gemm_on_packed_panels(s, info, weight, [3, 0, 1, 2, 4], 3, rows, vectors, fuse_rows=False)
     else:
-        gemm(s, info, rows=rows, vectors=vectors, pack_panel=pack_panel, fuse_rows=False)
+        gemm(s, info, rows=rows, vectors=vectors, pack_panel=pack_panel, fuse_rows=False, aligned_columns=aligned_columns)
     if pad:
         pad_input(s, info, vectors)
 

@@ -140,6 +140,7 @@ def gemm(
     panel_first: bool | None = None,
     pack_panel: bool = True,
     fuse_rows: bool = True,
+    aligned_columns: bool = False,
 ) -> None:
     """Register-tile the rows x columns of a matrix product: the columns are the last
     output loop, the rows the last one before it that has more than one iteration
@@ -149,7 +150,9 @@ def gemm(
     a run-time B lie its width apart, and 1024 floats apart they alias in the L1
     cache (GEMM 1024^3 on Sapphire Rapids, one thread: 40 -> 108-132 GFLOP/s).
     ``fuse_rows``: fuse the row loops B does not depend on into one (convolutions
-    choose their pixel loops themselves)."""
+    choose their pixel loops themselves). ``aligned_columns``: every column tile starts at
+    a multiple of the tile (the last one guarded, not shifted back): a packed weight's
+    blocks of 16 channels (``lowp_gemm.py``) are whole vectors only there."""
     panel = column_operand(info) if pack_panel else None  # before the loops are split
     if fuse_rows:
         info = _row_loops_fused(s, info)
@@ -161,6 +164,8 @@ def gemm(
     rows = rows or tile_rows(info, vectors, m)
     row_factor, row_tail = tile_factor(m, rows)
     col_factor, col_tail = tile_factor(n, vectors * info.lanes)
+    if aligned_columns:
+        col_tail = "guard"
     ro, ri = s.split(r, row_factor, tail=row_tail)
     co, ci = s.split(c, col_factor, tail=col_tail)
     if panel_first is None:
