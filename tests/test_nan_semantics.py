@@ -109,6 +109,8 @@ VALUE_AND_INDEX = [
     ("cummax.mixed", lambda x: torch.cummax(x, 1), "mixed", 1),
     ("cummin.dim0-mixed", lambda x: torch.cummin(x, 0), "mixed", 0),
     ("sort.descending-mixed", lambda x: torch.sort(x, 1, descending=True), "mixed", 1),
+    ("kthvalue.float64-mixed", lambda x: torch.kthvalue(x.double(), 2, 0), "mixed", 0),
+    ("nanmedian.dim0-keepdim-mixed", lambda x: torch.nanmedian(x, 0, keepdim=True), "mixed", 0),
 ]
 
 
@@ -182,6 +184,19 @@ MIXED_VALUES = [
     ("bucketize", lambda x: torch.bucketize(x, BOUNDARIES, right=True)),
     ("median.all", lambda x: torch.median(x)),
     ("nanmedian.all", lambda x: torch.nanmedian(x)),
+    ("aminmax", lambda x: (torch.aminmax(x), torch.aminmax(x, dim=0, keepdim=True))),
+    ("maximum-minimum-fmax-fmin", lambda x: (torch.maximum(x, x.flip(0)), torch.minimum(x, x.flip(1)),
+                                            torch.fmax(x, x.flip(0)), torch.fmin(x, x.flip(1)))),
+    ("clamp.tensor-bounds", lambda x: torch.clamp(x, x[0], x[1])),
+    ("isin.tensor", lambda x: torch.isin(x, x[0])),
+    ("searchsorted.sorter", lambda x: torch.searchsorted(x[0], x, sorter=torch.argsort(x[0], stable=True))),
+    ("quantile.interpolations", lambda x: tuple(torch.quantile(x, torch.tensor([0.2, 0.7]), dim=1, interpolation=i)
+                                                for i in ("linear", "lower", "higher", "nearest", "midpoint"))),
+    ("nanquantile.all", lambda x: torch.nanquantile(x, torch.tensor([0.0, 0.5, 1.0]))),
+    ("histc", lambda x: torch.histc(x, 5, -2, 2)),
+    ("histogram", lambda x: torch.histogram(x, torch.tensor([-2.0, 0.0, 1.0, 3.0]))),
+    ("unique.dim-no-nan", lambda x: torch.unique(torch.nan_to_num(x, nan=0.5), dim=1, return_inverse=True,
+                                                  return_counts=True)),
 ]
 
 
@@ -193,6 +208,58 @@ def test_values_on_random_nan_and_inf_equal_torch(rng, fn):
     got = _compiled(fn, x)
     for k, (g, w) in enumerate(zip(got, want, strict=True)):
         assert _same(np.asarray(g), w), f"output {k}: {np.asarray(g).tolist()}, torch {w.tolist()}"
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(lambda t: torch.nn.functional.max_pool2d(t, 3, 2, return_indices=True), id="max_pool2d"),
+        pytest.param(lambda t: torch.nn.functional.max_pool2d(t, 2, ceil_mode=True, return_indices=True), id="ceil"),
+        pytest.param(lambda t: torch.nn.functional.adaptive_max_pool2d(t, (3, 4), return_indices=True), id="adaptive"),
+        pytest.param(lambda t: torch.topk(t.reshape(t.shape[0], t.shape[1], -1), 5), id="topk-of-planes"),
+    ],
+)
+def test_pooling_indices_with_nan_and_inf(rng, fn):
+    """Values exact (a window holding NaN gives NaN, as torch); an index into the flattened
+    plane points at its value (torch takes a window's last NaN, we its first: both hold it)."""
+    x = mixed(rng, 2, 3, 7, 9)
+    values, indices = (t.numpy() for t in fn(x))
+    got_values, got_indices = _compiled(fn, x)
+    assert _same(got_values, values), f"values {got_values.tolist()}, torch {values.tolist()}"
+    assert got_indices.dtype == indices.dtype and got_indices.shape == indices.shape
+    planes = x.numpy().reshape(2, 3, -1)
+    assert _index_holds(planes, got_values.reshape(2, 3, -1), got_indices.reshape(2, 3, -1), 2)
+
+
+def _unique_columns_reference(x: np.ndarray):
+    """Columns in lexicographic order, NaN after every number (as sort); columns holding
+    NaN never equal (NaN != NaN, as torch's comparison)."""
+    keys = [tuple((bool(np.isnan(v)), 0.0 if np.isnan(v) else float(v)) for v in column) for column in x.T]
+    order = sorted(range(len(keys)), key=lambda j: keys[j])
+    values, counts, inverse = [], [], np.empty(len(keys), np.int64)
+    for j in order:
+        if values and not np.isnan(x[:, j]).any() and np.array_equal(values[-1], x[:, j]):
+            counts[-1] += 1
+        else:
+            values.append(x[:, j])
+            counts.append(1)
+        inverse[j] = len(values) - 1
+    return np.stack(values, 1), inverse, np.asarray(counts)
+
+
+def test_unique_columns_with_nan_and_inf(rng):
+    """torch's unique(dim=) with NaN sorts by comparisons NaN breaks, so its order, and
+    whether equal NaN-free columns end up adjacent and merged, vary (no oracle): ours
+    sorts as torch.sort does, merges equal columns and never merges columns holding NaN.
+    (NaN-free input is checked against torch in MIXED_VALUES.)"""
+    x = mixed(rng, 3, 11)
+    x[:, 5] = x[:, 2]  # a repeated column (merged only if it holds no NaN)
+    x[:, 7] = torch.tensor([1.0, INF, -INF])
+    x[:, 9] = x[:, 7]
+    values, inverse, counts = _compiled(lambda t: torch.unique(t, dim=1, return_inverse=True, return_counts=True), x)
+    want_values, _, want_counts = _unique_columns_reference(x.numpy())
+    assert _same(values, want_values) and _same(counts, want_counts), f"{values.tolist()} {counts.tolist()}"
+    assert np.array_equal(values[:, inverse], x.numpy(), equal_nan=True)
 
 
 @pytest.mark.parametrize("descending", [False, True])
