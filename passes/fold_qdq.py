@@ -22,6 +22,10 @@ the attribute ``tk.qdq = "<why>"`` and the reason is logged on ``tensorkiln.pass
 info level (the weight is not a constant, a per-channel scale runs along the wrong axis,
 the result is not quantized, ...). Run it before ``fold-constants``, which would fold the
 weights' dequantize into float32 constants.
+
+Then ops that only pick or move elements between a dequantize and a quantize at one
+scale and zero point (a max pool, a reshape, a transpose) run on the quantized values
+(``fold_qdq_selections.py``).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from ..dialects.graph.nn import Conv2dOp
 from ..dialects.graph.quant import DequantizeOp, QConv2dOp, QDenseOp, QuantizeOp
 from ..dialects.graph.shape import ReshapeOp, TransposeOp
 from ..dialects.graph.types import numpy_dtype
+from .fold_qdq_selections import fold_selection
 
 log = logging.getLogger("tensorkiln.passes")
 
@@ -211,6 +216,8 @@ def fold_qdq(module: ModuleOp) -> list[tuple[str, str]]:
             op.attributes[SKIPPED_ATTR] = StringAttr(str(why))
             skipped.append((op.name, str(why)))
             log.info("fold-qdq: %s stays in float32: %s", op.name, why)
+    for quantize in [o for o in module.walk() if isinstance(o, QuantizeOp)]:
+        fold_selection(quantize)
     return skipped
 
 

@@ -174,3 +174,72 @@ def test_weight_quantized_in_the_graph(rng):
     (dense,) = ops_of(module, quant.QDenseOp)
     np.testing.assert_array_equal(dense.weight.owner.array(), np.clip(np.rint(w / scale[:, None]), -128, 127).astype(np.int8))
     np.testing.assert_allclose(tk.create_executor("interpreter", module).evaluate()(xv), want, atol=0.1 + 1e-6)
+
+
+def pooled_conv_chain(g, x, shape, pool_zero_point=128, pool_scale=0.08, output_pooled=False):
+    """conv -> quantize (uint8) -> dequantize -> max pool -> quantize (same scale and zero
+    point) -> dequantize -> conv -> quantize: ONNX Runtime's ResNet stem."""
+    c = shape[1]
+    y = g.b.conv2d(g.qdq(x), g.weight((6, c, 3, 3), 0), g.b.constant(g.rng.normal(size=6).astype(np.float32)), padding=1)
+    s, z = g.b.constant(np.float32(pool_scale)), g.b.constant(np.uint8(pool_zero_point))
+    q = g.b.quantize(g.b.relu(y), s, z)
+    pooled = g.b.quantize(g.b.max_pool2d(g.b.dequantize(q, s, z), kernel=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1)), s, z)
+    out = g.b.conv2d(g.b.dequantize(pooled, s, z), g.weight((5, 6, 1, 1), 0))
+    outputs = [g.qdq(out, 0.1, 7)] + ([pooled] if output_pooled else [])
+    return g.b.finish(*outputs)
+
+
+def test_max_pool_between_quantized_convs_compares_int8(rng):
+    """The uint8 pool island of a ResNet stem becomes a max pool on the quantized bytes,
+    moved to int8 (zero point - 128) from the first conv's result to the second conv's
+    input: no dequantize between them, exact vs the float island (odd sizes, padding taps)."""
+    g = QDQ(rng)
+    shape = (1, 3, 11, 9)
+    module = pooled_conv_chain(g, g.b.input("x", shape), shape)
+    x = rng.normal(size=shape).astype(np.float32)
+    want = tk.create_executor("interpreter", module).evaluate()(x)
+    folded = module.clone()
+    fold_qdq(folded)
+    folded.verify()
+    (pool,) = [op for op in folded.walk() if op.name == "graph.max_pool2d"]
+    assert str(pool.input.type) == "tensor<1x6x11x9xi8>" and str(pool.result.type) == "tensor<1x6x6x5xi8>"
+    first, second = ops_of(folded, quant.QConv2dOp)
+    assert [use.operation for use in first.result.uses] == [pool] and second.input is pool.result
+    assert (first.y_dtype.data, second.x_dtype.data) == ("i8", "i8")
+    assert int(first.y_zero_point.owner.array()) == 0 and int(second.x_zero_point.owner.array()) == 0
+    np.testing.assert_array_equal(tk.create_executor("interpreter", folded).evaluate()(x), want)
+    np.testing.assert_array_equal(tk.build(module)(x), want)
+
+
+def test_max_pool_island_kept_where_its_bytes_are_read_as_uint8(rng):
+    """A pooled uint8 value that is also the model's output must stay uint8 (the caller
+    reads those bytes): the island stays float32; different scales never fold."""
+    g = QDQ(rng)
+    shape = (1, 2, 7, 6)
+    module = pooled_conv_chain(g, g.b.input("x", shape), shape, output_pooled=True)
+    fold_qdq(module)
+    assert [op for op in module.walk() if op.name == "graph.max_pool2d"][0].input.type.element_type.name == "f32"
+    x = rng.normal(size=shape).astype(np.float32)
+    want = tk.create_executor("interpreter", module).evaluate()(x)
+    got = tk.build(module)(x)
+    assert got[1].dtype == np.uint8
+    for value, expected in zip(got, want):
+        np.testing.assert_array_equal(value, expected)
+
+
+def test_int8_reshape_and_pool_fold_without_moving(rng):
+    """int8 values need no move: quantize(op(dequantize(q))) is op(q) for a reshape and a
+    max pool at one scale and zero point, and not at another scale."""
+    b = tk.GraphBuilder()
+    q = b.input("q", (1, 3, 5, 7), np.int8)
+    s, z, s2 = b.constant(np.float32(0.1)), b.constant(np.int8(-5)), b.constant(np.float32(0.2))
+    pooled = b.quantize(b.max_pool2d(b.dequantize(q, s, z), kernel=(2, 2), padding=(1, 1, 1, 1)), s, z)
+    flat = b.quantize(b.reshape(b.dequantize(q, s, z), (1, 105)), s, z)
+    other = b.quantize(b.max_pool2d(b.dequantize(q, s, z), kernel=(2, 2)), s2, z)
+    module = b.finish(pooled, flat, other)
+    x = rng.integers(-128, 128, (1, 3, 5, 7)).astype(np.int8)
+    want = tk.create_executor("interpreter", module).evaluate()(x)
+    fold_qdq(module)
+    assert len(ops_of(module, quant.QuantizeOp)) == 1  # the other scale's
+    for got, expected in zip(tk.create_executor("interpreter", module).evaluate()(x), want):
+        np.testing.assert_array_equal(got, expected)

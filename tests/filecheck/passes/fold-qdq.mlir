@@ -46,3 +46,20 @@ func.func @matmul(%x: tensor<2x5xi8>, %v: tensor<5x3xi8>) -> (tensor<2x3xi8>, te
   %u = graph.quantize %n, %s, %z : tensor<2x3xf32>, tensor<f32>, tensor<i8> -> tensor<2x3xi8>
   func.return %y, %u : tensor<2x3xi8>, tensor<2x3xi8>
 }
+
+// A max pool between a dequantize and a quantize at the same scale and zero point pools the
+// quantized bytes (passes/fold_qdq_selections.py).
+
+// CHECK-LABEL: func.func @pool
+// CHECK-NOT:     graph.dequantize
+// CHECK:         %[[P:.*]] = graph.max_pool2d %q {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<1x3x5x7xi8> -> tensor<1x3x3x4xi8>
+// CHECK-NEXT:    func.return %[[P]]
+
+func.func @pool(%q: tensor<1x3x5x7xi8>) -> tensor<1x3x3x4xi8> {
+  %s = graph.constant dense<0.1> : tensor<f32>
+  %z = graph.constant dense<-5> : tensor<i8>
+  %f = graph.dequantize %q, %s, %z : tensor<1x3x5x7xi8>, tensor<f32>, tensor<i8> -> tensor<1x3x5x7xf32>
+  %p = graph.max_pool2d %f {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<1x3x5x7xf32> -> tensor<1x3x3x4xf32>
+  %y = graph.quantize %p, %s, %z : tensor<1x3x3x4xf32>, tensor<f32>, tensor<i8> -> tensor<1x3x3x4xi8>
+  func.return %y : tensor<1x3x3x4xi8>
+}
