@@ -1,5 +1,6 @@
 """Bad input: IR text that is binary, deeply nested, truncated or has random bytes
-changed (through ``tk.parse_module``), and compiled models called with the wrong
+changed (through ``tk.parse_module``, some through ``tensorkiln-opt``, which must print
+its one-line diagnostic without a traceback), and compiled models called with the wrong
 arguments (count, rank, shape, dtype, Python objects, non-contiguous and broadcast
 arrays) in every executor. A clear error (a parse error, a verifier diagnostic, a
 ``ValueError``/``TypeError`` naming the argument) or the right answer; never a crash or
@@ -7,6 +8,8 @@ another exception."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +19,7 @@ import tensorkiln as tk
 from tensorkiln.errors import UnreadableInputError
 from tensorkiln.runtime import load_module
 
-from . import RIGHT, Probe, same
+from . import RIGHT, WRONG, Probe, same
 from .models import FEATURES, chain, reference
 
 #: what parsing bad IR may raise: xDSL's parse errors and diagnostics, our verifiers'
@@ -50,6 +53,45 @@ def _parse_probes(rng: np.random.Generator, quick: bool) -> list[Probe]:
             blob[at] = int(rng.integers(32, 127) if printable else rng.integers(0, 256))
         kind = "printable characters" if printable else "random bytes"
         found.append(Probe(f"IR with {kind} changed #{k}", lambda b=bytes(blob): _parses(b), PARSE_ERRORS))
+    return found
+
+
+class OptRefused(Exception):
+    """``tensorkiln-opt`` exited 1 with its one-line diagnostic (a clear refusal)."""
+
+
+def _opt(path: Path, *options: str) -> tuple[str, str]:
+    """``tensorkiln-opt path options``: a bad input must give ``tensorkiln-opt: error: ...``
+    alone (no traceback, issue #39 item 8) and exit status 1."""
+    command = [sys.executable, "-m", "tensorkiln.tools.opt", str(path), *options]
+    done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=240)
+    if "Traceback" in done.stderr:
+        raise RuntimeError(f"a traceback: {done.stderr.strip().splitlines()[-1]}")
+    if done.returncode == 0:
+        return WRONG, "accepted: " + done.stdout.strip()[:100]
+    if done.returncode != 1 or not done.stderr.startswith("tensorkiln-opt: error: "):
+        raise RuntimeError(f"exit status {done.returncode}: {done.stderr.strip()[:200]}")
+    raise OptRefused(done.stderr.strip().splitlines()[0])
+
+
+def _opt_probes(workdir: Path) -> list[Probe]:
+    big = "tensor<99999999999999999999xf32>"
+    inputs = {
+        "binary": bytes(range(256)) * 4,
+        "nested 20000 levels": _nested(20000).encode(),
+        "a dim past 64 bits": (f'func.func @f(%a: {big}) -> {big} {{\n  %0 = "graph.relu"(%a) : ({big}) -> {big}\n'
+                               f"  func.return %0 : {big}\n}}\n").encode(),
+        "truncated": _nested(3)[:60].encode(),
+    }
+    found = []
+    for name, data in inputs.items():
+        path = workdir / f"opt-{name.replace(' ', '-')}.mlir"
+        path.write_bytes(data)
+        found.append(Probe(f"tensorkiln-opt on {name} input", lambda p=path: _opt(p), (OptRefused,)))
+    valid = workdir / "opt-valid.mlir"
+    valid.write_text(_nested(1))
+    found.append(Probe("tensorkiln-opt with an unknown pass", lambda: _opt(valid, "-p", "no-such-pass"), (OptRefused,)))
+    found.append(Probe("tensorkiln-opt on a missing file", lambda: _opt(workdir / "missing.mlir"), (OptRefused,)))
     return found
 
 
@@ -88,7 +130,7 @@ def _call(run, expected_of, args: tuple) -> tuple[str, str]:
 
 
 def probes(rng: np.random.Generator, workdir: Path, quick: bool) -> list[Probe]:
-    found = _parse_probes(rng, quick)
+    found = _parse_probes(rng, quick) + _opt_probes(workdir)
     module = chain(rng, "n")
     expected = reference(module)
     tk.build(module).export_library(workdir / "chain.tk")
