@@ -25,7 +25,8 @@ weights' dequantize into float32 constants.
 
 Then ops that only pick or move elements between a dequantize and a quantize at one
 scale and zero point (a max pool, a reshape, a transpose) run on the quantized values
-(``fold_qdq_selections.py``).
+(``fold_qdq_selections.py``), and a quantized sum of two dequantized bytes multiplies by
+the reciprocal of its scale where that is exact for every input (``fold_qdq_reciprocal.py``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from ..dialects.graph.nn import Conv2dOp
 from ..dialects.graph.quant import DequantizeOp, QConv2dOp, QDenseOp, QuantizeOp
 from ..dialects.graph.shape import ReshapeOp, TransposeOp
 from ..dialects.graph.types import numpy_dtype
+from .fold_qdq_reciprocal import quantize_by_reciprocal
 from .fold_qdq_selections import fold_selection
 
 log = logging.getLogger("tensorkiln.passes")
@@ -218,6 +220,8 @@ def fold_qdq(module: ModuleOp) -> list[tuple[str, str]]:
             log.info("fold-qdq: %s stays in float32: %s", op.name, why)
     for quantize in [o for o in module.walk() if isinstance(o, QuantizeOp)]:
         fold_selection(quantize)
+    for quantize in [o for o in module.walk() if isinstance(o, QuantizeOp)]:
+        quantize_by_reciprocal(quantize)
     return skipped
 
 

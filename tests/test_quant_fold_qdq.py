@@ -243,3 +243,47 @@ def test_int8_reshape_and_pool_fold_without_moving(rng):
     assert len(ops_of(module, quant.QuantizeOp)) == 1  # the other scale's
     for got, expected in zip(tk.create_executor("interpreter", module).evaluate()(x), want):
         np.testing.assert_array_equal(got, expected)
+
+
+def quantized_sum(scales, zero_points=(120, 100, 7)):
+    """quantize(dequantize(a) + dequantize(b)) over uint8 inputs (a residual add in QDQ)."""
+    b = tk.GraphBuilder()
+    a, c = b.input("a", (256, 256), np.uint8), b.input("c", (256, 256), np.uint8)
+    sa, sc, s = (b.constant(np.float32(v)) for v in scales)
+    za, zc, z = (b.constant(np.uint8(v)) for v in zero_points)
+    return b.finish(b.quantize(b.add(b.dequantize(a, sa, za), b.dequantize(c, sc, zc)), s, z))
+
+
+def every_byte_pair():
+    a, c = np.meshgrid(np.arange(256, dtype=np.uint8), np.arange(256, dtype=np.uint8), indexing="ij")
+    return np.ascontiguousarray(a), np.ascontiguousarray(c)
+
+
+def test_quantized_sum_multiplies_by_the_reciprocal_where_exact(rng):
+    """The quantize of a sum of two dequantized bytes multiplies by 1/scale (no vdivps)
+    when that rounds every one of the 65536 sums as the division does: the folded
+    graph and the compiled kernel give the division's numbers on all of them."""
+    module = quantized_sum((0.05, 0.04, 0.07))
+    inputs = every_byte_pair()
+    want = tk.create_executor("interpreter", module).evaluate()(*inputs)
+    folded = module.clone()
+    fold_qdq(folded)
+    folded.verify()
+    (mul,) = [op for op in folded.walk() if op.name == "graph.mul"]
+    assert mul.rhs.owner.array() == np.float32(1) / np.float32(0.07)
+    (q,) = ops_of(folded, quant.QuantizeOp)
+    assert q.scale.owner.array() == 1 and q.input is mul.result
+    np.testing.assert_array_equal(tk.create_executor("interpreter", folded).evaluate()(*inputs), want)
+    np.testing.assert_array_equal(tk.build(module)(*inputs), want)
+
+
+def test_quantized_sum_keeps_the_division_where_one_sum_would_round_otherwise():
+    """Scales where x * (1/s) rounds one of the 65536 sums to another integer than
+    x / s (found by search): the quantize keeps dividing."""
+    module = quantized_sum((0.011620428413152695, 0.0392802469432354, 0.034574929624795914), (120, 100, 0))
+    fold_qdq(module)
+    assert not [op for op in module.walk() if op.name == "graph.mul"]
+    (q,) = ops_of(module, quant.QuantizeOp)
+    assert np.isclose(q.scale.owner.array(), 0.034574929624795914)
+    inputs = every_byte_pair()
+    np.testing.assert_array_equal(tk.build(module)(*inputs), tk.create_executor("interpreter", module).evaluate()(*inputs))

@@ -63,3 +63,28 @@ func.func @pool(%q: tensor<1x3x5x7xi8>) -> tensor<1x3x3x4xi8> {
   %y = graph.quantize %p, %s, %z : tensor<1x3x3x4xf32>, tensor<f32>, tensor<i8> -> tensor<1x3x3x4xi8>
   func.return %y : tensor<1x3x3x4xi8>
 }
+
+// A quantized sum of two dequantized bytes multiplies by the reciprocal of its scale where that
+// rounds all 65536 sums as the division does (passes/fold_qdq_reciprocal.py).
+
+// CHECK-LABEL: func.func @sum
+// CHECK:         %x = graph.add %af, %cf
+// CHECK-NEXT:    %[[R:.*]] = graph.constant #graph.weight<"quantize.reciprocal"> : tensor<f32>
+// CHECK-NEXT:    %[[ONE:.*]] = graph.constant #graph.weight<"one"> : tensor<f32>
+// CHECK-NEXT:    %[[M:.*]] = graph.mul %x, %[[R]]
+// CHECK-NEXT:    %[[Y:.*]] = graph.quantize %[[M]], %[[ONE]], %z {dtype = "ui8"}
+// CHECK-NEXT:    func.return %[[Y]]
+
+func.func @sum(%a: tensor<2x3xui8>, %c: tensor<2x3xui8>) -> tensor<2x3xui8> {
+  %sa = graph.constant dense<0.05> : tensor<f32>
+  %sc = graph.constant dense<0.04> : tensor<f32>
+  %s = graph.constant dense<0.07> : tensor<f32>
+  %za = graph.constant dense<120> : tensor<ui8>
+  %zc = graph.constant dense<100> : tensor<ui8>
+  %z = graph.constant dense<7> : tensor<ui8>
+  %af = graph.dequantize %a, %sa, %za {dtype = "ui8"} : tensor<2x3xui8>, tensor<f32>, tensor<ui8> -> tensor<2x3xf32>
+  %cf = graph.dequantize %c, %sc, %zc {dtype = "ui8"} : tensor<2x3xui8>, tensor<f32>, tensor<ui8> -> tensor<2x3xf32>
+  %x = graph.add %af, %cf : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  %y = graph.quantize %x, %s, %z {dtype = "ui8"} : tensor<2x3xf32>, tensor<f32>, tensor<ui8> -> tensor<2x3xui8>
+  func.return %y : tensor<2x3xui8>
+}
