@@ -209,3 +209,19 @@ def test_column_tiles_start_on_packed_blocks(rng, n):
     shifted = [op for op in kernel.walk() if op.name == "arith.minsi" and any(isinstance(v, BlockArgument) for v in op.operands)]
     assert not shifted
     check_exact(module, qrandom(rng, (1, 260), np.uint8), "llvm")
+
+
+@pytest.mark.parametrize("width, rows", [(28, 4), (14, 5)])
+def test_conv_tile_rows_compute_fewest_pixels(rng, width, rows):
+    """An int8 conv's register tile takes the rows (of 6, 5, 4 for 4 vectors) that
+    compute the fewest pixels of an image row: 28 wide 4 (not 6: 30 pixels), 14 wide 5."""
+    b = tk.GraphBuilder()
+    shape = (1, 3, width, 12)
+    x = b.input("x", shape, np.uint8)
+    params = product_params(rng, b, np.uint8, np.uint8, 64, extreme=False)
+    module = b.finish(b.qconv2d(x, b.constant(qrandom(rng, (1, 1, 12, 64), np.int8)), None, params, layout="NHWC"))
+    (kernel,) = [f for f in lowered(module, "+avx512f,+avx512vnni").ops if "tk.strategy" in f.attributes]
+    assert kernel.attributes["tk.strategy"].data == "qconv2d_register_tile"
+    tiles = {str(op.results[0].type) for op in kernel.walk() if op.name == "loop.alloc"}
+    assert f"memref<{rows}x64xi32>" in tiles
+    check_exact(module, qrandom(rng, shape, np.uint8), "llvm")
