@@ -18,13 +18,15 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
+from ..dialects.walk import walk_ops
+
 #: the fewest loop-level ops worth an LLVM module of their own
 MIN_GROUP_OPS = 400
 
 
 def op_count(op: Operation) -> int:
     """The ops of ``op`` and everything it holds (the size LLVM's work grows with)."""
-    return sum(1 for _ in op.walk())
+    return len(walk_ops(op))
 
 
 def split_into_groups(module: ModuleOp, target_groups: int) -> list[ModuleOp]:

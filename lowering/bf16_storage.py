@@ -43,6 +43,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects import loop
 from ..dialects.graph.types import bfloat16_dtype
+from ..dialects.walk import walk_ops
 
 #: what torch writes for a NaN
 _QUIET_NAN = 0x7FC0
@@ -122,8 +123,8 @@ def _rewrites(op: Operation) -> bool:
 def bf16_storage(module: ModuleOp) -> None:
     """Rewrite ``module`` (loop IR) in place: bfloat16 as 16-bit integers."""
     # which ops convert is decided on the types as they were: a rewrite makes i16 values
-    conversions = [op for op in module.walk() if _rewrites(op)]
-    for op in module.walk():
+    conversions = [op for op in walk_ops(module) if _rewrites(op)]
+    for op in walk_ops(module):
         if not isinstance(op, _MOVES_BITS) and not _rewrites(op):
             if any(v.type == bf16 for v in (*op.operands, *op.results)):
                 raise PassFailedException(

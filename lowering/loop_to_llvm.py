@@ -50,6 +50,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ..dialects import loop
+from ..dialects.walk import walk_ops
 from ..runtime.packed_call import packed_entry_name
 from . import lowp_to_llvm  # noqa: F401  (the converters of lowp dot products: scalar and vector)
 from . import parallel_to_llvm, unroll_to_llvm, vectorize  # noqa: F401  (register their loop converters)
@@ -61,7 +62,7 @@ def _declare_external_calls(module: ModuleOp) -> None:
     """Declare the C functions the code calls (malloc family, libm) from their call sites."""
     defined = {op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp)}
     declared: dict[str, llvm.FuncOp] = {}
-    for op in module.walk():
+    for op in walk_ops(module):
         if isinstance(op, llvm.CallOp) and op.callee is not None:
             name = op.callee.string_value()
             if name in defined or name in declared:

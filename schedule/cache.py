@@ -54,6 +54,7 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from ..dialects import loop
+from ..dialects.walk import walk_ops
 from .nest import (
     Dependence,
     IndexBuilder,
@@ -101,7 +102,7 @@ def _check_size(primitive: str, t: MemRefType, where: str) -> None:
 
 def _erase_subtree(root: Operation) -> None:
     """Detach and erase ``root``; nothing outside may still use a value defined in it."""
-    for op in root.walk():
+    for op in walk_ops(root):
         for result in op.results:
             for use in result.uses:
                 if not root.is_ancestor(use.operation):
@@ -184,7 +185,7 @@ class _Remat:
     def retarget_tiles(self, ops: Sequence[Operation]) -> None:
         """Accesses of the tiled accumulators inside ``ops`` access the tile."""
         for top in ops:
-            for op in list(top.walk()):
+            for op in walk_ops(top):
                 if isinstance(op, loop.LoadOp) and op.buffer in self.tiles:
                     new = loop.LoadOp(self.tiles[op.buffer], [*self.tile_index, *op.indices])
                     op.parent_block().insert_op_before(new, op)
@@ -266,7 +267,7 @@ def cache_write(kernel: func.FuncOp, at_loop: str) -> None:
     position = {op: k for k, op in enumerate(cell_ops)}
     last_store = {}
     for k, op in enumerate(cell_ops):
-        for inner in op.walk():
+        for inner in walk_ops(op):
             if isinstance(inner, loop.StoreOp) and inner.buffer in acc_values:
                 last_store[inner.buffer] = k
 

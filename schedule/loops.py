@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from ..dialects.loop import GPU_BINDINGS, ForOp, LoadOp, StoreOp, YieldOp, set_max_threads
+from ..dialects.walk import walk_ops
 from .nest import (
     INDEX,
     Dependence,
@@ -149,8 +150,8 @@ def _check_shiftable(primitive: str, kernel: func.FuncOp, x: ForOp, trips: int |
         raise ScheduleError(
             primitive, f"tail='shift': loop '{name}' runs {trips} iterations, fewer than the factor {factor}"
         )
-    stored = {op.buffer for op in x.walk() if isinstance(op, StoreOp) and not defined_inside(op.buffer, x)}
-    for op in x.walk():
+    stored = {op.buffer for op in walk_ops(x) if isinstance(op, StoreOp) and not defined_inside(op.buffer, x)}
+    for op in walk_ops(x):
         if isinstance(op, func.CallOp):
             raise ScheduleError(primitive, f"tail='shift': loop '{name}' calls {op.callee}, which may accumulate")
         if isinstance(op, LoadOp) and op.buffer in stored:
@@ -199,7 +200,7 @@ def _check_permutable(primitive: str, kernel: func.FuncOp, chain: list[ForOp], m
     """Each element a band body writes outside it must be written by one iteration of
     every moved loop, or be a reduction update (whose order does not matter)."""
     innermost = chain[-1]
-    for store in innermost.walk():
+    for store in walk_ops(innermost):
         if not isinstance(store, StoreOp) or defined_inside(store.buffer, chain[0]):
             continue
         if is_reduction_update(store):
@@ -396,8 +397,8 @@ def _check_no_carried_writes(primitive: str, kernel: func.FuncOp, for_op: ForOp,
     if static_trip_bound(for_op) == 1:
         return  # a single iteration carries nothing (a kernel's unit output loop)
     depends = Dependence([for_op.induction_var])
-    loaded = Dependence([op.result for op in for_op.walk() if isinstance(op, LoadOp)])
-    for store in for_op.walk():
+    loaded = Dependence([op.result for op in walk_ops(for_op) if isinstance(op, LoadOp)])
+    for store in walk_ops(for_op):
         if not isinstance(store, StoreOp) or defined_inside(store.buffer, for_op):
             continue
         # an index that follows the iteration and no loaded value: distinct elements (one
@@ -452,7 +453,7 @@ def vectorize(kernel: func.FuncOp, loop: str) -> None:
     reassociable combiner); any trip count (the lowering handles the remainder)."""
     P = "vectorize"
     for_op = find_loop(kernel, loop, P)
-    inner = [op for op in for_op.walk() if isinstance(op, ForOp) and op is not for_op]
+    inner = [op for op in walk_ops(for_op) if isinstance(op, ForOp) and op is not for_op]
     if inner:
         raise ScheduleError(P, f"loop '{loop}' is not innermost (it holds loop '{inner[0].loop_name.data}')")
     _check_no_carried_writes(P, kernel, for_op, allow_reductions=True)

@@ -31,6 +31,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from ..dialects import loop
 from ..dialects.scalar import is_scalar_arithmetic
+from ..dialects.walk import walk_ops
 
 INDEX = IndexType()
 
@@ -73,7 +74,7 @@ def kernel_name(kernel: func.FuncOp) -> str:
 
 def all_loops(root: Operation) -> list[loop.ForOp]:
     """Every ``loop.for`` under ``root``, in nest order (pre-order)."""
-    return [op for op in root.walk() if isinstance(op, loop.ForOp)]
+    return [op for op in walk_ops(root) if isinstance(op, loop.ForOp)]
 
 
 def loop_names(root: Operation) -> list[str]:
@@ -162,7 +163,7 @@ def defined_inside(value: SSAValue, root: Operation) -> bool:
 def written_buffers(root: Operation) -> set[SSAValue]:
     """Buffers stored to under ``root``, and buffers handed to calls (which may write)."""
     written: set[SSAValue] = set()
-    for op in root.walk():
+    for op in walk_ops(root):
         if isinstance(op, loop.StoreOp):
             written.add(op.buffer)
         elif isinstance(op, func.CallOp):
@@ -361,7 +362,7 @@ def normalize(kernel: func.FuncOp) -> None:
     entry = kernel.body.block
     seen: dict[tuple, arith.ConstantOp] = {}
     order: list[arith.ConstantOp] = []
-    for op in list(kernel.walk()):
+    for op in walk_ops(kernel):
         if not isinstance(op, arith.ConstantOp):
             continue
         key = (op.value, op.result.type)
@@ -386,16 +387,21 @@ def normalize(kernel: func.FuncOp) -> None:
 
 def erase_dead_code(root: Operation) -> None:
     """Erase side-effect-free ops (arith, math, scalar, loop.dim, loop.load) whose results are unused."""
-    changed = True
-    while changed:
-        changed = False
-        for op in reversed(list(root.walk())):
-            if op is root or op.regions or not op.results or any(r.uses for r in op.results):
-                continue
-            if isinstance(op, loop.LoadOp | loop.DimOp) or is_scalar_arithmetic(op):
-                op.detach()
-                op.erase()
-                changed = True
+    ops = walk_ops(root)
+    inside = set(ops)
+    # users before the ops they use (reverse pre-order); an op whose last user goes is
+    # looked at again (one walk, not one per round of erasures)
+    pending = ops
+    while pending:
+        op = pending.pop()
+        if op not in inside or op is root or op.regions or not op.results or any(r.uses for r in op.results):
+            continue
+        if isinstance(op, loop.LoadOp | loop.DimOp) or is_scalar_arithmetic(op):
+            defining = [value.owner for value in op.operands]
+            op.detach()
+            op.erase()
+            inside.discard(op)
+            pending.extend(owner for owner in defining if owner in inside)
 
 
 def describe_buffer(kernel: func.FuncOp, buffer: SSAValue) -> str:

@@ -35,6 +35,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from ..dialects import loop
+from ..dialects.walk import walk_ops
 from .nest import deferred_verification, erase_dead_code, index_constant, static_value, transformation
 from .schedule import kernels
 from .simplify import Affine, IndexRanges
@@ -193,7 +194,7 @@ def fold_decided(kernel: func.FuncOp, root: Operation | None = None) -> int:
     folded (dead operands stay for DCE)."""
     ranges = IndexRanges()
     folded = 0
-    for op in list((root or kernel).walk()):
+    for op in walk_ops(root or kernel):
         if op.parent is None or len(op.results) != 1:
             continue
         value = _folded(ranges, kernel, op)

@@ -19,6 +19,7 @@ from xdsl.dialects import arith, func
 from xdsl.ir import Block, SSAValue
 
 from ..dialects import loop
+from ..dialects.walk import walk_ops
 from .nest import IndexBuilder, static_trip_bound, static_value, transformation
 
 Affine = dict[SSAValue | None, int]  # atom (None: the constant term) -> coefficient
@@ -161,7 +162,7 @@ def simplify_indices(kernel: func.FuncOp) -> int:
     how many were folded."""
     analysis = IndexRanges()
     folded = 0
-    for op in list(kernel.walk()):
+    for op in walk_ops(kernel):
         if not isinstance(op, (*_DIVISIONS, *_REMAINDERS)):
             continue
         divisor = static_value(op.rhs)
