@@ -182,10 +182,10 @@ def _compile_in_groups(
     parallel = codegen_process.use_workers(large=op_count(loops) >= PARALLEL_MIN_OPS)
     groups = split_into_groups(loops, codegen_process.worker_count() * GROUPS_PER_WORKER if parallel else 1)
 
-    def lowered() -> Iterator[tuple[ModuleOp, None]]:
-        for group in groups:
+    def lowered() -> Iterator[tuple[ModuleOp, int | None]]:
+        for group, opt_level in groups:
             timings.extend(run_pipeline(group, (per_function,), ctx, **UNVERIFIED))
-            yield group, None
+            yield group, opt_level
 
     if progress is not None:
         progress.add(len(groups))

@@ -112,3 +112,20 @@ def test_small_builds_compile_here_until_the_pool_runs(monkeypatch):
     assert codegen_process.use_workers(large=False)  # (the leak here stays bounded)
     monkeypatch.setenv(codegen_process.IN_PROCESS_VARIABLE, "1")
     assert not codegen_process.use_workers(large=True)
+
+
+def test_the_host_function_is_a_group_of_its_own_at_the_calls_opt_level(monkeypatch, rng):
+    from strategy_helpers import scheduled_loops
+
+    loops = scheduled_loops(_model(rng))
+    host = [op for op in loops.ops if kernel_groups.calls_only(op)]
+    assert [op.sym_name.data for op in host] == ["main"]
+    kernels = len(list(loops.ops)) - 1
+    monkeypatch.setattr(kernel_groups, "MIN_GROUP_OPS", 1)  # (the host is small: separate it anyway)
+    groups = kernel_groups.split_into_groups(loops, 3)
+    levels = [level for _, level in groups]
+    assert levels.count(kernel_groups.CALLS_OPT_LEVEL) == 1 and levels.count(None) == len(groups) - 1
+    (callers,) = [g for g, level in groups if level == kernel_groups.CALLS_OPT_LEVEL]
+    assert [op.sym_name.data for op in callers.ops] == ["main"]
+    assert sum(len(list(g.ops)) for g, level in groups if level is None) == kernels
+    assert not list(loops.ops)  # (moved into the groups)

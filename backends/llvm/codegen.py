@@ -33,8 +33,8 @@ class EmittedObject:
 
 def optimize(ir_text: str, target: CPUTarget, opt_level: int | None = None) -> llvm.ModuleRef:
     """Parse, verify and optimise LLVM IR (the new pass manager at ``opt_level``, by
-    default the target's)."""
-    level = target.opt_level if opt_level is None else opt_level
+    default the target's; never above the target's)."""
+    level = target.opt_level if opt_level is None else min(opt_level, target.opt_level)
     tm = target_machine(target)
     mod = llvm.parse_assembly(ir_text)
     mod.verify()
