@@ -15,19 +15,12 @@ becomes ``quantize(x * (1/s), 1)`` only where all agree (``x / 1`` is ``x`` exac
 from __future__ import annotations
 
 import numpy as np
-from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ..dialects.graph import ConstantOp
 from ..dialects.graph.elementwise import AddOp, MulOp
 from ..dialects.graph.quant import DequantizeOp, QuantizeOp, as_values, qrange
-
-
-def _scalar(value: SSAValue) -> float | int | None:
-    owner = value.owner
-    if not isinstance(owner, ConstantOp) or owner.array().size != 1:
-        return None
-    return owner.array().reshape(-1)[0].item()
+from .fold_qdq_selections import scalar_constant
 
 
 def _byte_terms(dq: DequantizeOp) -> tuple[np.ndarray, np.ndarray] | None:
@@ -35,7 +28,7 @@ def _byte_terms(dq: DequantizeOp) -> tuple[np.ndarray, np.ndarray] | None:
     per-tensor dequantize with constant parameters can read; None otherwise."""
     if dq.dtype.data not in ("i8", "ui8") or dq.channel_axis(dq.input.type.get_shape()) is not None:
         return None
-    scale, zero_point = _scalar(dq.scale), _scalar(dq.zero_point)
+    scale, zero_point = scalar_constant(dq.scale), scalar_constant(dq.zero_point)
     if scale is None or zero_point is None:
         return None
     zero = int(as_values(np.asarray(zero_point), dq.dtype.data))
@@ -71,12 +64,13 @@ def quantize_by_reciprocal(quantize: QuantizeOp) -> bool:
     if not all(isinstance(v.owner, DequantizeOp) for v in add.operands):
         return False
     terms = [_byte_terms(v.owner) for v in add.operands]
-    scale, zero_point = _scalar(quantize.scale), _scalar(quantize.zero_point)
+    scale, zero_point = scalar_constant(quantize.scale), scalar_constant(quantize.zero_point)
     if any(t is None for t in terms) or scale is None or zero_point is None or not np.isfinite(scale) or not scale > 0:
         return False
     (ca, fa), (cb, fb) = terms
     sums = [fa[:, None] + fb[None, :]]
-    sums += [_fused_sum(ca, _scalar(add.operands[0].owner.scale), fb), _fused_sum(cb, _scalar(add.operands[1].owner.scale), fa)]
+    scale_a, scale_b = (scalar_constant(v.owner.scale) for v in add.operands)
+    sums += [_fused_sum(ca, scale_a, fb), _fused_sum(cb, scale_b, fa)]
     if any(s is None for s in sums):
         return False
     s = np.float32(scale)

@@ -29,7 +29,8 @@ from ..dialects.graph.types import UI8
 SELECTIONS = (MaxPool2dOp, ReshapeOp, TransposeOp)
 
 
-def _scalar(value: SSAValue) -> int | float | None:
+def scalar_constant(value: SSAValue) -> int | float | None:
+    """The value of a one-element ``graph.constant``, else None."""
     owner = value.owner
     if not isinstance(owner, ConstantOp) or owner.array().size != 1:
         return None
@@ -87,7 +88,7 @@ def _plan(values: list[SSAValue]) -> list[tuple[Operation, ZeroPoint | None]] | 
     for value in values:
         if not _readers_take_int8(value, ops):
             return None
-    if any(zp is not None and _scalar(op.operands[zp[0]]) is None for op, zp in ops):
+    if any(zp is not None and scalar_constant(op.operands[zp[0]]) is None for op, zp in ops):
         return None
     return ops
 
@@ -121,11 +122,11 @@ def fold_selection(quantize: QuantizeOp) -> bool:
     dq = op.operands[0].owner
     if not isinstance(dq, DequantizeOp) or dq.input.type.element_type != quantize.result.type.element_type:
         return False
-    scale = _scalar(dq.scale)
-    if scale is None or not scale > 0 or scale != _scalar(quantize.scale):
+    scale = scalar_constant(dq.scale)
+    if scale is None or not scale > 0 or scale != scalar_constant(quantize.scale):
         return False
-    zero_point = _scalar(dq.zero_point)
-    if zero_point is None or zero_point != _scalar(quantize.zero_point):
+    zero_point = scalar_constant(dq.zero_point)
+    if zero_point is None or zero_point != scalar_constant(quantize.zero_point):
         return False
     signed = dq.input.type.element_type == UI8 and isinstance(op, MaxPool2dOp)
     if signed and _plan([dq.input, quantize.result]) is None:
@@ -146,4 +147,4 @@ def fold_selection(quantize: QuantizeOp) -> bool:
     return True
 
 
-__all__ = ["SELECTIONS", "fold_selection"]
+__all__ = ["SELECTIONS", "fold_selection", "scalar_constant"]

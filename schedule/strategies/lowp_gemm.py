@@ -169,4 +169,11 @@ def bf16_dense_register_tile(
     _finish(s, info)
 
 
-__all__ = ["accumulate_dots", "bf16_dense_register_tile", "conv_tile_rows", "qconv2d_register_tile", "qdense_register_tile", "target_isa"]
+__all__ = [
+    "accumulate_dots",
+    "bf16_dense_register_tile",
+    "conv_tile_rows",
+    "qconv2d_register_tile",
+    "qdense_register_tile",
+    "target_isa",
+]
