@@ -176,6 +176,10 @@ class FunctionConverter:
             self.convert_op(op)
 
     def convert_op(self, op: Operation) -> None:
+        converter = SCALAR_CONVERTERS.get(type(op))
+        if converter is not None:  # (most ops: first, before the class patterns' slow ABC checks)
+            self.values[op.results[0]] = converter(self.b, op, [self.values[v] for v in op.operands])
+            return
         match op:
             case loop.ForOp():
                 self.convert_for(op)
@@ -210,12 +214,7 @@ class FunctionConverter:
                     leave_flush_mode(self, self.flush_mode)
                 self.emit(llvm.ReturnOp(self.values[op.arguments[0]] if op.arguments else None))
             case _:
-                converter = SCALAR_CONVERTERS.get(type(op))
-                if converter is None:
-                    raise PassFailedException(
-                        f"loop-to-llvm: no conversion for '{op.name}' in '{self.name}'"
-                    )
-                self.values[op.results[0]] = converter(self.b, op, [self.values[v] for v in op.operands])
+                raise PassFailedException(f"loop-to-llvm: no conversion for '{op.name}' in '{self.name}'")
 
     # -- loops ---------------------------------------------------------------------
 

@@ -111,6 +111,10 @@ class _Template:
     result_types: list[Attribute]
 
 
+#: class -> whether it is an SSA value's (``isinstance(a, SSAValue)`` goes through ABCMeta's
+#: Python-level check: a tenth of loop-to-llvm's time was such checks)
+_IS_VALUE: dict[type, bool] = {}
+
 #: (op class, its arguments with values replaced by their types) -> its template
 _TEMPLATES: dict[tuple, _Template] = {}
 
@@ -121,7 +125,13 @@ def make(cls: type[OpT], *args: object) -> OpT:
     ``cls(...)`` with the same operand types and equal other arguments made. A property
     that was an argument is this call's argument (an equal attribute may differ inside:
     a fastmath flag as a string or as its enum)."""
-    key = (cls, *(a.type if isinstance(a, SSAValue) else a for a in args))
+    values = []
+    for a in args:
+        is_value = _IS_VALUE.get(type(a))
+        if is_value is None:
+            is_value = _IS_VALUE[type(a)] = isinstance(a, SSAValue)
+        values.append(is_value)
+    key = (cls, *(a.type if is_value else a for a, is_value in zip(args, values)))
     template = _TEMPLATES.get(key)
     if template is None:
         op = cls(*args)
@@ -131,7 +141,7 @@ def make(cls: type[OpT], *args: object) -> OpT:
     properties = dict(template.properties)
     for name, k in template.passed:
         properties[name] = args[k]
-    operands = [a for a in args if isinstance(a, SSAValue)]
+    operands = [a for a, is_value in zip(args, values) if is_value]
     return cls.create(operands=operands, result_types=template.result_types, properties=properties, attributes=dict(template.attributes))
 
 

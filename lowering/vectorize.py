@@ -342,10 +342,12 @@ class NotVectorizable(Exception):
 
 
 def _element_bits(t: Attribute) -> int:
-    t = t.element_type if isinstance(t, VectorType) else t
-    if isinstance(t, IndexType):
+    # (exact types: isinstance against xDSL's ABCs and the AnyFloat union is slow, and
+    # this runs for every op of every vectorized loop)
+    t = t.element_type if type(t) is VectorType else t
+    if type(t) is IndexType:
         return 64
-    return t.bitwidth if isinstance(t, AnyFloat) else t.width.data
+    return t.width.data if type(t) is IntegerType else t.bitwidth
 
 
 def _affine_stride(op: Operation, plan: _Plan) -> int | None:
