@@ -79,11 +79,15 @@ def mul(lhs: SSAValue, rhs: SSAValue) -> llvm.MulOp:
     return llvm.MulOp.create(operands=[lhs, rhs], result_types=[lhs.type], properties={"overflowFlags": _NO_FLAGS})
 
 
+#: the opaque pointer type (made once: an attribute is verified as it is made)
+_POINTER = llvm.LLVMPointerType()
+
+
 def gep(pointer: SSAValue, offset: SSAValue, element: Attribute) -> llvm.GEPOp:
     """``getelementptr inbounds element, pointer, offset``."""
     properties = {"rawConstantIndices": _ONE_DYNAMIC_INDEX, "elem_type": element, "noWrapFlags": _NO_FLAGS,
                   "inbounds": UnitAttr()}  # fmt: skip
-    return llvm.GEPOp.create(operands=[pointer, offset], result_types=[llvm.LLVMPointerType()], properties=properties)
+    return llvm.GEPOp.create(operands=[pointer, offset], result_types=[_POINTER], properties=properties)
 
 
 def load(address: SSAValue, t: Attribute, alignment: int | None = None) -> llvm.LoadOp:

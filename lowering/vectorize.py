@@ -112,7 +112,14 @@ def _ins(b: Builder, op: Operation) -> SSAValue:
 
 
 def vector_type(t: Attribute, lanes: int) -> VectorType:
-    return VectorType(llvm_type(t), [lanes])
+    return _vector_of(llvm_type(t), lanes)
+
+
+@lru_cache(maxsize=256)
+def _vector_of(element: Attribute, lanes: int) -> VectorType:
+    """``vector<lanes x element>``, made once (attributes are immutable; making one
+    verifies its parameters, which showed in loop-to-llvm's profile)."""
+    return VectorType(element, [lanes])
 
 
 def _suffix(t: Attribute) -> str:
@@ -596,7 +603,7 @@ class _Vectorizer:
     # -- lanes and vectors --------------------------------------------------------
 
     def splat(self, scalar: SSAValue) -> SSAValue:
-        vt = VectorType(scalar.type, [self.lanes])
+        vt = _vector_of(scalar.type, self.lanes)
         single = self.ins(llvm_ops.make(llvm.InsertElementOp, self.ins(llvm_ops.make(llvm.UndefOp, vt)), scalar, int_constant(self.b, 0, i32)))
         return self.ins(llvm_ops.make(llvm.ShuffleVectorOp, single, single, _broadcast_mask(self.lanes), vt))
 
