@@ -5,7 +5,7 @@ nested generators.
 yields, so each op costs as many generator resumptions as it is deep (a scheduled
 kernel is ~10 loops deep); the compiler walks every kernel many times per build (each
 schedule primitive normalizes constants and erases dead code twice). This walk keeps an
-explicit stack: the same ops in the same order, ~3x faster on kernels.
+explicit stack: the same ops in the same order, ~4x faster on kernels.
 
 Example::
 
@@ -25,7 +25,13 @@ def walk_ops(root: Operation) -> list[Operation]:
         op = stack.pop()
         found.append(op)
         if op.regions:
-            children = [child for region in op.regions for block in region.blocks for child in block.ops]
+            children = []
+            for region in op.regions:
+                for block in region.blocks:
+                    child = block.first_op  # (block.ops' iterator costs twice as much)
+                    while child is not None:
+                        children.append(child)
+                        child = child.next_op
             children.reverse()
             stack.extend(children)
     return found

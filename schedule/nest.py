@@ -74,7 +74,7 @@ def kernel_name(kernel: func.FuncOp) -> str:
 
 def all_loops(root: Operation) -> list[loop.ForOp]:
     """Every ``loop.for`` under ``root``, in nest order (pre-order)."""
-    return [op for op in walk_ops(root) if isinstance(op, loop.ForOp)]
+    return [op for op in walk_ops(root) if type(op) is loop.ForOp]  # (isinstance: ABCMeta's slow check)
 
 
 def loop_names(root: Operation) -> list[str]:
@@ -363,7 +363,7 @@ def normalize(kernel: func.FuncOp) -> None:
     seen: dict[tuple, arith.ConstantOp] = {}
     order: list[arith.ConstantOp] = []
     for op in walk_ops(kernel):
-        if not isinstance(op, arith.ConstantOp):
+        if type(op) is not arith.ConstantOp:
             continue
         key = (op.value, op.result.type)
         if key in seen:
