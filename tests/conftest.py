@@ -45,3 +45,13 @@ def cache_dir(tmp_path):
     compile_cache.clear_cache_info()
     yield tmp_path / "cache"
     compile_cache.reset_cache_dir()
+
+
+@pytest.fixture
+def no_disk_cache():
+    """No disk compile cache for this test (every pass runs), the run's after. (Restoring
+    with reset_cache_dir, not set_cache_dir(previous): that would pin the directory and
+    make later tests' TK_CACHE settings moot.)"""
+    compile_cache.set_cache_dir(None)
+    yield
+    compile_cache.reset_cache_dir()

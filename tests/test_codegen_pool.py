@@ -16,15 +16,7 @@ from tensorkiln.runtime import load_module
 
 
 @pytest.fixture
-def no_cache():
-    directory = compile_cache.cache_dir()
-    compile_cache.set_cache_dir(None)
-    yield
-    compile_cache.set_cache_dir(directory)
-
-
-@pytest.fixture
-def in_groups(monkeypatch, no_cache):
+def in_groups(monkeypatch, no_disk_cache):
     """Every build compiles in the workers, a group per ~kernel."""
     monkeypatch.setattr(native_build, "PARALLEL_MIN_OPS", 0)
     monkeypatch.setattr(kernel_groups, "MIN_GROUP_OPS", 1)

@@ -67,8 +67,8 @@ def test_cnn_transposes_in_and_out_only(name, most):
     assert len(transposes) <= most, [str(t) for t in transposes]
 
 
-def test_compiled_cnn_matches_interpreter_with_and_without_layout(rng, monkeypatch):
-    monkeypatch.setenv("TK_CACHE", "0")  # the passes must run to be seen (a cache hit runs none)
+def test_compiled_cnn_matches_interpreter_with_and_without_layout(rng, no_disk_cache):
+    """(Uncached: the passes must run to be seen; a build-cache hit runs none.)"""
     module, inputs = _imported("resnet18")
     expected = tk.create_executor("interpreter", module).evaluate()(*inputs)
     nhwc = tk.build(module)
@@ -117,8 +117,8 @@ def test_pipeline_layout_is_the_targets_choice():
     assert not any(p.startswith("convert-layout") for p in graph_pipeline(1))
 
 
-def test_target_chooses_the_layout(rng, monkeypatch):
-    monkeypatch.setenv("TK_CACHE", "0")  # the passes must run to be seen (a cache hit runs none)
+def test_target_chooses_the_layout(rng, no_disk_cache):
+    """(Uncached: the passes must run to be seen; a build-cache hit runs none.)"""
     weight = rng.standard_normal((4, 3, 3, 3)).astype("f4")
     b = tk.GraphBuilder()
     module = b.finish(b.conv2d(b.input("x", (1, 3, 7, 6)), weight, padding=1))

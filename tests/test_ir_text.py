@@ -19,14 +19,6 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
 
 
-@pytest.fixture
-def no_cache():
-    directory = compile_cache.cache_dir()
-    compile_cache.set_cache_dir(None)
-    yield
-    compile_cache.set_cache_dir(directory)
-
-
 def _ops_model(rng):
     """Float and integer arithmetic, compares, selects, casts, reductions, exp/tanh/erf,
     a symbolic dim, a 1-element axis."""
@@ -67,7 +59,7 @@ def _lowered_modules(monkeypatch, build) -> list[tuple[ModuleOp, CPUTarget]]:
 
 
 @pytest.mark.parametrize("make", ["ops", "mlp", "cnn", "chain"])
-def test_the_printed_ir_optimises_to_what_xdsls_does(no_cache, monkeypatch, rng, make):
+def test_the_printed_ir_optimises_to_what_xdsls_does(no_disk_cache, monkeypatch, rng, make):
     module = {"ops": lambda: _ops_model(rng), "mlp": lambda: mlp()[0], "cnn": lambda: small_cnn()[0],
               "chain": lambda: elementwise_chain(40)[0]}[make]()  # fmt: skip
     lowered = _lowered_modules(monkeypatch, lambda: tk.build(module))
@@ -79,7 +71,7 @@ def test_the_printed_ir_optimises_to_what_xdsls_does(no_cache, monkeypatch, rng,
         assert _normalized(str(codegen.optimize(ours, target))) == _normalized(str(codegen.optimize(theirs, target)))
 
 
-def test_builds_compute_the_same_with_either_printer(no_cache, monkeypatch, rng):
+def test_builds_compute_the_same_with_either_printer(no_disk_cache, monkeypatch, rng):
     module = _ops_model(rng)
     x = rng.standard_normal((6, 13)).astype("f4")
     i = rng.integers(-20, 20, (6, 13)).astype("i4")
