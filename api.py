@@ -10,6 +10,7 @@ from xdsl.parser import Parser
 
 from . import driver
 from .build import build
+from .dialects.dims import check_static_dims
 from .dialects.functions import find_function
 from .errors import UnreadableInputError, unreadable_input
 from .driver.vm import needs_vm
@@ -106,6 +107,7 @@ def parse_module(text: str | bytes) -> ModuleOp:
             text = text.decode()
         module = Parser(make_context(), text).parse_module()
         module.verify()
+        check_static_dims(module)
     except (RecursionError, UnicodeDecodeError) as error:
         raise UnreadableInputError(f"the IR is {unreadable_input(error)}") from None
     return module

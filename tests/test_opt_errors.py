@@ -31,6 +31,17 @@ func.func @main(%x: tensor<{HUGE}xf32>) -> tensor<{HUGE}xf32> {{
 }}
 """
 
+#: no graph op: the dim is only in a function's signature and a memref's type
+HUGE_DIM_PLAIN = f"""
+func.func @main(%x: tensor<3x{2**63}xf32>) -> tensor<3x{2**63}xf32> {{
+  func.return %x : tensor<3x{2**63}xf32>
+}}
+func.func @buffer() {{
+  %0 = memref.alloc() : memref<{2**64}xi8>
+  func.return
+}}
+"""
+
 
 def _deeply_nested(levels: int = 3000) -> str:
     nested = "[" * levels + "1.0" + "]" * levels
@@ -52,9 +63,10 @@ def _opt(tmp_path, content: str | bytes, *args: str) -> subprocess.CompletedProc
         (_deeply_nested(), "nested too deeply"),
         (b"\x7fELF\x02\x01\x01\x00" + bytes(range(128, 256)), "not UTF-8 text"),
         (HUGE_DIM, r"a dim larger than 2\*\*63 - 1"),
+        (HUGE_DIM_PLAIN, r"func.func: tensor<3x9223372036854775808xf32>: a dim larger than 2\*\*63 - 1"),
         ("func.func @main( {", "error"),
     ],
-    ids=["verifier", "recursion", "binary", "dim-beyond-int64", "parse-error"],
+    ids=["verifier", "recursion", "binary", "dim-beyond-int64", "dim-beyond-int64-any-dialect", "parse-error"],
 )
 def test_an_error_is_the_diagnostic_alone(tmp_path, content, message):
     done = _opt(tmp_path, content)
@@ -83,6 +95,11 @@ def test_a_dim_beyond_int64_fails_the_verifier():
     with pytest.raises(VerifyException, match=r"a dim larger than 2\*\*63 - 1"):
         tk.parse_module(HUGE_DIM)
     tk.parse_module(HUGE_DIM.replace(HUGE, str(2**62)))  # large but representable: fine
+    with pytest.raises(VerifyException, match=r"tensor<3x9223372036854775808xf32>: a dim larger"):
+        tk.parse_module(HUGE_DIM_PLAIN)  # in any dialect's types, not only the graph dialect's
+    with pytest.raises(VerifyException, match=r"memref.alloc: memref<18446744073709551616xi8>"):
+        tk.parse_module(HUGE_DIM_PLAIN.replace(str(2**63), "4"))
+    tk.parse_module(HUGE_DIM_PLAIN.replace(str(2**63), str(2**63 - 1)).replace(str(2**64), "8"))
 
 
 BINARY = b"\x7fELF\x02\x01\x01\x00" + bytes(range(128, 256))

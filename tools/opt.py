@@ -23,8 +23,12 @@ import argparse
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import IO
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.xdsl_opt_main import xDSLOptMain
+
+from tensorkiln.dialects.dims import check_static_dims
 
 from tensorkiln.errors import unreadable_input
 from tensorkiln.universe import full_universe
@@ -46,6 +50,12 @@ class TensorkilnOptMain(xDSLOptMain):
     def register_all_passes(self) -> None:
         for name, factory in self._universe.all_passes.items():
             self.register_pass(name, factory)
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        module = super().parse_chunk(chunk, file_extension, start_offset)
+        if module is not None:
+            check_static_dims(module)  # (a dim past int64 in any dialect's type, as MLIR refuses it)
+        return module
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
