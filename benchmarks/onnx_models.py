@@ -28,6 +28,7 @@ from pathlib import Path
 os.environ["TK_CACHE_DIR"] = tempfile.mkdtemp(prefix="tk-onnx-bench-")  # cold builds
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers import THREADS, interleaved_at_threads, load_average, ms, ratio  # noqa: E402  (sets the thread pools first)
+from report import machine, write_section  # noqa: E402
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
@@ -124,7 +125,7 @@ def main() -> None:
         "`tk.build` and through an ONNX Runtime session (CPU provider, default graph optimizations). Steady state: "
         "both called in turn in one loop, thread counts alternating in blocks, medians; tk/ORT > 1: tensorkiln slower. "
         "Import and build: one cold compile (empty compile cache); ORT session: median of 3 creations at 1 thread. "
-        f"Shared 2-core AMD EPYC (Zen 4, AVX-512), load average {load_average()} at the end (other agents running).",
+        f"{machine()}, load average {load_average()} at the end of the run.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
@@ -133,8 +134,6 @@ def main() -> None:
     markdown = "\n".join(lines) + "\n"
     print(markdown)
     if not args.no_report and chosen is None:
-        from report import write_section
-
         write_section("onnx-models", markdown)
 
 
