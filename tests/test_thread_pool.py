@@ -84,6 +84,54 @@ def test_every_iteration_runs_once(pool, threads_):
             np.testing.assert_array_equal(counts, expected, err_msg=f"[{lb}, {ub}) step {step}, {threads_} threads, cap {cap}")
 
 
+# spans(data, begin, end): spans[(begin - lb) / step] = iterations in [begin, end);
+# data = {i64* spans, i64 lb, i64 step}
+SPANS = r"""
+define void @spans(ptr %data, i64 %b, i64 %e) {
+  %spans = load ptr, ptr %data
+  %lp = getelementptr i64, ptr %data, i64 1
+  %lb = load i64, ptr %lp
+  %sp = getelementptr i64, ptr %data, i64 2
+  %step = load i64, ptr %sp
+  %from = sub i64 %b, %lb
+  %at = sdiv i64 %from, %step
+  %width = sub i64 %e, %b
+  %w1 = add i64 %width, %step
+  %w2 = sub i64 %w1, 1
+  %count = sdiv i64 %w2, %step
+  %p = getelementptr i64, ptr %spans, i64 %at
+  store i64 %count, ptr %p
+  ret void
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def spans_piece():
+    triple = llvm.get_process_triple()
+    module = llvm.parse_assembly(f'target triple = "{triple}"\n' + SPANS)
+    engine = llvm.create_mcjit_compiler(module, llvm.Target.from_triple(triple).create_target_machine())
+    engine.finalize_object()
+    yield LAUNCH(pool_addresses()["tk_parallel_for"]), engine.get_function_address("spans")
+
+
+@pytest.mark.parametrize("threads_", [2, 3, 4, 16])
+def test_pieces_are_as_even_as_can_be(spans_piece, threads_):
+    """The pool cuts a loop into min(4 x threads, trips) pieces whose sizes differ by at
+    most one, the longer first: 14 trips on 2 threads are 8 pieces (2 x 6, 1 x 2) that
+    two threads share 7 and 7 (pieces of 2 rounded up were 7 of them: 8 and 6)."""
+    launch, fn = spans_piece
+    for trips, lb, step in [(14, 0, 1), (28, 0, 1), (7, 0, 1), (49, 3, 1), (100, 0, 7), (5, 0, 1), (1000, 0, 1)]:
+        spans = np.zeros(trips, np.int64)
+        data = (ctypes.c_int64 * 3)(spans.ctypes.data, lb, step)
+        launch(fn, ctypes.addressof(data), lb, lb + (trips - 1) * step + 1, step, threads_, 1 << 30)
+        sizes = spans[spans > 0]
+        pieces = min(4 * threads_, trips)
+        q, extra = divmod(trips, pieces)
+        expected = [q + 1] * extra + [q] * (pieces - extra)
+        assert sizes.tolist() == expected, f"{trips} trips on {threads_} threads"
+
+
 def test_counters_show_the_parallel_launches(pool):
     pool_ = thread_pool()
     before = pool_.counters()

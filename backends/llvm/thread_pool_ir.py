@@ -67,13 +67,15 @@ _TEMPLATE = r"""
 @tk_pool_sleepers = internal global i32 0, align 64
 @tk_pool_started = internal global i32 0, align 64
 @tk_pool_spin_ns = internal global i64 DEFAULT_SPIN_NS, align 64
-; the job: fn, data, lb, ub, step, piece size, pieces, helpers wanted
+; the job: fn, data, lb, ub, step, piece size (the first `extra` pieces one more), pieces,
+; helpers wanted
 @tk_pool_fn = internal global ptr null, align 64
 @tk_pool_data = internal global ptr null, align 8
 @tk_pool_lb = internal global i64 0, align 8
 @tk_pool_ub = internal global i64 0, align 8
 @tk_pool_step = internal global i64 0, align 8
 @tk_pool_piece = internal global i64 0, align 8
+@tk_pool_extra = internal global i64 0, align 8
 @tk_pool_pieces = internal global i64 0, align 8
 @tk_pool_helpers = internal global i32 0, align 8
 ; counters: launches, launches run in parallel, pieces run by workers, futex wakes
@@ -132,15 +134,23 @@ claim:
   %ub = load atomic i64, ptr @tk_pool_ub monotonic, align 8
   %step = load atomic i64, ptr @tk_pool_step monotonic, align 8
   %piece = load atomic i64, ptr @tk_pool_piece monotonic, align 8
+  %extra = load atomic i64, ptr @tk_pool_extra monotonic, align 8
   %w1 = add i64 %w, 1
   %cx = cmpxchg ptr @tk_pool_word, i64 %w, i64 %w1 acq_rel monotonic
   %ok = extractvalue { i64, i1 } %cx, 1
   br i1 %ok, label %run, label %loop
 run:
-  %span = mul i64 %piece, %step
-  %off = mul i64 %idx, %span
+  ; piece idx: iterations [idx * piece + min(idx, extra), + piece + (idx < extra))
+  %lead = call i64 @llvm.smin.i64(i64 %idx, i64 %extra)
+  %base = mul i64 %idx, %piece
+  %first = add i64 %base, %lead
+  %longer = icmp ult i64 %idx, %extra
+  %one = zext i1 %longer to i64
+  %count = add i64 %piece, %one
+  %off = mul i64 %first, %step
   %b = add i64 %lb, %off
-  %e0 = add i64 %b, %span
+  %len = mul i64 %count, %step
+  %e0 = add i64 %b, %len
   %e = call i64 @llvm.smin.i64(i64 %e0, i64 %ub)
   call void %fn(ptr %data, i64 %b, i64 %e)
   %d = atomicrmw add ptr @tk_pool_done, i64 1 release
@@ -261,14 +271,12 @@ launch:
   %helpers64 = sub i64 %n, 1
   %helpers = trunc i64 %helpers64 to i32
   call void @tk_pool_start_workers(i32 %helpers)
+  ; pieces as even as can be (sizes differ by at most one, the longer first): 14 trips
+  ; on 2 threads are 8 pieces of 2, 2, 2, 2, 2, 2, 1, 1 (7 each), not 7 of 2 (8 and 6)
   %want = mul i64 %n, PIECES_PER_THREAD
-  %parts = call i64 @llvm.smin.i64(i64 %want, i64 %trips)
-  %p1 = add i64 %trips, %parts
-  %p2 = sub i64 %p1, 1
-  %piece = sdiv i64 %p2, %parts
-  %q1 = add i64 %trips, %piece
-  %q2 = sub i64 %q1, 1
-  %pieces = sdiv i64 %q2, %piece
+  %pieces = call i64 @llvm.smin.i64(i64 %want, i64 %trips)
+  %piece = sdiv i64 %trips, %pieces
+  %extra = srem i64 %trips, %pieces
   ; no piece of the old job may be taken from here on
   %w = load atomic i64, ptr @tk_pool_word monotonic, align 8
   %old = and i64 %w, -4294967296
@@ -280,6 +288,7 @@ launch:
   store atomic i64 %ub, ptr @tk_pool_ub monotonic, align 8
   store atomic i64 %step, ptr @tk_pool_step monotonic, align 8
   store atomic i64 %piece, ptr @tk_pool_piece monotonic, align 8
+  store atomic i64 %extra, ptr @tk_pool_extra monotonic, align 8
   store atomic i64 %pieces, ptr @tk_pool_pieces monotonic, align 8
   store atomic i64 0, ptr @tk_pool_done monotonic, align 8
   store atomic i32 0, ptr @tk_pool_joined monotonic, align 4
