@@ -72,7 +72,8 @@ def test_conv_strategy_matches_torch(rng, shape, out_c, kernel, stride, padding,
     if kernel == 1 and padding == 0 and groups == 1:  # a GEMM over pixels: conv1x1-to-dense
         assert not convs and any(tag.startswith("dense") for tag in strategies), strategies
     else:
-        assert list(convs.values()) == ["conv2d_register_tile"], convs
+        # groups wider than a vector and no whole number of vectors: grouped_conv.py
+        assert list(convs.values()) in (["conv2d_register_tile"], ["grouped_conv2d_by_group"]), convs
     data = rng.standard_normal(shape).astype("f4")
     got = tk.build(module)(data)
     want = expected(data)
@@ -80,7 +81,7 @@ def test_conv_strategy_matches_torch(rng, shape, out_c, kernel, stride, padding,
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("channels, groups, lanes", [(104, 13, 8), (48, 12, 4), (72, 3, 8), (256, 8, 16)])
+@pytest.mark.parametrize("channels, groups, lanes", [(104, 13, 8), (48, 12, 4), (72, 3, 16), (256, 8, 16)])
 def test_grouped_conv_has_no_gathers(rng, channels, groups, lanes):
     """Each vector of output channels lies in one group: its input channel is one
     broadcast load, not a per-lane gather."""

@@ -16,6 +16,9 @@ Registered here (plevel in brackets):
   time into the tile's column panels (or transposed), then the GEMM register tile
   (``gemm.py``);
 * ``gemm_register_tile`` [15]: matmul / batch_matmul with elementwise epilogues;
+* ``grouped_conv2d_by_group`` [12]: NHWC grouped conv2d whose groups are wider than a
+  vector but no whole number of vectors: a group loop outside each group's register
+  tile of full vectors (``grouped_conv.py``);
 * ``conv2d_register_tile`` [10]: NHWC conv2d as an implicit GEMM (``conv.py``);
 * ``reduce_rows`` [10] / ``reduce_columns`` [5]: reductions along / across the
   contiguous axis (softmax, layer norm, reduce_*, pooling; ``reduce.py``);
@@ -58,7 +61,7 @@ from xdsl.rewriter import Rewriter
 
 from ...dialects import loop
 from ..schedule import ScheduleError, kernels, schedule_on_clone
-from . import conv, elementwise, gemm, lowp_gemm, recurrent, reduce, rows, scatter  # noqa: F401  (registers the strategies)
+from . import conv, elementwise, gemm, grouped_conv, lowp_gemm, recurrent, reduce, rows, scatter  # noqa: F401  (registers the strategies)
 from .analysis import KernelInfo, constant_arguments, kernel_info
 from .packing import pack_constant_arguments
 from .registry import STRATEGIES, Strategy, register_strategy, strategies_for
