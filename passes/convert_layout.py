@@ -27,7 +27,6 @@ layout facet of an op, like its compute rule in ``lowering/graph_to_te``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -63,18 +62,11 @@ class LayoutConverter:
     def __init__(self, block: Block, layout: str):
         self.block, self.layout, self.perm = block, layout, LAYOUTS[layout]
         self.twins: dict[SSAValue, SSAValue] = {}
-        #: twins of values other than rank-4 images (channel-split ones): the permutation
-        #: that makes them from their value (rank-4 twins use the layout's, ``perm``)
-        self.twin_perms: dict[SSAValue, Perm] = {}
 
     # -- values --------------------------------------------------------------------------
 
     def has_twin(self, value: SSAValue) -> bool:
         return value in self.twins
-
-    def twin_perm(self, value: SSAValue) -> Perm:
-        """The permutation ``value``'s twin is of ``value`` (``transpose(value, perm)``)."""
-        return self.twin_perms.get(value, self.perm)
 
     def twin(self, value: SSAValue) -> SSAValue:
         """``value`` (NCHW, rank 4) in the target layout: its recorded twin, or a new
@@ -109,20 +101,16 @@ class LayoutConverter:
 
     # -- ops -----------------------------------------------------------------------------
 
-    def replace(self, op: Operation, new: Operation, perm: Perm | None = None) -> None:
-        """Put ``new`` (whose result is ``op``'s in the target layout: permuted by
-        ``perm``, by default the layout's) in place of ``op``; ``op``'s users read a
-        transpose back to NCHW, the twin of which is ``new``."""
-        perm = perm or self.perm
-        back = TransposeOp(new.results[0], _inverse(perm))
+    def replace(self, op: Operation, new: Operation) -> None:
+        """Put ``new`` (whose result is ``op``'s in the target layout) in place of ``op``;
+        ``op``'s users read a transpose back to NCHW, the twin of which is ``new``."""
+        back = TransposeOp(new.results[0], _inverse(self.perm))
         Rewriter.insert_op([new, back], InsertPoint.before(op))
         new.results[0].name_hint = op.results[0].name_hint
         op.results[0].replace_all_uses_with(back.result)
         back.result.name_hint = None
         Rewriter.erase_op(op)
         self.twins[back.result] = new.results[0]
-        if perm != self.perm:
-            self.twin_perms[back.result] = perm
 
     def rebuilt(
         self, op: Operation, operands: Sequence[SSAValue], result_type: Attribute | None = None, **properties: Attribute
@@ -250,68 +238,6 @@ def _reduce(c: LayoutConverter, op: reduce.ReduceOp) -> None:
     if kept != sorted(kept):
         return
     Rewriter.replace_op(op, c.rebuilt(op, [c.twin(op.input)], op.result.type, axes=new_axes))
-
-
-# ---------------------------------------------------------------------------
-# channel groups: a reshape splitting (or merging back) the channel axis and a
-# transpose of the split channel axes (ShuffleNet's channel shuffle,
-# reshape -> transpose -> reshape) stay in the target layout, on the channel axes'
-# place there (last in NHWC): (N, C, H, W) -> (N, G, C/G, H, W) is (N, H, W, C) ->
-# (N, H, W, G, C/G), and the transpose swaps the last two axes, with no transpose back
-# to NCHW and none into the target layout again
-
-
-def _expanded(perm: Perm, channel_axes: int) -> Perm:
-    """``perm`` (a rank-4 NCHW layout) for a value whose channel axis is split into
-    ``channel_axes`` axes: (N, C1, .., Ck, H, W) in the layout's order of N, C, H, W."""
-    axes = {0: [0], 1: list(range(1, 1 + channel_axes)), 2: [1 + channel_axes], 3: [2 + channel_axes]}
-    return tuple(a for p in perm for a in axes[p])
-
-
-def _channel_split(image: Sequence, split: Sequence) -> bool:
-    """``split`` is the rank-4 ``image`` shape (N, C, H, W) with C split into static
-    axes: N, H and W the same, the channel counts' product C."""
-    return (
-        len(split) > 4
-        and split[0] == image[0]
-        and tuple(split[-2:]) == tuple(image[2:])
-        and all(isinstance(d, int) for d in split[1:-2])
-        and isinstance(image[1], int)
-        and math.prod(split[1:-2]) == image[1]
-    )
-
-
-@layout_rule(ReshapeOp)
-def _reshape(c: LayoutConverter, op: ReshapeOp) -> None:
-    """A reshape splitting a twinned image's channel axis, or merging a split value's
-    channel axes back into one, is the same reshape of the twin."""
-    if not c.has_twin(op.input):
-        return
-    source, target = shape_of(op.input.type), shape_of(op.result.type)
-    if len(source) == 4 and c.twin_perm(op.input) == c.perm and _channel_split(source, target):
-        perm = _expanded(c.perm, len(target) - 3)
-    elif len(target) == 4 and c.twin_perm(op.input) == _expanded(c.perm, len(source) - 3) and _channel_split(target, source):
-        perm = c.perm
-    else:
-        return
-    twin = c.twin(op.input)
-    c.replace(op, ReshapeOp(twin, [target[a] for a in perm]), perm)
-
-
-@layout_rule(TransposeOp)
-def _transpose(c: LayoutConverter, op: TransposeOp) -> None:
-    """A transpose of a channel-split value's channel axes only (N, H and W stay) is a
-    transpose of the twin's channel axes."""
-    if not c.has_twin(op.input):
-        return
-    perm, moved = c.twin_perm(op.input), ints(op.perm)
-    rank = len(moved)
-    if rank <= 4 or perm == c.perm or moved[0] != 0 or tuple(moved[-2:]) != (rank - 2, rank - 1):
-        return
-    # twin_out[j] = out[perm[j]] = in[moved[perm[j]]] = twin_in[perm^-1[moved[perm[j]]]]
-    inverse = _inverse(perm)
-    on_twin = [inverse[moved[perm[j]]] for j in range(rank)]
-    c.replace(op, TransposeOp(c.twin(op.input), on_twin), perm)
 
 
 # ---------------------------------------------------------------------------
