@@ -5,6 +5,8 @@ and a loop's thread cap is what its work pays for, whatever the machine."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from strategy_helpers import scheduled_loops
@@ -14,6 +16,7 @@ from tensorkiln.dialects import loop
 from tensorkiln.schedule import kernels
 from tensorkiln.schedule.nest import static_trip_bound
 from tensorkiln.schedule.strategies.parallel import (
+    BALANCE_SLACK,
     COSTS,
     ELEMENT_NS,
     PIECES_PER_THREAD,
@@ -22,6 +25,7 @@ from tensorkiln.schedule.strategies.parallel import (
     assumed_cores,
     best_thread_count,
     break_even_work,
+    fusion_depth,
     loop_time_ns,
     target_cores,
 )
@@ -179,3 +183,73 @@ def test_schedules_with_a_cap_give_the_same_results(rng):
             results.append(lib(x))
     for r in results[1:]:
         np.testing.assert_array_equal(results[0], r)
+
+
+# ---------------------------------------------------------------------------
+# balance: how the parallel loop's pieces share out among the threads
+
+
+def test_fusion_depth_fuses_until_the_threads_are_balanced():
+    # enough pieces and balanced: the outer loop alone
+    assert fusion_depth([56, 10], 1e6, 2) == 1
+    assert fusion_depth([14, 4, 3], 1e6, 2) == 1
+    # 9 rows on 2 threads are 5 + 4: the column blocks join (36 pieces, 18 + 18)
+    assert fusion_depth([9, 4], 1e6, 2) == 2
+    # too few pieces for 4 threads: fused until 16 or more
+    assert fusion_depth([14, 4, 3], 1e6, 4) == 2
+    # an unknown extent ends the known loops; too few known pieces fuse it in
+    assert fusion_depth([None, 4], 1e6, 2) == 1
+    assert fusion_depth([3, None, 5], 1e6, 2) == 2
+    assert fusion_depth([2, 3], 1e6, 2) == 2
+
+
+def _dense_conv(rng, channels: int, out_channels: int, size: int, kernel: int, stride: int):
+    b = tk.GraphBuilder()
+    x = b.input("x", (1, channels, size, size))
+    weight = f32(rng, out_channels, channels, kernel, kernel)
+    return b.finish(b.relu(b.conv2d(x, weight, None, strides=stride, padding=kernel // 2)))
+
+
+#: ResNet-style dense convs (channels, out channels, image size, kernel, stride), some
+#: with odd image sizes
+DENSE_CONVS = [
+    (64, 64, 56, 3, 1),
+    (64, 128, 56, 3, 2),
+    (128, 128, 28, 3, 1),
+    (64, 128, 56, 1, 2),
+    (256, 256, 14, 3, 1),
+    (128, 256, 28, 3, 2),
+    (512, 512, 7, 3, 1),
+    (96, 96, 17, 3, 1),
+    (64, 80, 9, 3, 1),
+]
+
+
+def _busiest_over_mean(trips: int, threads: int) -> float:
+    """The busiest thread's iterations over the mean, with the pool's even pieces."""
+    return math.ceil(trips / threads) * threads / trips
+
+
+@pytest.mark.parametrize("cores", (2, 4, 8, 16))
+@pytest.mark.parametrize("shape", DENSE_CONVS, ids=lambda s: "x".join(map(str, s)))
+def test_dense_convs_split_into_balanced_whole_tiles(rng, shape, cores):
+    """A dense conv's (or 1x1 conv's dense) parallel loop gives every thread it runs on (its cap, at most the
+    cores) the same work within a few percent (the 14 rows of a 14x14 image on 4 threads
+    are 4, 4, 3, 3: the channel blocks join them),
+    and it holds whole register tiles: the tile's unrolled rows and vectorized channels
+    run inside it, never split between threads."""
+    module = _dense_conv(rng, *shape)
+    with assumed_cores(cores):
+        scheduled = scheduled_loops(module, cores=None)
+    # (a 1x1 conv is a dense layer on its pixels)
+    (kernel,) = [k for k in kernels(scheduled) if k.sym_name.data.startswith(("conv2d", "dense"))]
+    (parallel,) = [op for op in kernel.walk() if isinstance(op, loop.ForOp) and op.kind.data == "parallel"]
+    trips, cap = static_trip_bound(parallel), loop.max_threads(parallel)
+    threads = min(cap or cores, cores)
+    assert trips >= min(threads * PIECES_PER_THREAD, trips)
+    # within the slack of the best fusion, itself within a piece of even; unless every
+    # loop outside the register tile is in the parallel loop already (no block loop left)
+    blocks_left = [f for f in parallel.body.block.ops if isinstance(f, loop.ForOp) and f.loop_name.data.endswith("outer")]
+    assert _busiest_over_mean(trips, threads) <= 1.05 + BALANCE_SLACK or not blocks_left, (trips, threads)
+    inside = {op.kind.data for op in parallel.body.block.walk() if isinstance(op, loop.ForOp)}
+    assert {"unrolled", "vectorized"} <= inside, inside

@@ -25,7 +25,10 @@ Which loop: the band's leading loops (batch, rows or pixel blocks, channel block
 the strategy ordered them) are fused until the parallel loop has
 :data:`PIECES_PER_THREAD` iterations for each thread the kernel is worth on this
 machine's cores (the pool deals them out dynamically, so a thread slowed down by
-another process takes fewer).
+another process takes fewer), and further while that balances the threads better
+(:func:`fusion_depth`). The pool cuts the loop into pieces whose sizes differ by at
+most one iteration, so the busiest thread runs ``ceil(trips / n)`` of them: the
+``T(n)`` above.
 
 The parameters (:data:`COSTS`) are this machine's order of magnitude (``benchmarks/
 threads.py`` measures the pool's launch and the break-even work); they are a model's,
@@ -146,6 +149,49 @@ PARALLEL_MIN_PRODUCT_WORK = break_even_work(PRODUCT_NS)
 PARALLEL_MIN_WORK = break_even_work(ELEMENT_NS)
 
 
+#: how much slower than the best balance a shallower fusion may be (its pieces are larger:
+#: fewer launches of the inner loops, the copies made per piece shared by more of them)
+BALANCE_SLACK = 0.03
+
+
+def fusion_depth(
+    extents: Sequence[int | None],
+    serial_ns: float | None,
+    threads: int,
+    costs: ThreadCosts = COSTS,
+    balance: bool = True,
+) -> int:
+    """How many of the leading loops (``extents``, outermost first) to fuse into the
+    parallel loop for ``threads`` threads: at least until it has :data:`PIECES_PER_THREAD`
+    iterations per thread (an unknown extent ends the fusion), and further while that
+    balances the threads' shares better by more than :data:`BALANCE_SLACK` (the pool
+    cuts a loop into pieces of even sizes, so the busiest thread has ``ceil(trips /
+    threads)`` iterations): 9 image rows on 2 threads (5 and 4) take their 4 column
+    blocks in (36 pieces, 18 each); 56 rows stay 56 (28 each); 14 rows on 4 threads
+    (4 pieces of 14 are too few) take their 4 column blocks in. ``balance=False``: no
+    further than enough pieces (a strategy that copies data per iteration of a loop).
+
+    >>> fusion_depth([9, 4], 1e6, 2), fusion_depth([56, 10], 1e6, 2), fusion_depth([14, 4, 3], 1e6, 4)
+    (2, 1, 2)
+    """
+    wanted = PIECES_PER_THREAD * threads
+    times, trips = [], 1
+    for extent in extents:
+        if extent is None:
+            break
+        trips *= extent
+        times.append(loop_time_ns(1e6 if serial_ns is None else serial_ns, trips, threads, costs))
+    if not times:
+        return 1
+    enough = [d for d in range(1, len(times) + 1) if math.prod(extents[:d]) >= wanted]  # type: ignore[arg-type]
+    if not enough:  # too few pieces in the known loops: an unknown one next counts as many
+        return min(len(times) + 1, len(extents))
+    if not balance:
+        return enough[0]
+    best = min(times[enough[0] - 1 :])
+    return next(d for d in enough if times[d - 1] <= best * (1 + BALANCE_SLACK))
+
+
 def parallelize_outer(
     s: Schedule,
     band: Sequence[str],
@@ -155,14 +201,16 @@ def parallelize_outer(
     work: int | None = -1,
     cores: int | None = None,
     costs: ThreadCosts = COSTS,
+    balance: bool = True,
 ) -> str | None:
     """Mark the outermost loops of ``band`` (perfectly nested, outermost first) parallel
     when the cost model says the kernel is worth two threads or more: the leading loops
     fused until the parallel loop has :data:`PIECES_PER_THREAD` iterations per thread
     worth having on ``cores`` cores (default: :func:`target_cores`), its thread cap what the
     model gives for its trips. ``work``: the kernel's innermost iterations when
-    ``info.work`` does not count them (None: unknown). Returns the parallel loop's
-    name, or None (serial)."""
+    ``info.work`` does not count them (None: unknown). ``balance``: fuse further loops
+    when that balances the threads better (:func:`fusion_depth`). Returns the parallel
+    loop's name, or None (serial)."""
     if not band:
         return None
     work = info.work if work == -1 else work
@@ -171,15 +219,12 @@ def parallelize_outer(
     if worth < 2:
         return None
     cores = max(2, cores if cores is not None else target_cores())
-    wanted = PIECES_PER_THREAD * min(worth, cores)
     loops = list(band)
     while len(loops) > 1 and s.extent(loops[0]) == 1:
         loops.pop(0)  # (a loop of one iteration gives no parallelism)
+    depth = fusion_depth([s.extent(name) for name in loops], serial, min(worth, cores), costs, balance)
     fused = loops[0]
-    for name in loops[1:]:
-        trips = s.extent(fused)
-        if trips is None or trips >= wanted:
-            break
+    for name in loops[1:depth]:
         fused = s.fuse(fused, name)
     trips = s.extent(fused)
     if trips == 1:
@@ -204,6 +249,7 @@ __all__ = [
     "assumed_cores",
     "best_thread_count",
     "break_even_work",
+    "fusion_depth",
     "loop_time_ns",
     "parallelize_outer",
     "target_cores",
